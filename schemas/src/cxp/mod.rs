@@ -1,1 +1,34 @@
-//! The CXP packet (spec 004).
+//! The CXP packet (spec 004): the message every Volk sends and receives.
+//!
+//! - [`CxpPacket`]: the 11 spec fields plus `metadata`, `content_type` and tracking state;
+//!   only valid packets can be built.
+//! - [`VolkAlias`], [`Priority`], [`Payload`], [`DeliveryStatus`], [`WorkStatus`]: the
+//!   validated field types.
+//! - [`CxpHeaders`]: the headers alone, as the event log records them.
+//! - [`CxpError`]: every rejection, naming the field and the reason.
+
+pub mod alias;
+pub mod error;
+pub mod headers;
+pub mod packet;
+pub mod payload;
+pub mod priority;
+mod raw;
+pub mod review;
+pub mod status;
+pub mod tracking;
+pub mod validate;
+pub mod version;
+
+pub use alias::VolkAlias;
+pub use error::CxpError;
+pub use headers::CxpHeaders;
+pub use packet::{CxpPacket, Metadata};
+pub use payload::{Payload, MAX_BINARY_PAYLOAD_BYTES, MAX_JSON_PAYLOAD_BYTES};
+pub use priority::Priority;
+pub use review::{
+    FixIssues, ReviewCode, ReviewComplete, ReviewIssue, ReviewPayload, ReviewSummary, Severity,
+};
+pub use status::{DeliveryStatus, WorkStatus};
+pub use tracking::{Resolution, StatusChange, Tracking, WorkNote, DEFAULT_MAX_RETRIES};
+pub use version::{check_compatibility, Compatibility, CURRENT_VERSION, SUPPORTED_VERSIONS};
