@@ -1,0 +1,1 @@
+//! The `orchestrata` command line.

@@ -1,0 +1,301 @@
+//! The embedded backend (sled): one sled database in a directory, one tree per stream.
+//!
+//! - Tree keys are big-endian u64 sequences; values are laid out by [`record`].
+//! - The epoch is a UUID created with the database and stored in its `__meta` tree.
+//! - Appends to a stream are serialized by a per-stream lock that assigns sequences;
+//!   durability follows the [`FsyncPolicy`](crate::config::FsyncPolicy) with group commit
+//!   ([`durability`]).
+//! - Retention deletes the oldest keys; the newest event of a stream is always kept, so
+//!   the next sequence can be recovered from the tree after a restart.
+
+mod durability;
+mod record;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use orchestrata_schemas::events::Stream;
+use tokio::sync::watch;
+
+use self::durability::Durability;
+use super::raw::{Bounds, RawEntry, RawLog, RawTail};
+use super::LogError;
+use crate::config::{FsyncPolicy, RetentionPolicy};
+
+const META_TREE: &str = "__meta";
+const EPOCH_KEY: &str = "epoch";
+
+struct StreamState {
+    tree: sled::Tree,
+    /// The next sequence to assign; the lock serializes appenders of this stream.
+    next: Mutex<u64>,
+    /// The next sequence a tail may read (appended and, under `every_append`, flushed).
+    visible: watch::Sender<u64>,
+}
+
+struct Inner {
+    path: PathBuf,
+    epoch: String,
+    streams: HashMap<Stream, StreamState>,
+    durability: Arc<Durability>,
+    retention: HashMap<Stream, RetentionPolicy>,
+}
+
+/// The sled-backed log. Cheap to clone; all clones share one database.
+#[derive(Clone)]
+pub struct SledLog {
+    inner: Arc<Inner>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+impl SledLog {
+    /// Opens (or creates) the database in `dir`. Fails with
+    /// [`LogError::Locked`] if another process holds it. Must run inside a tokio runtime
+    /// (the `every_ms` policy spawns its flusher).
+    pub async fn open(
+        dir: &Path,
+        fsync: FsyncPolicy,
+        retention: impl IntoIterator<Item = (Stream, RetentionPolicy)>,
+    ) -> Result<Self, LogError> {
+        let path = dir.to_path_buf();
+        let opened = {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || {
+                sled::Config::new().path(&path).flush_every_ms(None).open()
+            })
+            .await
+            .map_err(|e| LogError::Task(format!("sled open task: {e}")))?
+        };
+        let db = opened.map_err(|e| LogError::sled(&path, e))?;
+        let sled_err = |e| LogError::sled(&path, e);
+        let meta = db.open_tree(META_TREE).map_err(sled_err)?;
+        let epoch = match meta.get(EPOCH_KEY).map_err(sled_err)? {
+            Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            None => {
+                let epoch = uuid::Uuid::new_v4().to_string();
+                meta.insert(EPOCH_KEY, epoch.as_bytes()).map_err(sled_err)?;
+                db.flush().map_err(sled_err)?;
+                epoch
+            }
+        };
+        let mut streams = HashMap::new();
+        for stream in Stream::ALL {
+            let tree = db.open_tree(stream.as_str()).map_err(sled_err)?;
+            let next = match tree.last().map_err(sled_err)? {
+                Some((key, _)) => record::decode_sequence(stream, &key)? + 1,
+                None => 0,
+            };
+            let (visible, _) = watch::channel(next);
+            streams.insert(
+                stream,
+                StreamState {
+                    tree,
+                    next: Mutex::new(next),
+                    visible,
+                },
+            );
+        }
+        let durability = Durability::new(db, path.clone(), fsync);
+        Ok(SledLog {
+            inner: Arc::new(Inner {
+                path,
+                epoch,
+                streams,
+                durability,
+                retention: retention.into_iter().collect(),
+            }),
+        })
+    }
+
+    fn state(&self, stream: Stream) -> &StreamState {
+        // Every stream of Stream::ALL gets a tree at open.
+        &self.inner.streams[&stream]
+    }
+
+    fn err(&self, e: sled::Error) -> LogError {
+        LogError::sled(&self.inner.path, e)
+    }
+
+    fn first(&self, stream: Stream) -> Result<Option<u64>, LogError> {
+        match self.state(stream).tree.first().map_err(|e| self.err(e))? {
+            Some((key, _)) => Ok(Some(record::decode_sequence(stream, &key)?)),
+            None => Ok(None),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl RawLog for SledLog {
+    async fn append_raw(
+        &self,
+        stream: Stream,
+        entries: Vec<(String, Vec<u8>)>,
+    ) -> Result<u64, LogError> {
+        let state = self.state(stream);
+        let count = entries.len() as u64;
+        let stored_at_ms = now_ms();
+        let (first, ticket) = {
+            let mut next = state.next.lock().unwrap_or_else(|p| p.into_inner());
+            let first = *next;
+            let mut batch = sled::Batch::default();
+            for (i, (key, value)) in entries.iter().enumerate() {
+                let seq = first + i as u64;
+                batch.insert(
+                    &seq.to_be_bytes(),
+                    record::encode_value(stored_at_ms, key, value),
+                );
+            }
+            state.tree.apply_batch(batch).map_err(|e| self.err(e))?;
+            *next = first + count;
+            let ticket = self.inner.durability.note_written(count);
+            if !self.inner.durability.visible_after_flush() {
+                state.visible.send_replace(first + count);
+            }
+            (first, ticket)
+        };
+        self.inner.durability.after_write(ticket).await?;
+        if self.inner.durability.visible_after_flush() {
+            state.visible.send_if_modified(|v| {
+                let end = first + count;
+                let moved = end > *v;
+                if moved {
+                    *v = end;
+                }
+                moved
+            });
+        }
+        Ok(first)
+    }
+
+    async fn read_raw(
+        &self,
+        stream: Stream,
+        from: u64,
+        to: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<RawEntry>, LogError> {
+        if let Some(to) = to {
+            if from > to {
+                return Err(LogError::InvalidRange { stream, from, to });
+            }
+        }
+        if let Some(first) = self.first(stream)? {
+            if from < first {
+                return Err(LogError::Truncated {
+                    stream,
+                    requested: from,
+                    first,
+                });
+            }
+        }
+        let tree = &self.state(stream).tree;
+        let start = from.to_be_bytes();
+        let iter = match to {
+            Some(to) => tree.range(start..=to.to_be_bytes()),
+            None => tree.range(start..),
+        };
+        let mut out = Vec::with_capacity(limit.min(4096));
+        for item in iter.take(limit) {
+            let (key, value) = item.map_err(|e| self.err(e))?;
+            let seq = record::decode_sequence(stream, &key)?;
+            out.push(record::decode_entry(stream, seq, &value)?);
+        }
+        // Retention may have removed keys between the bound check and the scan: a range
+        // that does not start at `from` would hide a gap, so report it as truncated.
+        if let Some(head) = out.first() {
+            if head.sequence != from {
+                return Err(LogError::Truncated {
+                    stream,
+                    requested: from,
+                    first: head.sequence,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    async fn bounds(&self, stream: Stream) -> Result<Bounds, LogError> {
+        let first = self.first(stream)?;
+        let last = match self.state(stream).tree.last().map_err(|e| self.err(e))? {
+            Some((key, _)) => Some(record::decode_sequence(stream, &key)?),
+            None => None,
+        };
+        Ok(Bounds { first, last })
+    }
+
+    async fn epoch(&self, _stream: Stream) -> Result<String, LogError> {
+        Ok(self.inner.epoch.clone())
+    }
+
+    async fn tail_raw(&self, stream: Stream, from: u64) -> Result<RawTail, LogError> {
+        let visible = self.state(stream).visible.subscribe();
+        if let Some(first) = self.first(stream)? {
+            if from < first {
+                return Err(LogError::Truncated {
+                    stream,
+                    requested: from,
+                    first,
+                });
+            }
+        }
+        Ok(super::tail::watch_tail(
+            Arc::new(self.clone()),
+            stream,
+            from,
+            visible,
+        ))
+    }
+
+    async fn enforce_retention(&self, stream: Stream) -> Result<Option<u64>, LogError> {
+        let Some(policy) = self.inner.retention.get(&stream).copied() else {
+            return self.first(stream);
+        };
+        let bounds = self.bounds(stream).await?;
+        let (Some(first), Some(last)) = (bounds.first, bounds.last) else {
+            return Ok(None);
+        };
+        let mut keep_from = first;
+        if let Some(max) = policy.max_events {
+            keep_from = keep_from.max((last + 1).saturating_sub(max.max(1)));
+        }
+        if let Some(age) = policy.max_age() {
+            let cutoff =
+                now_ms().saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
+            let tree = &self.state(stream).tree;
+            for item in tree.range(keep_from.to_be_bytes()..last.to_be_bytes()) {
+                let (key, value) = item.map_err(|e| self.err(e))?;
+                let seq = record::decode_sequence(stream, &key)?;
+                if record::stored_at(stream, seq, &value)? >= cutoff {
+                    break;
+                }
+                keep_from = seq + 1;
+            }
+        }
+        if keep_from > first {
+            let tree = &self.state(stream).tree;
+            let mut batch = sled::Batch::default();
+            for seq in first..keep_from {
+                batch.remove(&seq.to_be_bytes());
+            }
+            tree.apply_batch(batch).map_err(|e| self.err(e))?;
+            self.inner.durability.flush_all().await?;
+        }
+        Ok(Some(keep_from))
+    }
+
+    async fn flush(&self) -> Result<(), LogError> {
+        self.inner.durability.flush_all().await
+    }
+
+    fn location(&self) -> String {
+        self.inner.path.display().to_string()
+    }
+}

@@ -1,0 +1,119 @@
+//! Blocking range reads of one single-partition topic by assign + seek.
+//!
+//! The end of a partition is found with the fetch's end-of-partition signal, never with
+//! ListOffsets: some Kafka-protocol brokers (tansu) answer ListOffsets with a wrong high
+//! watermark. A fetch positioned beyond the end of a partition gets no answer at all from
+//! such brokers, so callers only ever start fetches at or below an end they observed.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Headers, Message};
+use rdkafka::{Offset, TopicPartitionList};
+
+/// Header set on the epoch marker record at offset 0 of every topic.
+pub(super) const MARKER_HEADER: &str = "orchestrata-epoch-marker";
+
+/// One record as fetched.
+pub(super) struct Fetched {
+    pub offset: u64,
+    pub key: Option<Vec<u8>>,
+    pub value: Vec<u8>,
+    pub timestamp_ms: i64,
+    pub is_marker: bool,
+}
+
+/// What a fetch saw.
+pub(super) struct FetchResult {
+    pub records: Vec<Fetched>,
+    /// The offset after the partition's last record, if the fetch reached the end.
+    pub end: Option<u64>,
+}
+
+/// Why a fetch failed.
+pub(super) enum FetchError {
+    /// No record and no end-of-partition arrived within the timeout.
+    Timeout,
+    /// The client or broker reported an error.
+    Kafka(KafkaError),
+}
+
+/// Consumer settings shared by range reads and tails.
+pub(super) fn consumer_config(brokers: &str, eof: bool) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "orchestrata-log-reader")
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("enable.partition.eof", if eof { "true" } else { "false" })
+        .set("auto.offset.reset", "earliest")
+        .set("fetch.wait.max.ms", "10")
+        .set("log_level", "3");
+    config
+}
+
+/// Reads records of `topic` partition 0 with `from <= offset <= to`, at most `limit`,
+/// stopping early at the end of the partition. `timeout` bounds the wait between two
+/// signs of progress.
+pub(super) fn fetch(
+    brokers: &str,
+    topic: &str,
+    from: u64,
+    to: Option<u64>,
+    limit: usize,
+    timeout: Duration,
+) -> Result<FetchResult, FetchError> {
+    let consumer: BaseConsumer = consumer_config(brokers, true)
+        .create()
+        .map_err(FetchError::Kafka)?;
+    let mut assignment = TopicPartitionList::new();
+    let start = i64::try_from(from).unwrap_or(i64::MAX);
+    assignment
+        .add_partition_offset(topic, 0, Offset::Offset(start))
+        .map_err(FetchError::Kafka)?;
+    consumer.assign(&assignment).map_err(FetchError::Kafka)?;
+
+    let mut records = Vec::new();
+    let mut next = from;
+    let mut deadline = Instant::now() + timeout;
+    while records.len() < limit && to.is_none_or(|to| next <= to) {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        if wait.is_zero() {
+            return Err(FetchError::Timeout);
+        }
+        match consumer.poll(wait.min(Duration::from_millis(100))) {
+            None => {}
+            Some(Err(KafkaError::PartitionEOF(_))) => {
+                return Ok(FetchResult {
+                    records,
+                    end: Some(next),
+                })
+            }
+            Some(Err(e)) => return Err(FetchError::Kafka(e)),
+            Some(Ok(message)) => {
+                let Ok(offset) = u64::try_from(message.offset()) else {
+                    continue;
+                };
+                if message.topic() != topic || offset < next {
+                    continue;
+                }
+                deadline = Instant::now() + timeout;
+                next = offset + 1;
+                let is_marker = message
+                    .headers()
+                    .is_some_and(|h| h.iter().any(|header| header.key == MARKER_HEADER));
+                records.push(Fetched {
+                    offset,
+                    key: message.key().map(<[u8]>::to_vec),
+                    value: message.payload().map(<[u8]>::to_vec).unwrap_or_default(),
+                    timestamp_ms: message.timestamp().to_millis().unwrap_or(0),
+                    is_marker,
+                });
+            }
+        }
+    }
+    Ok(FetchResult { records, end: None })
+}

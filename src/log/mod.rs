@@ -1,0 +1,22 @@
+//! The persistent event log: the source of truth everything else is folded from.
+//!
+//! Two layers:
+//! - [`RawLog`]: what a backend implements — per stream, append `(key, bytes)` and get a
+//!   sequence (0, 1, 2, ... with no gaps), range reads, bounds, epoch, tail, retention.
+//!   Backends: [`SledLog`] (embedded, the default) and [`KafkaLog`].
+//! - [`EventLog`]: the typed log the kernel, gateway and projections use. It encodes each
+//!   [`EventRecord`](orchestrata_schemas::events::EventRecord) with the Avro single-object
+//!   codec and hands back [`Envelope`](orchestrata_schemas::events::Envelope)s.
+//!
+//! Open one from configuration with [`open`].
+
+mod embedded;
+mod error;
+mod kafka;
+mod raw;
+mod tail;
+
+pub use embedded::SledLog;
+pub use error::LogError;
+pub use kafka::KafkaLog;
+pub use raw::{Bounds, RawEntry, RawLog, RawTail};

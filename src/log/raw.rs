@@ -1,0 +1,97 @@
+//! The byte-level layer every backend implements.
+//!
+//! A backend stores opaque `(key, value)` pairs per [`Stream`] and assigns each a
+//! sequence: 0 for the first pair of a stream, then +1, never repeated, never skipped.
+//! It knows nothing about events; the typed [`EventLog`](super::EventLog) on top
+//! encodes records to bytes on the way in and decodes them on the way out.
+
+use futures::stream::BoxStream;
+use orchestrata_schemas::events::Stream;
+
+use super::LogError;
+
+/// One stored pair with the position the backend gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawEntry {
+    /// Position in its stream.
+    pub sequence: u64,
+    /// The entity the record is about, stored beside the value.
+    pub key: String,
+    /// The encoded record.
+    pub value: Vec<u8>,
+    /// Wall-clock time the backend stored it (milliseconds since the Unix epoch). Used by
+    /// age-based retention; never by folds.
+    pub stored_at_ms: i64,
+}
+
+/// First and last sequence of a stream. Both are `None` while nothing was ever stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Bounds {
+    /// The oldest sequence still stored (moves forward with retention).
+    pub first: Option<u64>,
+    /// The newest sequence stored.
+    pub last: Option<u64>,
+}
+
+impl Bounds {
+    /// How many records the stream holds now.
+    pub fn count(&self) -> u64 {
+        match (self.first, self.last) {
+            (Some(first), Some(last)) => last + 1 - first,
+            _ => 0,
+        }
+    }
+
+    /// The sequence the next append will get.
+    pub fn next(&self) -> u64 {
+        self.last.map_or(0, |last| last + 1)
+    }
+}
+
+/// A live stream of stored entries (see [`RawLog::tail_raw`]).
+pub type RawTail = BoxStream<'static, Result<RawEntry, LogError>>;
+
+/// The storage contract of a log backend. Object safe: the typed log holds an
+/// `Arc<dyn RawLog>`.
+#[async_trait::async_trait]
+pub trait RawLog: Send + Sync {
+    /// Appends `entries` to `stream` atomically and in order; returns the sequence of the
+    /// first one (the others follow by +1). Returns once the entries are as durable as
+    /// the backend's policy promises.
+    async fn append_raw(
+        &self,
+        stream: Stream,
+        entries: Vec<(String, Vec<u8>)>,
+    ) -> Result<u64, LogError>;
+
+    /// Entries with `from <= sequence <= to` (`to = None`: up to the end), in order, at
+    /// most `limit`. Asking below the first retained sequence is [`LogError::Truncated`];
+    /// past the end is an empty answer.
+    async fn read_raw(
+        &self,
+        stream: Stream,
+        from: u64,
+        to: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<RawEntry>, LogError>;
+
+    /// The stream's first and last sequence.
+    async fn bounds(&self, stream: Stream) -> Result<Bounds, LogError>;
+
+    /// The id of the log's incarnation for this stream. Stable across restarts; a new
+    /// value means earlier `(epoch, sequence)` positions are void.
+    async fn epoch(&self, stream: Stream) -> Result<String, LogError>;
+
+    /// Stored entries from `from`, then live ones as they are appended, with no gap and no
+    /// duplicate at the seam. Ends only when the log is dropped or on error.
+    async fn tail_raw(&self, stream: Stream, from: u64) -> Result<RawTail, LogError>;
+
+    /// Applies the stream's retention policy now; returns the first retained sequence.
+    async fn enforce_retention(&self, stream: Stream) -> Result<Option<u64>, LogError>;
+
+    /// Makes everything appended so far durable, whatever the fsync policy.
+    async fn flush(&self) -> Result<(), LogError>;
+
+    /// Where the log lives, for humans: a directory or a broker list.
+    fn location(&self) -> String;
+}
