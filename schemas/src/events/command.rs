@@ -1,0 +1,153 @@
+//! Commands: what the kernel is asked to do, in-process or through the `commands`
+//! stream. One type for both paths: the gateway builds a [`Command`], hands it to an
+//! in-process kernel directly, or appends it as `Event::Command` for a kernel in
+//! another process; the kernel answers with `CommandApplied` / `CommandRejected`
+//! (stream `kernel.events`) and every event it appends carries the `command_id`.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::fields::Json;
+use super::types::Packet;
+use crate::cxp::WorkStatus;
+
+/// A command for the kernel; the kernel answers with `CommandApplied` or `CommandRejected` carrying `command_id`.
+///
+/// Stream `commands`, event type `command_submitted`, Avro `schemas/avro/commands.Command.avsc`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Command {
+    /// Unique id; every event the command causes carries it in the envelope.
+    #[serde(with = "crate::events::fields::uuid")]
+    pub command_id: Uuid,
+    /// Who issued it: a client id or Volk alias.
+    pub issuer: String,
+    /// What to do.
+    pub action: CommandKind,
+}
+
+/// What a command asks the kernel to do. In Avro a union of records, branch order = declaration order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandKind {
+    /// Send (queue) a packet.
+    SendPacket {
+        /// The packet.
+        packet: Packet,
+    },
+    /// Mark a packet delivered.
+    MarkDelivered {
+        /// The packet.
+        #[serde(with = "crate::events::fields::uuid")]
+        message_id: Uuid,
+    },
+    /// Acknowledge a delivered packet.
+    Acknowledge {
+        /// The packet.
+        #[serde(with = "crate::events::fields::uuid")]
+        message_id: Uuid,
+        /// The acknowledging Volk.
+        by: String,
+    },
+    /// Mark a delivery failed.
+    Fail {
+        /// The packet.
+        #[serde(with = "crate::events::fields::uuid")]
+        message_id: Uuid,
+        /// Why.
+        reason: String,
+    },
+    /// Queue a failed packet again.
+    Retry {
+        /// The packet.
+        #[serde(with = "crate::events::fields::uuid")]
+        message_id: Uuid,
+    },
+    /// Move a packet's work to another status.
+    SetWorkStatus {
+        /// The packet.
+        #[serde(with = "crate::events::fields::uuid")]
+        message_id: Uuid,
+        /// The new status.
+        status: WorkStatus,
+        /// Assignee (for `in_progress`).
+        assigned_to: Option<String>,
+        /// Result (for `resolved`).
+        resolution: Option<Json>,
+        /// A note.
+        notes: Option<String>,
+    },
+    /// Change a packet's priority.
+    SetPriority {
+        /// The packet.
+        #[serde(with = "crate::events::fields::uuid")]
+        message_id: Uuid,
+        /// New priority (0-10).
+        priority: i32,
+        /// Why.
+        reason: Option<String>,
+    },
+    /// Close a thread.
+    CloseThread {
+        /// The thread.
+        thread_id: String,
+        /// Why.
+        reason: Option<String>,
+    },
+    /// Reopen a closed thread.
+    ReopenThread {
+        /// The thread.
+        thread_id: String,
+        /// Why.
+        reason: Option<String>,
+    },
+    /// Archive a thread.
+    ArchiveThread {
+        /// The thread.
+        thread_id: String,
+        /// Why.
+        reason: Option<String>,
+    },
+    /// Open a session.
+    OpenSession {
+        /// The session.
+        session_id: String,
+        /// Its portfolio.
+        portfolio_id: String,
+        /// Its goals.
+        goals: Vec<String>,
+    },
+    /// Close a session.
+    CloseSession {
+        /// The session.
+        session_id: String,
+        /// What was done.
+        summary: String,
+        /// Tasks carried over.
+        carryover: Vec<String>,
+    },
+    /// Resume an interrupted session.
+    ResumeSession {
+        /// The session.
+        session_id: String,
+    },
+    /// Register a Volk.
+    RegisterVolk {
+        /// Its alias.
+        alias: String,
+        /// What it can do.
+        capabilities: Vec<String>,
+        /// Its parent.
+        parent: Option<String>,
+        /// Protocols it speaks.
+        protocols: Vec<String>,
+        /// Details.
+        metadata: Json,
+    },
+    /// Deregister a Volk.
+    DeregisterVolk {
+        /// Its alias.
+        alias: String,
+        /// Why.
+        reason: String,
+    },
+}
