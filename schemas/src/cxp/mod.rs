@@ -8,27 +8,40 @@
 //! - [`CxpError`]: every rejection, naming the field and the reason.
 
 pub mod alias;
+pub mod codec;
 pub mod error;
 pub mod headers;
 pub mod packet;
 pub mod payload;
+pub mod policy;
 pub mod priority;
+pub mod queue;
 mod raw;
 pub mod review;
+pub mod select;
 pub mod status;
 pub mod tracking;
+mod transitions;
 pub mod validate;
 pub mod version;
 
 pub use alias::VolkAlias;
+pub use codec::COMPRESSION_THRESHOLD;
 pub use error::CxpError;
 pub use headers::CxpHeaders;
 pub use packet::{CxpPacket, Metadata};
 pub use payload::{Payload, MAX_BINARY_PAYLOAD_BYTES, MAX_JSON_PAYLOAD_BYTES};
+pub use policy::{MessageClass, PriorityPolicy};
 pub use priority::Priority;
+pub use queue::PriorityQueue;
 pub use review::{
     FixIssues, ReviewCode, ReviewComplete, ReviewIssue, ReviewPayload, ReviewSummary, Severity,
 };
 pub use status::{DeliveryStatus, WorkStatus};
 pub use tracking::{Resolution, StatusChange, Tracking, WorkNote, DEFAULT_MAX_RETRIES};
-pub use version::{check_compatibility, Compatibility, CURRENT_VERSION, SUPPORTED_VERSIONS};
+pub use validate::custom::ValidatorRegistry;
+pub use validate::schema::{validate_document, CXP_PACKET_SCHEMA};
+pub use version::{
+    check_compatibility, check_compatibility_with, negotiate, upgrade_packet, Compatibility,
+    CURRENT_VERSION, SUPPORTED_VERSIONS,
+};

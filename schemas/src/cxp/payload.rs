@@ -1,6 +1,7 @@
 //! The packet body: structured JSON or raw bytes.
 
-use base64::Engine;
+use base64::engine::{GeneralPurpose, GeneralPurposeConfig};
+use base64::{alphabet, Engine};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::error::CxpError;
@@ -9,6 +10,13 @@ use super::error::CxpError;
 pub const MAX_JSON_PAYLOAD_BYTES: usize = 10 * 1024 * 1024;
 /// Largest binary payload accepted, in bytes (100 MB).
 pub const MAX_BINARY_PAYLOAD_BYTES: usize = 100 * 1024 * 1024;
+
+/// Standard alphabet, padded; decoding tolerates non-zero trailing bits so acceptance is
+/// exactly the padded-base64 pattern of the JSON Schema.
+const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+);
 
 /// What a packet carries.
 ///
@@ -52,12 +60,12 @@ impl Payload {
 
     /// Encode bytes the way they travel inside JSON (standard base64, padded).
     pub fn encode_base64(bytes: &[u8]) -> String {
-        base64::engine::general_purpose::STANDARD.encode(bytes)
+        BASE64.encode(bytes)
     }
 
     /// Decode a JSON-borne binary payload, naming `payload` on malformed base64.
     pub fn decode_base64(text: &str) -> Result<Vec<u8>, CxpError> {
-        base64::engine::general_purpose::STANDARD
+        BASE64
             .decode(text)
             .map_err(|e| CxpError::invalid("payload", format!("invalid base64: {e}")))
     }

@@ -21,20 +21,39 @@ use super::version::parse_version;
 /// (a JSON value in JSON, a frame in MessagePack). Unknown fields are ignored.
 #[derive(Debug, Deserialize)]
 pub(crate) struct RawPacket<P> {
+    #[serde(default, deserialize_with = "present")]
     pub message_id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     pub from_agent: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     pub to_agent: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     pub thread_id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     pub subject: Option<Value>,
     pub payload: Option<P>,
+    #[serde(default, deserialize_with = "present")]
     pub timestamp: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     pub priority: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     pub delivery_status: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     pub work_status: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     pub protocol_version: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     pub metadata: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     pub content_type: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     pub tracking: Option<Value>,
+}
+
+/// Deserialize a present field as `Some(value)`, keeping an explicit `null` as
+/// `Some(Value::Null)` (plain `Option` would turn it into "absent").
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 fn required<T>(v: Option<T>, field: &'static str) -> Result<T, CxpError> {
@@ -51,6 +70,46 @@ fn string(v: Value, field: &'static str) -> Result<String, CxpError> {
     }
 }
 
+/// An integer value of a JSON number, accepting `5.0` as JSON Schema does.
+pub(crate) fn integral(n: &serde_json::Number) -> Option<i64> {
+    n.as_i64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 1e15)
+            .map(|f| f as i64)
+    })
+}
+
+/// Parse `message_id`: the canonical hyphenated UUID form (36 characters) only.
+pub(crate) fn parse_uuid(s: &str) -> Result<Uuid, CxpError> {
+    let parsed = if s.len() == 36 {
+        Uuid::try_parse(s).ok()
+    } else {
+        None
+    };
+    parsed.ok_or_else(|| {
+        CxpError::invalid(
+            "message_id",
+            format!("`{s}` is not a hyphenated UUID (8-4-4-4-12 hex digits)"),
+        )
+    })
+}
+
+/// Parse `timestamp`: RFC 3339 (the internet profile of ISO 8601) with `T` and an offset.
+pub(crate) fn parse_timestamp(s: &str) -> Result<DateTime<Utc>, CxpError> {
+    let bad = |why: String| {
+        CxpError::invalid(
+            "timestamp",
+            format!("`{s}` is not an ISO 8601 date-time like 2026-01-15T10:30:00Z: {why}"),
+        )
+    };
+    if s.as_bytes().get(10) != Some(&b'T') {
+        return Err(bad("the date and time must be separated by `T`".into()));
+    }
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| bad(e.to_string()))
+}
+
 impl<P> RawPacket<P> {
     /// Check every field and build the packet; `payload` turns the wire payload into a
     /// [`Payload`]. Runs the full [`CxpPacket::validate`] at the end.
@@ -59,9 +118,7 @@ impl<P> RawPacket<P> {
         payload: impl FnOnce(P) -> Result<Payload, CxpError>,
     ) -> Result<CxpPacket, CxpError> {
         let message_id = string(required(self.message_id, "message_id")?, "message_id")?;
-        let message_id = Uuid::parse_str(&message_id).map_err(|e| {
-            CxpError::invalid("message_id", format!("`{message_id}` is not a UUID: {e}"))
-        })?;
+        let message_id = parse_uuid(&message_id)?;
         let from_agent = string(required(self.from_agent, "from_agent")?, "from_agent")?;
         let from_agent = VolkAlias::parse_field(&from_agent, "from_agent")?;
         let to_agent = string(required(self.to_agent, "to_agent")?, "to_agent")?;
@@ -72,17 +129,10 @@ impl<P> RawPacket<P> {
         fields::subject(&subject)?;
         let payload = payload(required(self.payload, "payload")?)?;
         let timestamp = string(required(self.timestamp, "timestamp")?, "timestamp")?;
-        let timestamp = DateTime::parse_from_rfc3339(&timestamp)
-            .map_err(|e| {
-                CxpError::invalid(
-                    "timestamp",
-                    format!("`{timestamp}` is not an ISO 8601 date-time with offset: {e}"),
-                )
-            })?
-            .with_timezone(&Utc);
+        let timestamp = parse_timestamp(&timestamp)?;
         let priority = match self.priority {
-            None | Some(Value::Null) => Priority::default(),
-            Some(Value::Number(n)) => match n.as_i64() {
+            None => Priority::default(),
+            Some(Value::Number(n)) => match integral(&n) {
                 Some(i) => Priority::new(i)?,
                 None => {
                     return Err(CxpError::invalid(
@@ -113,7 +163,7 @@ impl<P> RawPacket<P> {
         )?;
         let protocol_version = parse_version(&protocol_version)?;
         let metadata = match self.metadata {
-            None | Some(Value::Null) => BTreeMap::new(),
+            None => BTreeMap::new(),
             Some(Value::Object(m)) => m.into_iter().collect(),
             Some(other) => {
                 return Err(CxpError::invalid(
@@ -123,7 +173,7 @@ impl<P> RawPacket<P> {
             }
         };
         let content_type = match self.content_type {
-            None | Some(Value::Null) => None,
+            None => None,
             Some(v) => {
                 let c = string(v, "content_type")?;
                 fields::content_type(&c)?;
@@ -131,7 +181,7 @@ impl<P> RawPacket<P> {
             }
         };
         let tracking = match self.tracking {
-            None | Some(Value::Null) => Tracking::default(),
+            None => Tracking::default(),
             Some(v) => Tracking::deserialize(v)
                 .map_err(|e| CxpError::invalid("tracking", e.to_string()))?,
         };

@@ -51,10 +51,12 @@ pub fn thread_id(s: &str) -> Result<(), CxpError> {
     Ok(())
 }
 
-/// `content_type`: a non-empty `type/subtype` media type of at most 255 bytes.
+/// `content_type`: a media type `type/subtype` of printable ASCII without spaces, at most
+/// 255 bytes, e.g. `application/octet-stream`.
 pub fn content_type(s: &str) -> Result<(), CxpError> {
-    let ok = s.len() <= MAX_CONTENT_TYPE_LEN
-        && !s.chars().any(char::is_whitespace)
+    let printable = s.bytes().all(|b| (0x21..=0x7e).contains(&b));
+    let ok = printable
+        && s.len() <= MAX_CONTENT_TYPE_LEN
         && s.split_once('/')
             .is_some_and(|(t, st)| !t.is_empty() && !st.is_empty());
     if ok {

@@ -6,7 +6,9 @@
 //! hook where the review-subject payload rules run.
 
 pub mod cross;
+pub mod custom;
 pub mod fields;
+pub mod schema;
 
 use super::error::CxpError;
 use super::packet::CxpPacket;

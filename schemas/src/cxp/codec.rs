@@ -1,0 +1,250 @@
+//! Codecs (US-006): JSON (compact and pretty) and MessagePack with lz4-compressed payloads.
+//!
+//! Every decode validates: what `from_json` / `from_bytes` return is a valid packet, and
+//! every failure is a [`CxpError`] (never a panic), whatever the input bytes.
+//!
+//! MessagePack form: a map with the packet's JSON field names, where `payload` is a frame
+//! `{k: 0 = JSON text | 1 = bytes, z: lz4-compressed?, n: uncompressed length, d: bytes}`.
+//! Payloads larger than [`COMPRESSION_THRESHOLD`] are compressed (lz4 block format) when
+//! that makes them smaller. On decode `n` is checked against the payload limits before any
+//! buffer is allocated, so a hostile length cannot make us allocate more than 100 MB.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::CxpError;
+use super::packet::{CxpPacket, Metadata};
+use super::payload::{Payload, MAX_BINARY_PAYLOAD_BYTES, MAX_JSON_PAYLOAD_BYTES};
+use super::raw::RawPacket;
+use super::tracking::Tracking;
+
+/// Payloads above this many bytes are lz4-compressed in the binary form.
+pub const COMPRESSION_THRESHOLD: usize = 4096;
+
+const KIND_JSON: u8 = 0;
+const KIND_BINARY: u8 = 1;
+
+/// Every field of a packet except the payload, borrowed, with the payload in shape `P`.
+#[derive(Serialize)]
+struct View<'a, P> {
+    message_id: &'a str,
+    from_agent: &'a str,
+    to_agent: &'a str,
+    thread_id: &'a str,
+    subject: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload: Option<P>,
+    timestamp: chrono::DateTime<chrono::Utc>,
+    priority: u8,
+    delivery_status: &'static str,
+    work_status: &'static str,
+    protocol_version: &'a semver::Version,
+    #[serde(skip_serializing_if = "Metadata::is_empty")]
+    metadata: &'a Metadata,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_type: Option<&'a str>,
+    #[serde(skip_serializing_if = "Tracking::is_default")]
+    tracking: &'a Tracking,
+}
+
+#[derive(Serialize)]
+struct FrameOut<'a> {
+    k: u8,
+    z: bool,
+    n: u64,
+    #[serde(with = "serde_bytes")]
+    d: &'a [u8],
+}
+
+#[derive(Deserialize)]
+struct FrameIn<'a> {
+    k: u8,
+    z: bool,
+    n: u64,
+    #[serde(borrow)]
+    d: &'a serde_bytes::Bytes,
+}
+
+fn json_err(e: serde_json::Error) -> CxpError {
+    CxpError::Decode {
+        format: "json",
+        reason: e.to_string(),
+    }
+}
+
+impl CxpPacket {
+    fn view<'a, P>(&'a self, id: &'a str, payload: Option<P>) -> View<'a, P> {
+        View {
+            message_id: id,
+            from_agent: self.from_agent.as_str(),
+            to_agent: self.to_agent.as_str(),
+            thread_id: &self.thread_id,
+            subject: &self.subject,
+            payload,
+            timestamp: self.timestamp,
+            priority: self.priority.value(),
+            delivery_status: self.delivery_status.as_str(),
+            work_status: self.work_status.as_str(),
+            protocol_version: &self.protocol_version,
+            metadata: &self.metadata,
+            content_type: self.content_type.as_deref(),
+            tracking: &self.tracking,
+        }
+    }
+
+    /// Compact JSON, the production wire form (REQ-004-US-006-001, -026).
+    pub fn to_json(&self) -> Result<String, CxpError> {
+        serde_json::to_string(self).map_err(|e| CxpError::Encode {
+            format: "json",
+            reason: e.to_string(),
+        })
+    }
+
+    /// Indented JSON for humans (REQ-004-US-006-025).
+    pub fn to_json_pretty(&self) -> Result<String, CxpError> {
+        serde_json::to_string_pretty(self).map_err(|e| CxpError::Encode {
+            format: "json",
+            reason: e.to_string(),
+        })
+    }
+
+    /// The packet as a JSON value (what [`super::validate::schema`] checks).
+    pub fn to_json_value(&self) -> Result<Value, CxpError> {
+        serde_json::to_value(self).map_err(|e| CxpError::Encode {
+            format: "json",
+            reason: e.to_string(),
+        })
+    }
+
+    /// JSON of everything except the payload (REQ-004-US-006-027): headers, metadata,
+    /// content type and tracking. Not decodable as a packet (the payload is required).
+    pub fn to_json_without_payload(&self) -> Result<String, CxpError> {
+        let mut buf = uuid::Uuid::encode_buffer();
+        let id = self.message_id.hyphenated().encode_lower(&mut buf);
+        serde_json::to_string(&self.view::<()>(id, None)).map_err(|e| CxpError::Encode {
+            format: "json",
+            reason: e.to_string(),
+        })
+    }
+
+    /// JSON of the headers only (REQ-004-US-006-028): see [`super::CxpHeaders`].
+    pub fn headers_to_json(&self) -> Result<String, CxpError> {
+        serde_json::to_string(&self.get_headers()).map_err(|e| CxpError::Encode {
+            format: "json",
+            reason: e.to_string(),
+        })
+    }
+
+    /// Decode and validate a packet from JSON text.
+    pub fn from_json(text: &str) -> Result<CxpPacket, CxpError> {
+        Self::from_json_slice(text.as_bytes())
+    }
+
+    /// Decode and validate a packet from JSON bytes (UTF-8).
+    pub fn from_json_slice(bytes: &[u8]) -> Result<CxpPacket, CxpError> {
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        if first != Some(&b'{') {
+            return Err(CxpError::Decode {
+                format: "json",
+                reason: "a packet must be a JSON object".into(),
+            });
+        }
+        let raw: RawPacket<Value> = serde_json::from_slice(bytes).map_err(json_err)?;
+        CxpPacket::try_from(raw)
+    }
+
+    /// Decode and validate a packet from a JSON value.
+    pub fn from_json_value(value: Value) -> Result<CxpPacket, CxpError> {
+        if !value.is_object() {
+            return Err(CxpError::Decode {
+                format: "json",
+                reason: "a packet must be a JSON object".into(),
+            });
+        }
+        let raw: RawPacket<Value> = serde_json::from_value(value).map_err(json_err)?;
+        CxpPacket::try_from(raw)
+    }
+
+    /// MessagePack with the payload framed and, above [`COMPRESSION_THRESHOLD`], lz4
+    /// compressed (REQ-004-US-006-017, -020).
+    pub fn to_bytes(&self) -> Result<Vec<u8>, CxpError> {
+        let json_text;
+        let (kind, raw): (u8, &[u8]) = match &self.payload {
+            Payload::Json(v) => {
+                json_text = serde_json::to_vec(v).map_err(|e| CxpError::Encode {
+                    format: "msgpack",
+                    reason: e.to_string(),
+                })?;
+                (KIND_JSON, &json_text)
+            }
+            Payload::Binary(b) => (KIND_BINARY, b),
+        };
+        let compressed = if raw.len() > COMPRESSION_THRESHOLD {
+            Some(lz4_flex::block::compress(raw)).filter(|c| c.len() < raw.len())
+        } else {
+            None
+        };
+        let frame = FrameOut {
+            k: kind,
+            z: compressed.is_some(),
+            n: raw.len() as u64,
+            d: compressed.as_deref().unwrap_or(raw),
+        };
+        let mut buf = uuid::Uuid::encode_buffer();
+        let id = self.message_id.hyphenated().encode_lower(&mut buf);
+        rmp_serde::to_vec_named(&self.view(id, Some(frame))).map_err(|e| CxpError::Encode {
+            format: "msgpack",
+            reason: e.to_string(),
+        })
+    }
+
+    /// Decode, decompress and validate a packet from its MessagePack form
+    /// (REQ-004-US-006-021, -024).
+    pub fn from_bytes(bytes: &[u8]) -> Result<CxpPacket, CxpError> {
+        let raw: RawPacket<FrameIn<'_>> =
+            rmp_serde::from_slice(bytes).map_err(|e| CxpError::Decode {
+                format: "msgpack",
+                reason: e.to_string(),
+            })?;
+        raw.into_packet(decode_frame)
+    }
+}
+
+fn frame_err(reason: impl Into<String>) -> CxpError {
+    CxpError::Decode {
+        format: "frame",
+        reason: reason.into(),
+    }
+}
+
+fn decode_frame(frame: FrameIn<'_>) -> Result<Payload, CxpError> {
+    let (kind, limit) = match frame.k {
+        KIND_JSON => ("json", MAX_JSON_PAYLOAD_BYTES),
+        KIND_BINARY => ("binary", MAX_BINARY_PAYLOAD_BYTES),
+        other => return Err(frame_err(format!("unknown payload kind {other}"))),
+    };
+    let size = usize::try_from(frame.n).unwrap_or(usize::MAX);
+    if size > limit {
+        return Err(CxpError::PayloadTooLarge { kind, size, limit });
+    }
+    let data: Vec<u8>;
+    let raw: &[u8] = if frame.z {
+        data = lz4_flex::block::decompress(frame.d, size)
+            .map_err(|e| frame_err(format!("lz4: {e}")))?;
+        &data
+    } else {
+        frame.d
+    };
+    if raw.len() != size {
+        return Err(frame_err(format!(
+            "payload length {} differs from the declared {size}",
+            raw.len()
+        )));
+    }
+    match frame.k {
+        KIND_JSON => serde_json::from_slice(raw)
+            .map(Payload::Json)
+            .map_err(|e| CxpError::invalid("payload", format!("invalid JSON: {e}"))),
+        _ => Ok(Payload::Binary(raw.to_vec())),
+    }
+}
