@@ -16,9 +16,9 @@ use crate::cxp::WorkStatus;
 /// Stream `commands`, event type `command_submitted`, Avro `schemas/avro/commands.Command.avsc`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Command {
-    /// Unique id; every event the command causes carries it in the envelope.
+    /// Unique command id; the record's envelope `command_id` equals it, and every event the command causes carries it there too.
     #[serde(with = "crate::events::fields::uuid")]
-    pub command_id: Uuid,
+    pub id: Uuid,
     /// Who issued it: a client id or Volk alias.
     pub issuer: String,
     /// What to do.

@@ -48,7 +48,7 @@ pub struct PolicyLoaded {
     /// Content hash of `text` (the key decisions refer to).
     pub policy_hash: String,
     /// Where it came from (file path or name).
-    pub source: String,
+    pub origin: String,
     /// The full policy text.
     pub text: String,
     /// Number of rules in it.

@@ -3,7 +3,6 @@
 //! Kernel lifecycle and the outcome of commands handed to it.
 
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 /// The kernel started and owns the log's streams.
 ///
@@ -31,26 +30,20 @@ pub struct KernelStopped {
     pub clean: bool,
 }
 
-/// A command was applied; its events carry the same `command_id` in the envelope.
+/// A command was applied. Its id is the envelope `command_id`, as on every event it caused.
 ///
 /// Stream `kernel.events`, event type `command_applied`, Avro `schemas/avro/kernel.events.CommandApplied.avsc`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommandApplied {
-    /// The command.
-    #[serde(with = "crate::events::fields::uuid")]
-    pub command_id: Uuid,
     /// How many events it produced.
     pub event_count: i32,
 }
 
-/// A command was refused (validation or governance).
+/// A command was refused (validation or governance). Its id is the envelope `command_id`.
 ///
 /// Stream `kernel.events`, event type `command_rejected`, Avro `schemas/avro/kernel.events.CommandRejected.avsc`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommandRejected {
-    /// The command.
-    #[serde(with = "crate::events::fields::uuid")]
-    pub command_id: Uuid,
     /// Stable error code, e.g. `invalid_transition`.
     pub code: String,
     /// Human-readable reason.

@@ -156,7 +156,11 @@ impl<'de> de::Deserializer<'de> for &mut AvroDeserializer<'de> {
     }
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, AvroError> {
         let left = self.block_len()?;
-        visitor.visit_seq(Blocks { de: self, left })
+        visitor.visit_seq(Blocks {
+            de: self,
+            left,
+            done: left == 0,
+        })
     }
     fn deserialize_tuple<V: Visitor<'de>>(
         self,
@@ -178,7 +182,11 @@ impl<'de> de::Deserializer<'de> for &mut AvroDeserializer<'de> {
     }
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, AvroError> {
         let left = self.block_len()?;
-        visitor.visit_map(Blocks { de: self, left })
+        visitor.visit_map(Blocks {
+            de: self,
+            left,
+            done: left == 0,
+        })
     }
     fn deserialize_struct<V: Visitor<'de>>(
         self,
@@ -239,16 +247,23 @@ impl<'de> de::SeqAccess<'de> for Fields<'_, 'de> {
 /// Array items or map entries, read block by block until the `0` terminator.
 struct Blocks<'a, 'de> {
     de: &'a mut AvroDeserializer<'de>,
+    /// Items left in the current block.
     left: usize,
+    /// The `0` terminator has been read.
+    done: bool,
 }
 
 impl Blocks<'_, '_> {
     /// True when another item follows (reading the next block header if needed).
     fn more(&mut self) -> Result<bool, AvroError> {
+        if self.done {
+            return Ok(false);
+        }
         if self.left == 0 {
             self.left = self.de.block_len()?;
         }
         if self.left == 0 {
+            self.done = true;
             return Ok(false);
         }
         self.left -= 1;
