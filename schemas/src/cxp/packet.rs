@@ -34,7 +34,7 @@ pub type Metadata = BTreeMap<String, serde_json::Value>;
 ///  "payload":{"task":"generate_code"},"timestamp":"2026-01-15T10:30:00Z","priority":8,
 ///  "delivery_status":"delivered","work_status":"in_progress","protocol_version":"1.0.0"}
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CxpPacket {
     pub(crate) message_id: Uuid,
     pub(crate) from_agent: VolkAlias,

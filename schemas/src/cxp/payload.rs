@@ -23,7 +23,7 @@ const BASE64: GeneralPurpose = GeneralPurpose::new(
 /// In JSON a [`Payload::Json`] is written as-is (it must be an object or an array) and a
 /// [`Payload::Binary`] as a standard base64 string; a JSON string payload therefore always
 /// means "bytes", and the packet must then name their `content_type`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Payload {
     /// Structured content: a JSON object or array (nested, any Unicode).
     Json(serde_json::Value),

@@ -24,7 +24,7 @@ pub struct StatusChange<S> {
 }
 
 /// The outcome recorded when work is resolved.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resolution {
     /// What the work produced (free-form JSON: a summary, a link, a result object).
     pub result: serde_json::Value,
@@ -58,7 +58,7 @@ fn default_max() -> u32 {
 
 /// Tracking state of one packet. Serialized under `tracking`, omitted while it is the
 /// default (a freshly created packet), so plain spec-004 packets stay byte-identical.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tracking {
     /// Every delivery-status transition, oldest first.
