@@ -1,1 +1,62 @@
-//! The `orchestrata` command line.
+//! The `orchestrata` command line: `up`, `log info`, `replay`.
+//!
+//! Every subcommand that touches the log takes the same [`LogArgs`] (`--config`,
+//! `--data-dir`, `--kafka`), so a log opened by `orchestrata up` is inspected with the
+//! same flags.
+
+mod args;
+mod crash;
+mod info;
+mod replay;
+mod up;
+
+pub use args::LogArgs;
+
+use clap::{Parser, Subcommand};
+
+/// Orchestrata: the event-sourced control plane for multi-agent systems.
+#[derive(Debug, Parser)]
+#[command(name = "orchestrata", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Open the event log and run until Ctrl-C / SIGTERM.
+    Up(up::UpArgs),
+    /// Inspect the event log.
+    Log {
+        /// What to inspect.
+        #[command(subcommand)]
+        command: LogCommand,
+    },
+    /// Print a stream's events as JSON lines (the gateway's event JSON).
+    Replay(replay::ReplayArgs),
+    /// Test hook: append events with fsync on every append and print each acknowledged
+    /// sequence, forever (the crash test kills it).
+    #[command(name = "__crash-append", hide = true)]
+    CrashAppend(crash::CrashArgs),
+}
+
+/// `orchestrata log ...`.
+#[derive(Debug, Subcommand)]
+pub enum LogCommand {
+    /// Each stream's name, epoch, first and last sequence and event count.
+    Info(info::InfoArgs),
+}
+
+/// Runs a parsed command line.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Up(args) => up::run(args).await,
+        Command::Log {
+            command: LogCommand::Info(args),
+        } => info::run(args).await,
+        Command::Replay(args) => replay::run(args).await,
+        Command::CrashAppend(args) => crash::run(args).await,
+    }
+}

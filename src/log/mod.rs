@@ -12,11 +12,15 @@
 
 mod embedded;
 mod error;
+mod event_log;
 mod kafka;
+mod open;
 mod raw;
 mod tail;
 
 pub use embedded::SledLog;
 pub use error::LogError;
+pub use event_log::{EnvelopeStream, EventLog, TypedLog};
 pub use kafka::KafkaLog;
+pub use open::{open, open_raw, spawn_retention};
 pub use raw::{Bounds, RawEntry, RawLog, RawTail};

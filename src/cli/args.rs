@@ -1,0 +1,35 @@
+//! The log-selecting flags shared by every subcommand.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::config::LogConfig;
+
+/// Which log to open. Flags override the config file; `--kafka` wins over `--data-dir`.
+#[derive(Debug, Clone, Args)]
+pub struct LogArgs {
+    /// YAML config file (its `log:` section is read).
+    #[arg(long, value_name = "FILE", env = "ORCHESTRATA_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Embedded (sled) log directory [default: ./data].
+    #[arg(long, value_name = "DIR", conflicts_with = "kafka")]
+    pub data_dir: Option<PathBuf>,
+    /// Kafka bootstrap servers, `host:port[,host:port]`, instead of the embedded log.
+    #[arg(long, value_name = "BROKERS")]
+    pub kafka: Option<String>,
+}
+
+impl LogArgs {
+    /// The effective configuration: file (if any), then flags.
+    pub fn config(&self) -> anyhow::Result<LogConfig> {
+        let mut config = match &self.config {
+            Some(path) => LogConfig::load(path)
+                .with_context(|| format!("loading config file {}", path.display()))?,
+            None => LogConfig::default(),
+        };
+        config.override_with(self.data_dir.clone(), self.kafka.clone());
+        Ok(config)
+    }
+}

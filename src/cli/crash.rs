@@ -1,0 +1,63 @@
+//! Hidden `orchestrata __crash-append`: the child process of the crash test.
+//!
+//! Opens the sled log with `fsync = every_append` and appends kernel events from several
+//! concurrent tasks, printing `ack <sequence> <event_id>` for each acknowledged append,
+//! until killed. Acknowledged means durable, so every printed line must survive SIGKILL.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chrono::Utc;
+use clap::Args;
+use orchestrata_schemas::events::kernel::KernelStopped;
+use orchestrata_schemas::events::EventRecord;
+
+use crate::config::{FsyncPolicy, LogConfig};
+use crate::log;
+
+/// Arguments of the crash-test child.
+#[derive(Debug, Args)]
+pub struct CrashArgs {
+    /// The sled directory.
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// Concurrent appenders (their appends share fsyncs).
+    #[arg(long, default_value_t = 4)]
+    writers: usize,
+}
+
+pub(super) async fn run(args: CrashArgs) -> anyhow::Result<()> {
+    let mut config = LogConfig::sled(args.data_dir);
+    config.fsync = FsyncPolicy::EveryAppend;
+    let log = log::open(&config).await?;
+    let out = Arc::new(std::sync::Mutex::new(std::io::stdout()));
+    let mut writers = Vec::new();
+    for writer in 0..args.writers.max(1) {
+        let log = log.clone();
+        let out = out.clone();
+        writers.push(tokio::spawn(async move {
+            for n in 0u64.. {
+                let record = EventRecord::new(
+                    "crash-test",
+                    format!("writer-{writer}"),
+                    KernelStopped {
+                        node: format!("writer-{writer}"),
+                        reason: format!("append {n}"),
+                        clean: false,
+                    },
+                    Utc::now(),
+                );
+                let sequence = log.append(&record).await?;
+                let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
+                writeln!(out, "ack {sequence} {}", record.event_id)?;
+                out.flush()?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for writer in writers {
+        writer.await??;
+    }
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! `orchestrata log info`: a table of every stream's position.
+
+use anyhow::Context;
+use clap::Args;
+use orchestrata_schemas::events::Stream;
+
+use super::LogArgs;
+use crate::log;
+
+/// Arguments of `orchestrata log info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    #[command(flatten)]
+    log: LogArgs,
+}
+
+fn show(value: Option<u64>) -> String {
+    value.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+pub(super) async fn run(args: InfoArgs) -> anyhow::Result<()> {
+    let config = args.log.config()?;
+    let log = log::open(&config).await.context("opening the event log")?;
+    println!("log at {}", log.location());
+    println!(
+        "{:<22} {:<36} {:>10} {:>10} {:>10}",
+        "STREAM", "EPOCH", "FIRST", "LAST", "COUNT"
+    );
+    for stream in Stream::ALL {
+        let epoch = log.epoch(stream).await?;
+        let bounds = log.bounds(stream).await?;
+        println!(
+            "{:<22} {:<36} {:>10} {:>10} {:>10}",
+            stream.as_str(),
+            epoch,
+            show(bounds.first),
+            show(bounds.last),
+            bounds.count()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! `orchestrata up`: open the log, record the kernel's start, run until stopped.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use chrono::Utc;
+use clap::Args;
+use orchestrata_schemas::events::kernel::{KernelStarted, KernelStopped};
+use orchestrata_schemas::events::{EventRecord, Stream};
+
+use super::LogArgs;
+use crate::config::Backend;
+use crate::log;
+
+/// Arguments of `orchestrata up`.
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    #[command(flatten)]
+    log: LogArgs,
+}
+
+fn node() -> String {
+    std::env::var("HOSTNAME").unwrap_or_else(|_| "orchestrata".into())
+}
+
+pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
+    let config = args.log.config()?;
+    let log = log::open(&config).await.context("opening the event log")?;
+    let backend = match &config.backend {
+        Backend::Sled { .. } => "sled",
+        Backend::Kafka { .. } => "kafka",
+    };
+    let started = EventRecord::new(
+        "kernel",
+        node(),
+        KernelStarted {
+            node: node(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            backend: backend.into(),
+        },
+        Utc::now(),
+    );
+    let sequence = log
+        .append(&started)
+        .await
+        .context("recording kernel started")?;
+    let retention = log::spawn_retention(log.clone(), &config, Duration::from_secs(1));
+    let streams: Vec<&str> = Stream::ALL.iter().map(|s| s.as_str()).collect();
+    println!(
+        "orchestrata {}: log ready at {} ({backend}), streams: {}",
+        env!("CARGO_PKG_VERSION"),
+        log.location(),
+        streams.join(", ")
+    );
+    println!(
+        "kernel.events #{sequence}: kernel started. The kernel and the gateway arrive with later issues; \
+         for now only the log runs. Press Ctrl-C to stop."
+    );
+    wait_for_stop().await?;
+    retention.abort();
+    let stopped = EventRecord::new(
+        "kernel",
+        node(),
+        KernelStopped {
+            node: node(),
+            reason: "signal".into(),
+            clean: true,
+        },
+        Utc::now(),
+    );
+    let sequence = log
+        .append(&stopped)
+        .await
+        .context("recording kernel stopped")?;
+    log.flush().await.context("flushing the event log")?;
+    println!("kernel.events #{sequence}: kernel stopped; log flushed. Bye.");
+    Ok(())
+}
+
+async fn wait_for_stop() -> anyhow::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
+        _ = term.recv() => {}
+    }
+    Ok(())
+}

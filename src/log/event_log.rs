@@ -1,0 +1,182 @@
+//! The typed log: [`EventRecord`]s in, [`Envelope`]s out, over any [`RawLog`] backend.
+
+use std::sync::Arc;
+
+use futures::stream::{BoxStream, StreamExt};
+use orchestrata_schemas::events::{self, Envelope, EventRecord, Stream};
+
+use super::raw::{Bounds, RawEntry, RawLog};
+use super::LogError;
+
+/// A live stream of envelopes (see [`EventLog::tail`]).
+pub type EnvelopeStream = BoxStream<'static, Result<Envelope, LogError>>;
+
+/// The event log the kernel writes and the gateway and projections read.
+///
+/// Object safe: hold it as `Arc<dyn EventLog>`. Sequences are per stream, start at 0 and
+/// grow by one with no gaps; `(epoch, sequence)` identifies an event for as long as the
+/// stream's epoch stays the same.
+#[async_trait::async_trait]
+pub trait EventLog: Send + Sync {
+    /// Appends one record to its stream ([`EventRecord::stream`]); returns its sequence
+    /// once it is as durable as the configured policy promises.
+    async fn append(&self, record: &EventRecord) -> Result<u64, LogError>;
+
+    /// Appends records of one stream in order, contiguously; returns the first sequence
+    /// (an empty batch writes nothing and returns 0). Records of
+    /// different streams are refused with [`LogError::MixedStreams`].
+    async fn append_batch(&self, records: &[EventRecord]) -> Result<u64, LogError>;
+
+    /// Events with `from <= sequence <= to` (`to = None`: to the end), oldest first, at
+    /// most `limit`. Below the first retained sequence: [`LogError::Truncated`]. Past the
+    /// end: empty.
+    async fn read(
+        &self,
+        stream: Stream,
+        from: u64,
+        to: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Envelope>, LogError>;
+
+    /// First and last sequence of `stream` (both `None` if it never had an event).
+    async fn bounds(&self, stream: Stream) -> Result<Bounds, LogError>;
+
+    /// The oldest retained sequence.
+    async fn first_sequence(&self, stream: Stream) -> Result<Option<u64>, LogError> {
+        Ok(self.bounds(stream).await?.first)
+    }
+
+    /// The newest sequence.
+    async fn last_sequence(&self, stream: Stream) -> Result<Option<u64>, LogError> {
+        Ok(self.bounds(stream).await?.last)
+    }
+
+    /// The stream's epoch: changes only when the log's storage is recreated.
+    async fn epoch(&self, stream: Stream) -> Result<String, LogError>;
+
+    /// Stored events from `from`, then live ones, with no gap and no duplicate at the
+    /// seam. Drop the stream to stop tailing.
+    async fn tail(&self, stream: Stream, from: u64) -> Result<EnvelopeStream, LogError>;
+
+    /// Applies `stream`'s retention policy now; returns the first retained sequence.
+    async fn enforce_retention(&self, stream: Stream) -> Result<Option<u64>, LogError>;
+
+    /// Makes every acknowledged append durable regardless of the fsync policy.
+    async fn flush(&self) -> Result<(), LogError>;
+
+    /// Where the log lives (a directory or brokers), for messages.
+    fn location(&self) -> String;
+}
+
+/// [`EventLog`] over a byte-level backend: encodes with the Avro single-object codec.
+#[derive(Clone)]
+pub struct TypedLog {
+    raw: Arc<dyn RawLog>,
+}
+
+impl TypedLog {
+    /// Wraps a backend.
+    pub fn new(raw: Arc<dyn RawLog>) -> Self {
+        TypedLog { raw }
+    }
+
+    /// The backend underneath (for byte-level access in tools and tests).
+    pub fn raw(&self) -> &Arc<dyn RawLog> {
+        &self.raw
+    }
+}
+
+fn encode(record: &EventRecord) -> Result<(String, Vec<u8>), LogError> {
+    let bytes = events::encode(record).map_err(|e| LogError::Encode {
+        stream: record.stream(),
+        event_id: record.event_id,
+        reason: e.to_string(),
+    })?;
+    Ok((record.key.clone(), bytes))
+}
+
+fn decode(stream: Stream, epoch: &str, entry: RawEntry) -> Result<Envelope, LogError> {
+    let record = events::decode(&entry.value).map_err(|e| LogError::Corrupt {
+        stream,
+        sequence: entry.sequence,
+        reason: format!("cannot decode the event: {e}"),
+    })?;
+    Ok(Envelope {
+        stream,
+        sequence: entry.sequence,
+        epoch: epoch.to_owned(),
+        record,
+    })
+}
+
+#[async_trait::async_trait]
+impl EventLog for TypedLog {
+    async fn append(&self, record: &EventRecord) -> Result<u64, LogError> {
+        self.raw
+            .append_raw(record.stream(), vec![encode(record)?])
+            .await
+    }
+
+    async fn append_batch(&self, records: &[EventRecord]) -> Result<u64, LogError> {
+        let Some(head) = records.first() else {
+            return Ok(0);
+        };
+        let stream = head.stream();
+        let mut entries = Vec::with_capacity(records.len());
+        for (index, record) in records.iter().enumerate() {
+            if record.stream() != stream {
+                return Err(LogError::MixedStreams {
+                    index,
+                    expected: stream,
+                    found: record.stream(),
+                });
+            }
+            entries.push(encode(record)?);
+        }
+        self.raw.append_raw(stream, entries).await
+    }
+
+    async fn read(
+        &self,
+        stream: Stream,
+        from: u64,
+        to: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Envelope>, LogError> {
+        let epoch = self.raw.epoch(stream).await?;
+        self.raw
+            .read_raw(stream, from, to, limit)
+            .await?
+            .into_iter()
+            .map(|entry| decode(stream, &epoch, entry))
+            .collect()
+    }
+
+    async fn bounds(&self, stream: Stream) -> Result<Bounds, LogError> {
+        self.raw.bounds(stream).await
+    }
+
+    async fn epoch(&self, stream: Stream) -> Result<String, LogError> {
+        self.raw.epoch(stream).await
+    }
+
+    async fn tail(&self, stream: Stream, from: u64) -> Result<EnvelopeStream, LogError> {
+        let epoch = self.raw.epoch(stream).await?;
+        let raw = self.raw.tail_raw(stream, from).await?;
+        Ok(raw
+            .map(move |entry| entry.and_then(|entry| decode(stream, &epoch, entry)))
+            .boxed())
+    }
+
+    async fn enforce_retention(&self, stream: Stream) -> Result<Option<u64>, LogError> {
+        self.raw.enforce_retention(stream).await
+    }
+
+    async fn flush(&self) -> Result<(), LogError> {
+        self.raw.flush().await
+    }
+
+    fn location(&self) -> String {
+        self.raw.location()
+    }
+}
