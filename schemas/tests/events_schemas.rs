@@ -1,0 +1,165 @@
+//! The `.avsc` files: they parse, their fingerprints open our records, and they evolve
+//! (issue 3).
+
+use std::path::Path;
+
+use apache_avro::types::Value;
+use apache_avro::Schema;
+use chrono::{TimeZone, Utc};
+use orchestrata_schemas::events::session::SessionOpened;
+use orchestrata_schemas::events::{codec, encode, EventKind, EventRecord};
+
+/// CRC-64-AVRO, written from the Avro specification (independent of apache-avro).
+fn rabin(data: &[u8]) -> u64 {
+    const EMPTY: u64 = 0xc15d_213a_a4d7_a795;
+    let mut table = [0u64; 256];
+    for (i, slot) in table.iter_mut().enumerate() {
+        let mut fp = i as u64;
+        for _ in 0..8 {
+            fp = (fp >> 1) ^ (EMPTY & (0u64.wrapping_sub(fp & 1)));
+        }
+        *slot = fp;
+    }
+    let mut fp = EMPTY;
+    for &b in data {
+        fp = (fp >> 8) ^ table[((fp ^ u64::from(b)) & 0xff) as usize];
+    }
+    fp
+}
+
+fn avro_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("avro")
+}
+
+// issue 3: every .avsc parses, and every file on disk is an event type the code knows
+#[test]
+fn every_avsc_parses_and_is_registered() {
+    let mut on_disk = Vec::new();
+    for entry in std::fs::read_dir(avro_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "avsc") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            Schema::parse_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            on_disk.push(path.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    on_disk.sort();
+    let mut known: Vec<String> = EventKind::ALL
+        .iter()
+        .map(|i| i.avro_file.to_owned())
+        .collect();
+    known.sort();
+    assert_eq!(on_disk, known);
+    for info in EventKind::ALL {
+        let schema = codec::schema(info.kind).unwrap();
+        let Schema::Record(record) = schema else {
+            panic!("{} is not a record", info.avro_file)
+        };
+        let names: Vec<&str> = record
+            .fields
+            .iter()
+            .take(5)
+            .map(|f| f.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["event_id", "timestamp", "source", "key", "command_id"],
+            "{}",
+            info.avro_file
+        );
+        assert_eq!(
+            record.name.namespace(),
+            Some(format!("orchestrata.{}", info.stream).as_str())
+        );
+    }
+}
+
+// issue 3: the single-object header is C3 01 + the little-endian CRC-64-AVRO of the canonical form
+#[test]
+fn single_object_header_bytes_are_correct() {
+    for info in EventKind::ALL {
+        let canonical = codec::schema(info.kind).unwrap().canonical_form();
+        let expected = rabin(canonical.as_bytes()).to_le_bytes();
+        assert_eq!(
+            codec::fingerprint(info.kind).unwrap(),
+            expected,
+            "{}",
+            info.avro_file
+        );
+    }
+    let record = EventRecord::new(
+        "kernel",
+        "s1",
+        SessionOpened {
+            session_id: "s1".into(),
+            portfolio_id: "p".into(),
+            goals: vec![],
+            opened_by: "cli".into(),
+        },
+        Utc.timestamp_micros(0).unwrap(),
+    );
+    let bytes = encode(&record).unwrap();
+    assert_eq!(&bytes[..2], &[0xC3, 0x01]);
+    let canonical = codec::schema(EventKind::SessionOpened)
+        .unwrap()
+        .canonical_form();
+    assert_eq!(&bytes[2..10], &rabin(canonical.as_bytes()).to_le_bytes());
+    // The known test vector of the specification's fingerprint: the empty string.
+    assert_eq!(rabin(b""), 0xc15d_213a_a4d7_a795);
+}
+
+// issue 3: a record written with today's schema is read with a reader schema that adds a field with a default
+#[test]
+fn reader_schema_with_an_added_defaulted_field_reads_old_records() {
+    let record = EventRecord::new(
+        "kernel",
+        "s1",
+        SessionOpened {
+            session_id: "s1".into(),
+            portfolio_id: "p1".into(),
+            goals: vec!["ship".into()],
+            opened_by: "cli".into(),
+        },
+        Utc.timestamp_micros(1_768_473_000_000_000).unwrap(),
+    );
+    let bytes = encode(&record).unwrap();
+    let writer = codec::schema(EventKind::SessionOpened).unwrap();
+    let mut json: serde_json::Value =
+        serde_json::from_str(EventKind::SessionOpened.info().avro_schema).unwrap();
+    json["fields"].as_array_mut().unwrap().push(serde_json::json!({
+        "name": "budget_tokens", "type": "long", "default": 1000, "doc": "added in a later version"
+    }));
+    json["fields"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "name": "owner", "type": ["null", "string"], "default": null
+        }));
+    let reader = Schema::parse_str(&json.to_string()).unwrap();
+    let mut body = &bytes[codec::HEADER_LEN..];
+    #[allow(deprecated)]
+    let value = apache_avro::from_avro_datum(writer, &mut body, Some(&reader)).unwrap();
+    let Value::Record(fields) = value else {
+        panic!("not a record")
+    };
+    let get = |name: &str| {
+        fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(get("budget_tokens"), Some(Value::Long(1000)));
+    assert_eq!(get("owner"), Some(Value::Union(0, Box::new(Value::Null))));
+    assert_eq!(get("portfolio_id"), Some(Value::String("p1".into())));
+    assert_eq!(get("key"), Some(Value::String("s1".into())));
+    // A reader that adds a field WITHOUT a default cannot read old records: the rule holds.
+    json["fields"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"name": "strict", "type": "long"}));
+    let strict = Schema::parse_str(&json.to_string()).unwrap();
+    let mut body = &bytes[codec::HEADER_LEN..];
+    #[allow(deprecated)]
+    let result = apache_avro::from_avro_datum(writer, &mut body, Some(&strict));
+    assert!(result.is_err());
+}
