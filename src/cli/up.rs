@@ -46,16 +46,16 @@ pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
         .context("recording kernel started")?;
     let retention = log::spawn_retention(log.clone(), &config, Duration::from_secs(1));
     let streams: Vec<&str> = Stream::ALL.iter().map(|s| s.as_str()).collect();
-    println!(
+    say(&format!(
         "orchestrata {}: log ready at {} ({backend}), streams: {}",
         env!("CARGO_PKG_VERSION"),
         log.location(),
         streams.join(", ")
-    );
-    println!(
+    ));
+    say(&format!(
         "kernel.events #{sequence}: kernel started. The kernel and the gateway arrive with later issues; \
          for now only the log runs. Press Ctrl-C to stop."
-    );
+    ));
     wait_for_stop().await?;
     retention.abort();
     let stopped = EventRecord::new(
@@ -73,8 +73,17 @@ pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
         .await
         .context("recording kernel stopped")?;
     log.flush().await.context("flushing the event log")?;
-    println!("kernel.events #{sequence}: kernel stopped; log flushed. Bye.");
+    say(&format!(
+        "kernel.events #{sequence}: kernel stopped; log flushed. Bye."
+    ));
     Ok(())
+}
+
+/// Prints a status line; a closed stdout must not stop the shutdown sequence.
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
 }
 
 async fn wait_for_stop() -> anyhow::Result<()> {
