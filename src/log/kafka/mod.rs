@@ -57,7 +57,9 @@ struct Inner {
     prefix: String,
     delivery_timeout: Duration,
     request_timeout: Duration,
-    producer: FutureProducer,
+    /// Replaced when the broker fences it (see `renew_producer`).
+    producer: std::sync::RwLock<FutureProducer>,
+    producer_config: ClientConfig,
     admin: AdminClient<DefaultClientContext>,
     topics: tokio::sync::Mutex<HashMap<Stream, Arc<TopicState>>>,
     retention: HashMap<Stream, RetentionPolicy>,
@@ -82,16 +84,17 @@ impl KafkaLog {
         };
         let delivery_ms = config.delivery_timeout.as_millis().to_string();
         let request_ms = config.request_timeout.as_millis().to_string();
-        let producer: FutureProducer = ClientConfig::new()
+        let mut producer_config = ClientConfig::new();
+        producer_config
             .set("bootstrap.servers", brokers)
             .set("enable.idempotence", "true")
             .set("acks", "all")
             .set("message.timeout.ms", &delivery_ms)
             .set("request.timeout.ms", &request_ms)
             .set("linger.ms", "1")
-            .set("log_level", "3")
-            .create()
-            .map_err(kafka("create producer"))?;
+            .set("log_level", "3");
+        let producer: FutureProducer =
+            producer_config.create().map_err(kafka("create producer"))?;
         let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
             .set("bootstrap.servers", brokers)
             .set("log_level", "3")
@@ -103,12 +106,43 @@ impl KafkaLog {
                 prefix: config.topic_prefix.clone(),
                 delivery_timeout: config.delivery_timeout,
                 request_timeout: config.request_timeout,
-                producer,
+                producer: std::sync::RwLock::new(producer),
+                producer_config,
                 admin,
                 topics: tokio::sync::Mutex::new(HashMap::new()),
                 retention: config.retention.iter().map(|(s, p)| (*s, *p)).collect(),
             }),
         })
+    }
+
+    fn producer(&self) -> FutureProducer {
+        self.inner
+            .producer
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// After message timeouts an idempotent producer bumps its epoch; some brokers (tansu)
+    /// answer the next produce with `ProducerFenced`, which makes the producer unusable.
+    /// A fenced produce was refused, so a fresh producer (new producer id) may resend it.
+    fn renew_producer(&self, stream: Stream, topic: &str) -> Result<(), LogError> {
+        let fresh: FutureProducer =
+            self.inner
+                .producer_config
+                .create()
+                .map_err(|e| LogError::Kafka {
+                    operation: "recreate producer",
+                    topic: topic.to_owned(),
+                    reason: e.to_string(),
+                })?;
+        tracing::warn!(%stream, "kafka producer was fenced; replaced it");
+        *self
+            .inner
+            .producer
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = fresh;
+        Ok(())
     }
 
     /// The topic name of `stream`.
@@ -242,8 +276,7 @@ impl KafkaLog {
             .payload(epoch.as_bytes())
             .headers(headers);
         let delivery = self
-            .inner
-            .producer
+            .producer()
             .send(record, self.inner.delivery_timeout)
             .await
             .map_err(|(e, _)| self.append_error(stream, topic, e))?;
@@ -344,25 +377,39 @@ fn to_entry(record: fetch::Fetched) -> RawEntry {
     }
 }
 
-#[async_trait::async_trait]
-impl RawLog for KafkaLog {
-    async fn append_raw(
+/// An append failure, and whether the broker fenced the producer before storing any of it.
+enum Fenced {
+    Yes(LogError),
+    No(LogError),
+}
+
+impl Fenced {
+    fn into_error(self) -> LogError {
+        match self {
+            Fenced::Yes(e) | Fenced::No(e) => e,
+        }
+    }
+}
+
+impl KafkaLog {
+    async fn try_append(
         &self,
         stream: Stream,
-        entries: Vec<(String, Vec<u8>)>,
-    ) -> Result<u64, LogError> {
-        let state = self.state(stream).await?;
+        entries: &[(String, Vec<u8>)],
+    ) -> Result<u64, Fenced> {
+        let state = self.state(stream).await.map_err(Fenced::No)?;
         let mut deliveries: Vec<DeliveryFuture> = Vec::with_capacity(entries.len());
         {
             let _order = state.enqueue.lock().unwrap_or_else(|p| p.into_inner());
-            for (key, value) in &entries {
+            let producer = self.producer();
+            for (key, value) in entries {
                 let mut record = FutureRecord::to(&state.topic)
                     .partition(0)
                     .key(key.as_str())
                     .payload(value.as_slice());
                 let started = std::time::Instant::now();
                 loop {
-                    match self.inner.producer.send_result(record) {
+                    match producer.send_result(record) {
                         Ok(delivery) => {
                             deliveries.push(delivery);
                             break;
@@ -371,15 +418,18 @@ impl RawLog for KafkaLog {
                             if started.elapsed() < self.inner.delivery_timeout =>
                         {
                             record = back;
-                            self.inner.producer.poll(Duration::from_millis(5));
+                            producer.poll(Duration::from_millis(5));
                         }
-                        Err((e, _)) => return Err(self.append_error(stream, &state.topic, e)),
+                        Err((e, _)) => {
+                            return Err(Fenced::No(self.append_error(stream, &state.topic, e)))
+                        }
                     }
                 }
             }
         }
         let mut first = None;
         let mut failure = None;
+        let mut fenced = false;
         for delivery in futures::future::join_all(deliveries).await {
             match delivery {
                 Ok(Ok(done)) => {
@@ -388,6 +438,7 @@ impl RawLog for KafkaLog {
                     first.get_or_insert(offset);
                 }
                 Ok(Err((e, _))) => {
+                    fenced |= e.rdkafka_error_code() == Some(RDKafkaErrorCode::ProducerFenced);
                     failure.get_or_insert_with(|| self.append_error(stream, &state.topic, e));
                 }
                 Err(_canceled) => {
@@ -397,16 +448,40 @@ impl RawLog for KafkaLog {
             }
         }
         if let Some(e) = failure {
-            return Err(e);
+            // Only a batch refused as a whole may be resent.
+            return Err(if fenced && first.is_none() {
+                Fenced::Yes(e)
+            } else {
+                Fenced::No(e)
+            });
         }
         match first {
             Some(offset) if offset >= 1 => Ok(offset - 1),
-            Some(_) => Err(LogError::Corrupt {
+            Some(_) => Err(Fenced::No(LogError::Corrupt {
                 stream,
                 sequence: 0,
                 reason: "an event landed at offset 0, where the epoch marker belongs".into(),
-            }),
+            })),
             None => Ok(state.end.load(Ordering::Acquire).saturating_sub(1)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl RawLog for KafkaLog {
+    async fn append_raw(
+        &self,
+        stream: Stream,
+        entries: Vec<(String, Vec<u8>)>,
+    ) -> Result<u64, LogError> {
+        match self.try_append(stream, &entries).await {
+            Err(Fenced::Yes(_)) => {
+                self.renew_producer(stream, &self.topic(stream))?;
+                self.try_append(stream, &entries)
+                    .await
+                    .map_err(Fenced::into_error)
+            }
+            other => other.map_err(Fenced::into_error),
         }
     }
 
@@ -507,7 +582,7 @@ impl RawLog for KafkaLog {
     }
 
     async fn flush(&self) -> Result<(), LogError> {
-        let producer = self.inner.producer.clone();
+        let producer = self.producer();
         let timeout = self.inner.delivery_timeout;
         tokio::task::spawn_blocking(move || producer.flush(timeout))
             .await
