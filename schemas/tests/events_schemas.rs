@@ -78,7 +78,11 @@ fn every_avsc_parses_and_is_registered() {
 #[test]
 fn single_object_header_bytes_are_correct() {
     for info in EventKind::ALL {
-        let canonical = codec::schema(info.kind).unwrap().canonical_form();
+        let canonical = codec::canonical_form(codec::schema(info.kind).unwrap());
+        assert!(
+            !canonical.contains(r#"{"type":"string"}"#)
+                && !canonical.contains(r#"{"type":"long"}"#)
+        );
         let expected = rabin(canonical.as_bytes()).to_le_bytes();
         assert_eq!(
             codec::fingerprint(info.kind).unwrap(),
@@ -100,10 +104,17 @@ fn single_object_header_bytes_are_correct() {
     );
     let bytes = encode(&record).unwrap();
     assert_eq!(&bytes[..2], &[0xC3, 0x01]);
-    let canonical = codec::schema(EventKind::SessionOpened)
-        .unwrap()
-        .canonical_form();
+    // The specification's canonical form: logical types dropped, primitives collapsed.
+    let canonical = r#"{"name":"orchestrata.session.events.SessionOpened","type":"record","fields":[{"name":"event_id","type":"string"},{"name":"timestamp","type":"long"},{"name":"source","type":"string"},{"name":"key","type":"string"},{"name":"command_id","type":["null","string"]},{"name":"session_id","type":"string"},{"name":"portfolio_id","type":"string"},{"name":"goals","type":{"type":"array","items":"string"}},{"name":"opened_by","type":"string"}]}"#;
+    assert_eq!(
+        codec::canonical_form(codec::schema(EventKind::SessionOpened).unwrap()),
+        canonical
+    );
     assert_eq!(&bytes[2..10], &rabin(canonical.as_bytes()).to_le_bytes());
+    assert_eq!(
+        codec::rabin(canonical.as_bytes()),
+        rabin(canonical.as_bytes())
+    );
     // The known test vector of the specification's fingerprint: the empty string.
     assert_eq!(rabin(b""), 0xc15d_213a_a4d7_a795);
 }
@@ -162,4 +173,67 @@ fn reader_schema_with_an_added_defaulted_field_reads_old_records() {
     #[allow(deprecated)]
     let result = apache_avro::from_avro_datum(writer, &mut body, Some(&strict));
     assert!(result.is_err());
+}
+
+// issue 3: a Python consumer (fastavro) finds every record's schema by our header fingerprint and decodes it
+#[test]
+fn fastavro_computes_the_same_fingerprints_and_decodes_our_bytes() {
+    let record = EventRecord::new(
+        "kernel",
+        "s1",
+        SessionOpened {
+            session_id: "s1".into(),
+            portfolio_id: "p1".into(),
+            goals: vec!["ship".into()],
+            opened_by: "cli".into(),
+        },
+        Utc.timestamp_micros(1_768_473_000_000_000).unwrap(),
+    );
+    let hex: String = encode(&record)
+        .unwrap()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let script = r#"
+import glob, json, sys
+from io import BytesIO
+from fastavro import parse_schema, schemaless_reader
+from fastavro.schema import fingerprint, to_parsing_canonical_form
+out = {}
+schemas = {}
+for path in glob.glob(sys.argv[1] + '/*.avsc'):
+    schema = parse_schema(json.load(open(path)))
+    fp = bytes.fromhex(fingerprint(to_parsing_canonical_form(schema), 'CRC-64-AVRO'))
+    schemas[fp] = schema
+    out[path.rsplit('/', 1)[1]] = fp.hex()
+value = bytes.fromhex(sys.argv[2])
+rec = schemaless_reader(BytesIO(value[10:]), schemas[value[2:10]])
+print(json.dumps({"fingerprints": out, "record": {k: str(v) for k, v in rec.items()}}))
+"#;
+    let output = std::process::Command::new("python3")
+        .args(["-c", script, avro_dir().to_str().unwrap(), &hex])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    for info in EventKind::ALL {
+        let ours: String = codec::fingerprint(info.kind)
+            .unwrap()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            result["fingerprints"][info.avro_file], ours,
+            "{}",
+            info.avro_file
+        );
+    }
+    assert_eq!(result["record"]["portfolio_id"], "p1");
+    assert_eq!(result["record"]["key"], "s1");
+    assert_eq!(result["record"]["event_id"], record.event_id.to_string());
+    assert_eq!(result["record"]["goals"], "['ship']");
 }

@@ -13,8 +13,9 @@
 //! nothing but the bytes. Stream, sequence and epoch are not in the bytes: the log owns
 //! them.
 //!
-//! The schemas are embedded at compile time, parsed once (apache-avro computes their
-//! canonical form and fingerprint) and indexed by fingerprint. Encoding and decoding do
+//! The schemas are embedded at compile time, parsed once by apache-avro, fingerprinted
+//! over their specification-conformant canonical form ([`canonical_form`]) and indexed
+//! by fingerprint. Encoding and decoding do
 //! not go through apache-avro's generic `Value`: a small type-driven serde codec
 //! ([`ser`], [`de`]) writes and reads the binary directly, which keeps a small event to
 //! well under a microsecond each way. The tests prove the bytes match the `.avsc` by
@@ -30,7 +31,7 @@ use chrono::DateTime;
 use uuid::Uuid;
 
 pub use error::{AvroError, CodecError};
-pub use registry::{fingerprint, kind_of, schema};
+pub use registry::{canonical_form, fingerprint, kind_of, rabin, schema};
 
 use super::{Event, EventRecord};
 use de::AvroDeserializer;

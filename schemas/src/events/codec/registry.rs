@@ -2,7 +2,6 @@
 
 use std::sync::LazyLock;
 
-use apache_avro::rabin::Rabin;
 use apache_avro::Schema;
 
 use super::{CodecError, HEADER_LEN, MAGIC};
@@ -28,14 +27,7 @@ fn build() -> Result<Registry, CodecError> {
             file: info.avro_file,
             reason: e.to_string(),
         })?;
-        let bytes = schema.fingerprint::<Rabin>().bytes;
-        let fp: [u8; 8] = bytes
-            .as_slice()
-            .try_into()
-            .map_err(|_| CodecError::Schema {
-                file: info.avro_file,
-                reason: format!("Rabin fingerprint has {} bytes, expected 8", bytes.len()),
-            })?;
+        let fp = rabin(canonical_form(&schema).as_bytes()).to_le_bytes();
         by_fingerprint.push((u64::from_le_bytes(fp), info.kind));
         fingerprints.push(fp);
         schemas.push(schema);
@@ -87,4 +79,43 @@ pub fn kind_of(bytes: &[u8]) -> Result<EventKind, CodecError> {
         .binary_search_by_key(&fp, |(f, _)| *f)
         .map(|i| table[i].1)
         .map_err(|_| CodecError::UnknownFingerprint { fingerprint: fp })
+}
+
+/// The schema's Parsing Canonical Form as the Avro specification defines it.
+///
+/// apache-avro 0.22 writes a primitive that carries a logical type as
+/// `{"type":"long"}` where the specification (and Java, fastavro, ...) write `"long"`,
+/// which changes the fingerprint. Canonical form has no other object whose only key is
+/// `type`, so collapsing those objects restores the specification's form.
+pub fn canonical_form(schema: &Schema) -> String {
+    const PRIMITIVES: [&str; 8] = [
+        "null", "boolean", "int", "long", "float", "double", "bytes", "string",
+    ];
+    let mut form = schema.canonical_form();
+    for primitive in PRIMITIVES {
+        form = form.replace(
+            &format!("{{\"type\":\"{primitive}\"}}"),
+            &format!("\"{primitive}\""),
+        );
+    }
+    form
+}
+
+/// CRC-64-AVRO (Rabin) fingerprint, as specified in "Schema Fingerprints".
+pub fn rabin(data: &[u8]) -> u64 {
+    const EMPTY: u64 = 0xc15d_213a_a4d7_a795;
+    static TABLE: LazyLock<[u64; 256]> = LazyLock::new(|| {
+        let mut table = [0u64; 256];
+        for (i, slot) in table.iter_mut().enumerate() {
+            let mut fp = i as u64;
+            for _ in 0..8 {
+                fp = (fp >> 1) ^ (EMPTY & 0u64.wrapping_sub(fp & 1));
+            }
+            *slot = fp;
+        }
+        table
+    });
+    data.iter().fold(EMPTY, |fp, &b| {
+        (fp >> 8) ^ TABLE[((fp ^ u64::from(b)) & 0xff) as usize]
+    })
 }
