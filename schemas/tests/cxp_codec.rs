@@ -29,7 +29,8 @@ fn headers_only_and_without_payload_serialization() {
     assert!(headers.get("payload").is_none() && headers.get("metadata").is_none());
     let h: CxpHeaders = serde_json::from_value(headers).unwrap();
     assert_eq!(h, p.get_headers());
-    let without: serde_json::Value = serde_json::from_str(&p.to_json_without_payload().unwrap()).unwrap();
+    let without: serde_json::Value =
+        serde_json::from_str(&p.to_json_without_payload().unwrap()).unwrap();
     assert!(without.get("payload").is_none());
     assert_eq!(without["metadata"]["review_cycle"], 2);
     assert_eq!(without["message_id"], p.message_id().to_string());
@@ -53,14 +54,24 @@ fn messagepack_round_trip_is_lossless() {
         .unwrap()
         .with_content_type("application/octet-stream")
         .unwrap();
-    assert_eq!(CxpPacket::from_bytes(&bin.to_bytes().unwrap()).unwrap(), bin);
+    assert_eq!(
+        CxpPacket::from_bytes(&bin.to_bytes().unwrap()).unwrap(),
+        bin
+    );
 }
 
 // REQ-004-US-006-020 REQ-004-US-006-024
 #[test]
 fn large_payloads_are_compressed_and_transparently_decompressed() {
     let text = "the quick brown fox ".repeat(5_000);
-    let p = CxpPacket::new_at(alias("U:Ox"), alias("U:Vz"), "big", json!({"text": text}), t(0)).unwrap();
+    let p = CxpPacket::new_at(
+        alias("U:Ox"),
+        alias("U:Vz"),
+        "big",
+        json!({"text": text}),
+        t(0),
+    )
+    .unwrap();
     let bytes = p.to_bytes().unwrap();
     assert!(bytes.len() < 10_000, "compressed to {} bytes", bytes.len());
     assert_eq!(CxpPacket::from_bytes(&bytes).unwrap(), p);
@@ -84,7 +95,8 @@ struct Frame {
 }
 
 fn with_frame(frame: Frame) -> Vec<u8> {
-    let mut v: serde_json::Map<String, serde_json::Value> = serde_json::from_str(SPEC_EXAMPLE).unwrap();
+    let mut v: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(SPEC_EXAMPLE).unwrap();
     v.remove("payload");
     #[derive(serde::Serialize)]
     struct Doc {
@@ -92,41 +104,132 @@ fn with_frame(frame: Frame) -> Vec<u8> {
         rest: serde_json::Map<String, serde_json::Value>,
         payload: Frame,
     }
-    rmp_serde::to_vec_named(&Doc { rest: v, payload: frame }).unwrap()
+    rmp_serde::to_vec_named(&Doc {
+        rest: v,
+        payload: frame,
+    })
+    .unwrap()
 }
 
 // REQ-004-US-003-011 REQ-004-US-003-013 REQ-004-US-003-018
 #[test]
 fn hostile_frames_are_refused_without_allocating() {
     // A declared 4 GB decompressed size is refused before allocation.
-    let err = CxpPacket::from_bytes(&with_frame(Frame { k: 1, z: true, n: 4 << 30, d: vec![0; 8] })).unwrap_err();
-    assert!(matches!(err, CxpError::PayloadTooLarge { kind: "binary", .. }), "{err}");
-    let err = CxpPacket::from_bytes(&with_frame(Frame { k: 0, z: false, n: 11 << 20, d: vec![] })).unwrap_err();
-    assert!(matches!(err, CxpError::PayloadTooLarge { kind: "json", .. }), "{err}");
+    let err = CxpPacket::from_bytes(&with_frame(Frame {
+        k: 1,
+        z: true,
+        n: 4 << 30,
+        d: vec![0; 8],
+    }))
+    .unwrap_err();
+    assert!(
+        matches!(err, CxpError::PayloadTooLarge { kind: "binary", .. }),
+        "{err}"
+    );
+    let err = CxpPacket::from_bytes(&with_frame(Frame {
+        k: 0,
+        z: false,
+        n: 11 << 20,
+        d: vec![],
+    }))
+    .unwrap_err();
+    assert!(
+        matches!(err, CxpError::PayloadTooLarge { kind: "json", .. }),
+        "{err}"
+    );
     // Lies about the length, bad lz4, unknown kinds and bad JSON are decode errors.
-    let err = CxpPacket::from_bytes(&with_frame(Frame { k: 0, z: false, n: 99, d: b"{}".to_vec() })).unwrap_err();
-    assert!(matches!(err, CxpError::Decode { format: "frame", .. }), "{err}");
-    let err = CxpPacket::from_bytes(&with_frame(Frame { k: 0, z: true, n: 100, d: vec![0xff; 20] })).unwrap_err();
-    assert!(matches!(err, CxpError::Decode { format: "frame", .. }), "{err}");
-    let err = CxpPacket::from_bytes(&with_frame(Frame { k: 9, z: false, n: 2, d: b"{}".to_vec() })).unwrap_err();
-    assert!(matches!(err, CxpError::Decode { format: "frame", .. }), "{err}");
-    let err = CxpPacket::from_bytes(&with_frame(Frame { k: 0, z: false, n: 2, d: b"{x".to_vec() })).unwrap_err();
+    let err = CxpPacket::from_bytes(&with_frame(Frame {
+        k: 0,
+        z: false,
+        n: 99,
+        d: b"{}".to_vec(),
+    }))
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CxpError::Decode {
+                format: "frame",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = CxpPacket::from_bytes(&with_frame(Frame {
+        k: 0,
+        z: true,
+        n: 100,
+        d: vec![0xff; 20],
+    }))
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CxpError::Decode {
+                format: "frame",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = CxpPacket::from_bytes(&with_frame(Frame {
+        k: 9,
+        z: false,
+        n: 2,
+        d: b"{}".to_vec(),
+    }))
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CxpError::Decode {
+                format: "frame",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = CxpPacket::from_bytes(&with_frame(Frame {
+        k: 0,
+        z: false,
+        n: 2,
+        d: b"{x".to_vec(),
+    }))
+    .unwrap_err();
     assert_eq!(err.field(), Some("payload"));
     // A well-formed frame decodes.
-    let ok = CxpPacket::from_bytes(&with_frame(Frame { k: 0, z: false, n: 2, d: b"{}".to_vec() })).unwrap();
+    let ok = CxpPacket::from_bytes(&with_frame(Frame {
+        k: 0,
+        z: false,
+        n: 2,
+        d: b"{}".to_vec(),
+    }))
+    .unwrap();
     assert_eq!(ok.payload_json().unwrap(), &json!({}));
     // Bytes that are not MessagePack at all.
-    assert!(matches!(CxpPacket::from_bytes(b"\xc1garbage"), Err(CxpError::Decode { format: "msgpack", .. })));
+    assert!(matches!(
+        CxpPacket::from_bytes(b"\xc1garbage"),
+        Err(CxpError::Decode {
+            format: "msgpack",
+            ..
+        })
+    ));
 }
 
 // REQ-004-US-006-011 REQ-004-US-006-003
 #[test]
 fn timestamps_keep_sub_second_precision_and_offsets_normalise_to_utc() {
     let doc = example_with(|m| {
-        m.insert("timestamp".into(), json!("2026-01-15T12:30:00.123456789+02:00"));
+        m.insert(
+            "timestamp".into(),
+            json!("2026-01-15T12:30:00.123456789+02:00"),
+        );
     });
     let p = CxpPacket::from_json(&doc).unwrap();
-    assert_eq!(p.timestamp().to_rfc3339(), "2026-01-15T10:30:00.123456789+00:00");
+    assert_eq!(
+        p.timestamp().to_rfc3339(),
+        "2026-01-15T10:30:00.123456789+00:00"
+    );
     let v = p.to_json_value().unwrap();
     assert_eq!(v["timestamp"], "2026-01-15T10:30:00.123456789Z");
     assert_eq!(CxpPacket::from_bytes(&p.to_bytes().unwrap()).unwrap(), p);

@@ -13,7 +13,10 @@ use serde_json::json;
 #[test]
 fn spec_example_packet_parses_with_every_field() {
     let p = CxpPacket::from_json(SPEC_EXAMPLE).expect("spec example is valid");
-    assert_eq!(p.message_id().to_string(), "550e8400-e29b-41d4-a716-446655440000");
+    assert_eq!(
+        p.message_id().to_string(),
+        "550e8400-e29b-41d4-a716-446655440000"
+    );
     assert_eq!(p.from_agent().as_str(), "U:Ox");
     assert_eq!(p.to_agent().as_str(), "U:Vz");
     assert_eq!(p.thread_id(), "thread-001");
@@ -71,16 +74,27 @@ fn thread_selection_is_chronological_and_filters_work() {
     let first = packet();
     let second = first.reply_at("re", json!({}), t(10)).unwrap();
     let mut third = second.reply_at("re re", json!({}), t(5)).unwrap();
-    third.transition_delivery(DeliveryStatus::Delivered, t(6)).unwrap();
+    third
+        .transition_delivery(DeliveryStatus::Delivered, t(6))
+        .unwrap();
     let other = packet();
     let all = [third.clone(), other, second.clone(), first.clone()];
     let thread = select::thread_packets(&all, first.thread_id());
     let ids: Vec<_> = thread.iter().map(|p| p.message_id()).collect();
-    assert_eq!(ids, [first.message_id(), third.message_id(), second.message_id()]);
+    assert_eq!(
+        ids,
+        [first.message_id(), third.message_id(), second.message_id()]
+    );
     assert_eq!(select::from_sender(&all, alias("U:Vz")).count(), 1);
     assert_eq!(select::to_recipient(&all, alias("U:Vz")).count(), 3);
-    assert_eq!(select::with_delivery_status(&all, DeliveryStatus::Delivered).count(), 1);
-    assert_eq!(select::with_work_status(&all, WorkStatus::Pending).count(), 4);
+    assert_eq!(
+        select::with_delivery_status(&all, DeliveryStatus::Delivered).count(),
+        1
+    );
+    assert_eq!(
+        select::with_work_status(&all, WorkStatus::Pending).count(),
+        4
+    );
 }
 
 // REQ-004-US-002-001 REQ-004-US-002-002 REQ-004-US-002-003 REQ-004-US-002-004 REQ-004-US-002-005
@@ -128,11 +142,14 @@ fn message_id_and_agents_are_immutable() {
     let mut p = packet();
     for f in ["message_id", "from_agent", "to_agent"] {
         let err = p.set_header(f, &json!("U:Qa"), t(1)).unwrap_err();
-        assert_eq!(err, CxpError::ImmutableField(match f {
-            "message_id" => "message_id",
-            "from_agent" => "from_agent",
-            _ => "to_agent",
-        }));
+        assert_eq!(
+            err,
+            CxpError::ImmutableField(match f {
+                "message_id" => "message_id",
+                "from_agent" => "from_agent",
+                _ => "to_agent",
+            })
+        );
     }
     assert_eq!(p.from_agent().as_str(), "U:Ox");
     let err = p.set_header("nonsense", &json!(1), t(1)).unwrap_err();
@@ -143,17 +160,21 @@ fn message_id_and_agents_are_immutable() {
 #[test]
 fn header_setters_validate_and_restamp() {
     let mut p = packet();
-    p.set_header("delivery_status", &json!("delivered"), t(3)).unwrap();
+    p.set_header("delivery_status", &json!("delivered"), t(3))
+        .unwrap();
     assert_eq!(p.delivery_status(), DeliveryStatus::Delivered);
     assert_eq!(p.timestamp(), t(3));
-    p.set_header("work_status", &json!("in_progress"), t(4)).unwrap();
+    p.set_header("work_status", &json!("in_progress"), t(4))
+        .unwrap();
     assert_eq!(p.timestamp(), t(4));
     p.set_header("priority", &json!(7), t(5)).unwrap();
     assert_eq!(p.priority(), Priority::HIGH);
     assert_eq!(p.timestamp(), t(5));
     let err = p.set_header("priority", &json!(11), t(6)).unwrap_err();
     assert_eq!(err.field(), Some("priority"));
-    let err = p.set_header("delivery_status", &json!("lost"), t(6)).unwrap_err();
+    let err = p
+        .set_header("delivery_status", &json!("lost"), t(6))
+        .unwrap_err();
     assert_eq!(err.field(), Some("delivery_status"));
     let err = p.set_header("work_status", &json!(3), t(6)).unwrap_err();
     assert_eq!(err.field(), Some("work_status"));
@@ -172,7 +193,8 @@ fn json_payloads_object_array_nested_unicode_round_trip() {
         json!({"deep": {"er": {"est": [{"x": null}]}}}),
         json!({"text": "Grüße, 世界 🎉", "ключ": "значение"}),
     ] {
-        let p = CxpPacket::new_at(alias("U:Ox"), alias("U:Vz"), "s", payload.clone(), t(0)).unwrap();
+        let p =
+            CxpPacket::new_at(alias("U:Ox"), alias("U:Vz"), "s", payload.clone(), t(0)).unwrap();
         let back = CxpPacket::from_json(&p.to_json().unwrap()).unwrap();
         assert_eq!(back.payload_json().unwrap(), &payload);
         let back = CxpPacket::from_bytes(&p.to_bytes().unwrap()).unwrap();
@@ -218,7 +240,14 @@ fn equality_hash_and_debug() {
     let set: HashSet<_> = [p.clone(), q].into_iter().collect();
     assert_eq!(set.len(), 1);
     let dbg = format!("{p:?}");
-    for needle in ["message_id", "from_agent", "U:Ox", "subject", "payload", "priority"] {
+    for needle in [
+        "message_id",
+        "from_agent",
+        "U:Ox",
+        "subject",
+        "payload",
+        "priority",
+    ] {
         assert!(dbg.contains(needle), "{needle} missing in {dbg}");
     }
 }

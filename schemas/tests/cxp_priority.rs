@@ -18,7 +18,13 @@ fn with_priority(p: u8, secs: i64) -> CxpPacket {
 #[test]
 fn priority_range_constants_and_default() {
     assert_eq!(
-        [Priority::LOW, Priority::NORMAL, Priority::HIGH, Priority::URGENT].map(Priority::value),
+        [
+            Priority::LOW,
+            Priority::NORMAL,
+            Priority::HIGH,
+            Priority::URGENT
+        ]
+        .map(Priority::value),
         [3, 5, 7, 10]
     );
     assert_eq!(Priority::default(), Priority::NORMAL);
@@ -53,7 +59,8 @@ fn serving_order_is_priority_desc_then_timestamp_asc() {
 fn escalation_demotion_and_the_anti_manipulation_rule() {
     let ox = alias("U:Ox");
     let vz = alias("U:Vz");
-    let policy = PriorityPolicy::with_system_senders([ox]).with_cap(alias("U:Qa"), Priority::NORMAL);
+    let policy =
+        PriorityPolicy::with_system_senders([ox]).with_cap(alias("U:Qa"), Priority::NORMAL);
     let mut p = with_priority(5, 0);
     policy.escalate(&mut p, vz, 2, t(1)).unwrap();
     assert_eq!(p.priority(), Priority::HIGH);
@@ -78,12 +85,32 @@ fn escalation_demotion_and_the_anti_manipulation_rule() {
 #[test]
 fn class_policies() {
     let policy = PriorityPolicy::with_system_senders([alias("U:Ox")]);
-    assert_eq!(policy.for_class(alias("U:Ox"), MessageClass::System).unwrap(), Priority::URGENT);
-    assert_eq!(policy.for_class(alias("U:Vz"), MessageClass::Error).unwrap(), Priority::HIGH);
-    assert_eq!(policy.for_class(alias("U:Vz"), MessageClass::User).unwrap(), Priority::NORMAL);
-    assert_eq!(policy.for_class(alias("U:Vz"), MessageClass::Background).unwrap(), Priority::LOW);
+    assert_eq!(
+        policy
+            .for_class(alias("U:Ox"), MessageClass::System)
+            .unwrap(),
+        Priority::URGENT
+    );
+    assert_eq!(
+        policy
+            .for_class(alias("U:Vz"), MessageClass::Error)
+            .unwrap(),
+        Priority::HIGH
+    );
+    assert_eq!(
+        policy.for_class(alias("U:Vz"), MessageClass::User).unwrap(),
+        Priority::NORMAL
+    );
+    assert_eq!(
+        policy
+            .for_class(alias("U:Vz"), MessageClass::Background)
+            .unwrap(),
+        Priority::LOW
+    );
     // Claiming the system class is manipulation for a non-system sender.
-    assert!(policy.for_class(alias("U:Vz"), MessageClass::System).is_err());
+    assert!(policy
+        .for_class(alias("U:Vz"), MessageClass::System)
+        .is_err());
 }
 
 // REQ-004-US-010-001 REQ-004-US-010-005 REQ-004-US-010-006 REQ-004-US-010-007 REQ-004-US-010-008
@@ -91,7 +118,10 @@ fn class_policies() {
 #[test]
 fn compatibility_rules() {
     assert_eq!(CURRENT_VERSION, Version::new(1, 0, 0));
-    assert_eq!(check_compatibility(&Version::new(1, 0, 7)).unwrap(), Compatibility::Compatible);
+    assert_eq!(
+        check_compatibility(&Version::new(1, 0, 7)).unwrap(),
+        Compatibility::Compatible
+    );
     assert!(matches!(
         check_compatibility(&Version::new(1, 3, 0)).unwrap(),
         Compatibility::CompatibleWithWarning(w) if w.contains("newer")
@@ -102,10 +132,16 @@ fn compatibility_rules() {
         Compatibility::CompatibleWithWarning(w) if w.contains("older")
     ));
     for v in [Version::new(0, 9, 0), Version::new(2, 0, 0)] {
-        assert_eq!(check_compatibility(&v).unwrap_err().field(), Some("protocol_version"));
+        assert_eq!(
+            check_compatibility(&v).unwrap_err().field(),
+            Some("protocol_version")
+        );
     }
     // A newer-minor packet decodes; a new-major packet does not.
-    assert!(CxpPacket::from_json(&example_with(|m| { m.insert("protocol_version".into(), json!("1.4.2")); })).is_ok());
+    assert!(CxpPacket::from_json(&example_with(|m| {
+        m.insert("protocol_version".into(), json!("1.4.2"));
+    }))
+    .is_ok());
 }
 
 // REQ-004-US-010-010 REQ-004-US-010-011 REQ-004-US-010-012 REQ-004-US-010-013
@@ -113,9 +149,19 @@ fn compatibility_rules() {
 fn negotiation_picks_the_highest_common_version() {
     let v = |s: &str| Version::parse(s).unwrap();
     assert_eq!(SUPPORTED_VERSIONS.to_vec(), [v("1.0.0")]);
-    assert_eq!(negotiate(&[v("1.0.0"), v("1.1.0")], &[v("1.0.0"), v("1.1.0"), v("2.0.0")]).unwrap(), v("1.1.0"));
+    assert_eq!(
+        negotiate(
+            &[v("1.0.0"), v("1.1.0")],
+            &[v("1.0.0"), v("1.1.0"), v("2.0.0")]
+        )
+        .unwrap(),
+        v("1.1.0")
+    );
     // No exact match: fall back to the older of the best same-major pair.
-    assert_eq!(negotiate(&[v("1.2.0")], &[v("1.1.0"), v("0.9.0")]).unwrap(), v("1.1.0"));
+    assert_eq!(
+        negotiate(&[v("1.2.0")], &[v("1.1.0"), v("0.9.0")]).unwrap(),
+        v("1.1.0")
+    );
     let err = negotiate(&[v("1.0.0")], &[v("2.0.0"), v("3.1.0")]).unwrap_err();
     assert_eq!(err.field(), Some("protocol_version"));
 }
@@ -131,17 +177,35 @@ fn upgrade_preserves_fields_and_fills_defaults() {
     assert_eq!(up["priority"], 5);
     assert_eq!(up["metadata"], json!({}));
     assert_eq!(up["x_extension"], "kept");
-    for k in ["message_id", "from_agent", "to_agent", "thread_id", "subject", "payload", "timestamp"] {
+    for k in [
+        "message_id",
+        "from_agent",
+        "to_agent",
+        "thread_id",
+        "subject",
+        "payload",
+        "timestamp",
+    ] {
         assert_eq!(up[k], doc[k], "{k}");
     }
     let p = CxpPacket::from_json(&up.to_string()).unwrap();
     assert_eq!(p.protocol_version(), &Version::new(1, 1, 0));
     assert!(upgrade_packet(doc.clone(), &Version::new(2, 0, 0)).is_err());
     let newer = upgrade_packet(doc.clone(), &Version::new(1, 1, 0)).unwrap();
-    assert_eq!(upgrade_packet(newer, &Version::new(1, 0, 0)).unwrap_err().field(), Some("protocol_version"));
+    assert_eq!(
+        upgrade_packet(newer, &Version::new(1, 0, 0))
+            .unwrap_err()
+            .field(),
+        Some("protocol_version")
+    );
 }
 
-fn review(from: &str, to: &str, subject: &str, payload: serde_json::Value) -> Result<CxpPacket, CxpError> {
+fn review(
+    from: &str,
+    to: &str,
+    subject: &str,
+    payload: serde_json::Value,
+) -> Result<CxpPacket, CxpError> {
     let p = CxpPacket::new_at(alias(from), alias(to), subject, payload, t(0))?;
     p.validate()?;
     Ok(p)
@@ -165,7 +229,9 @@ fn spec_fix_issues() -> serde_json::Value {
 #[test]
 fn fix_issues_payload_is_typed_and_validated() {
     let p = review("U:Qa", "U:Vz", "fix_issues", spec_fix_issues()).unwrap();
-    let Some(ReviewPayload::FixIssues(f)) = p.review_payload().unwrap() else { panic!("typed payload") };
+    let Some(ReviewPayload::FixIssues(f)) = p.review_payload().unwrap() else {
+        panic!("typed payload")
+    };
     assert_eq!(f.issues[1].function.as_deref(), Some("handle_packet"));
     assert_eq!(f.issues[0].severity, Severity::Warning);
     assert!(f.auto_fixable);
@@ -175,45 +241,98 @@ fn fix_issues_payload_is_typed_and_validated() {
     let mut bad = spec_fix_issues();
     bad["issues"][1]["line"] = json!("x");
     let err = review("U:Qa", "U:Vz", "fix_issues", bad).unwrap_err();
-    assert!(matches!(&err, CxpError::InvalidPayloadField { path, .. } if path == "issues[1].line"), "{err}");
+    assert!(
+        matches!(&err, CxpError::InvalidPayloadField { path, .. } if path == "issues[1].line"),
+        "{err}"
+    );
     let mut bad = spec_fix_issues();
     bad["issues"][0]["severity"] = json!("fatal");
     let err = review("U:Qa", "U:Vz", "fix_issues", bad).unwrap_err();
-    assert!(matches!(&err, CxpError::InvalidPayloadField { path, .. } if path == "issues[0].severity"), "{err}");
+    assert!(
+        matches!(&err, CxpError::InvalidPayloadField { path, .. } if path == "issues[0].severity"),
+        "{err}"
+    );
     let mut bad = spec_fix_issues();
     bad.as_object_mut().unwrap().remove("review_id");
-    assert!(review("U:Qa", "U:Vz", "fix_issues", bad).unwrap_err().to_string().contains("review_id"));
+    assert!(review("U:Qa", "U:Vz", "fix_issues", bad)
+        .unwrap_err()
+        .to_string()
+        .contains("review_id"));
     let mut bad = spec_fix_issues();
     bad["summary"]["total_issues"] = json!(6);
     let err = review("U:Qa", "U:Vz", "fix_issues", bad).unwrap_err();
-    assert!(matches!(&err, CxpError::InvalidPayloadField { path, .. } if path == "summary.total_issues"), "{err}");
+    assert!(
+        matches!(&err, CxpError::InvalidPayloadField { path, .. } if path == "summary.total_issues"),
+        "{err}"
+    );
     // Route: fix_issues goes from U:Qa to U:Vz only.
-    assert_eq!(review("U:Ox", "U:Vz", "fix_issues", spec_fix_issues()).unwrap_err().field(), Some("from_agent"));
-    assert_eq!(review("U:Qa", "U:Ox", "fix_issues", spec_fix_issues()).unwrap_err().field(), Some("to_agent"));
+    assert_eq!(
+        review("U:Ox", "U:Vz", "fix_issues", spec_fix_issues())
+            .unwrap_err()
+            .field(),
+        Some("from_agent")
+    );
+    assert_eq!(
+        review("U:Qa", "U:Ox", "fix_issues", spec_fix_issues())
+            .unwrap_err()
+            .field(),
+        Some("to_agent")
+    );
     // Decoding a packet runs the same checks.
     let mut v = p.to_json_value().unwrap();
     v["payload"]["issues"][0]["line"] = json!(0);
     let err = CxpPacket::from_json(&v.to_string()).unwrap_err();
-    assert!(matches!(&err, CxpError::InvalidPayloadField { path, .. } if path == "issues[0].line"), "{err}");
+    assert!(
+        matches!(&err, CxpError::InvalidPayloadField { path, .. } if path == "issues[0].line"),
+        "{err}"
+    );
 }
 
 // REQ-004-US-011
 #[test]
 fn review_code_and_review_complete_subjects() {
-    let rc = review("U:Vz", "U:Qa", "review_code", json!({"file_path": "src/lib.rs"})).unwrap();
-    assert!(matches!(rc.review_payload().unwrap(), Some(ReviewPayload::ReviewCode(r)) if r.file_path == "src/lib.rs"));
+    let rc = review(
+        "U:Vz",
+        "U:Qa",
+        "review_code",
+        json!({"file_path": "src/lib.rs"}),
+    )
+    .unwrap();
+    assert!(
+        matches!(rc.review_payload().unwrap(), Some(ReviewPayload::ReviewCode(r)) if r.file_path == "src/lib.rs")
+    );
     assert!(review("U:Vz", "U:Qa", "review_code", json!({"file_path": " "})).is_err());
-    assert_eq!(review("U:Qa", "U:Vz", "review_code", json!({"file_path": "a"})).unwrap_err().field(), Some("from_agent"));
-    let done = review("U:Qa", "U:Ox", "review_complete", json!({"review_id": "rev_123", "status": "escalated", "cycles": 3}))
-        .unwrap()
-        .with_metadata(METADATA_REVIEW_CYCLE, json!(3));
+    assert_eq!(
+        review("U:Qa", "U:Vz", "review_code", json!({"file_path": "a"}))
+            .unwrap_err()
+            .field(),
+        Some("from_agent")
+    );
+    let done = review(
+        "U:Qa",
+        "U:Ox",
+        "review_complete",
+        json!({"review_id": "rev_123", "status": "escalated", "cycles": 3}),
+    )
+    .unwrap()
+    .with_metadata(METADATA_REVIEW_CYCLE, json!(3));
     assert_eq!(done.review_cycle(), DEFAULT_MAX_REVIEW_CYCLES);
     assert!(matches!(
         done.review_payload().unwrap(),
-        Some(ReviewPayload::ReviewComplete(ReviewComplete { status: ReviewOutcome::Escalated, cycles: 3, .. }))
+        Some(ReviewPayload::ReviewComplete(ReviewComplete {
+            status: ReviewOutcome::Escalated,
+            cycles: 3,
+            ..
+        }))
     ));
     assert!(is_review_escalation_target(done.to_agent()));
-    assert!(review("U:Qa", "U:Ox", "review_complete", json!({"review_id": "r", "status": "meh", "cycles": 1})).is_err());
+    assert!(review(
+        "U:Qa",
+        "U:Ox",
+        "review_complete",
+        json!({"review_id": "r", "status": "meh", "cycles": 1})
+    )
+    .is_err());
     // Binary payload under a review subject is refused, naming payload.
     let b = CxpPacket::new_at(alias("U:Vz"), alias("U:Qa"), "review_code", vec![1u8], t(0))
         .unwrap()

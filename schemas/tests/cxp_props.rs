@@ -99,27 +99,91 @@ fn field_value() -> impl Strategy<Value = (String, Value)> {
         Just(json!("550e8400-e29b-41d4-a716-44665544000g")),
         Just(json!(5)),
     ];
-    let aliases = prop_oneof![Just(json!("U:Qa")), Just(json!("U:PS")), Just(json!("U:qa")), Just(json!("X:Qa")), Just(json!(null))];
-    let threads = prop_oneof![Just(json!("t-1")), Just(json!("")), Just(json!("a b")), "[a-z]{120,135}".prop_map(Value::from)];
-    let subjects = prop_oneof![Just(json!("ok")), Just(json!("")), Just(json!(" \t")), "[a-zé]{195,205}".prop_map(Value::from), Just(json!([]))];
+    let aliases = prop_oneof![
+        Just(json!("U:Qa")),
+        Just(json!("U:PS")),
+        Just(json!("U:qa")),
+        Just(json!("X:Qa")),
+        Just(json!(null))
+    ];
+    let threads = prop_oneof![
+        Just(json!("t-1")),
+        Just(json!("")),
+        Just(json!("a b")),
+        "[a-z]{120,135}".prop_map(Value::from)
+    ];
+    let subjects = prop_oneof![
+        Just(json!("ok")),
+        Just(json!("")),
+        Just(json!(" \t")),
+        "[a-zé]{195,205}".prop_map(Value::from),
+        Just(json!([]))
+    ];
     let payloads = prop_oneof![
-        Just(json!({"a": 1})), Just(json!([1])), Just(json!("AAEC")), Just(json!("QQ==")), Just(json!("QR==")),
-        Just(json!("A")), Just(json!("@@@@")), Just(json!(3)), Just(json!(null)), Just(json!(false)),
+        Just(json!({"a": 1})),
+        Just(json!([1])),
+        Just(json!("AAEC")),
+        Just(json!("QQ==")),
+        Just(json!("QR==")),
+        Just(json!("A")),
+        Just(json!("@@@@")),
+        Just(json!(3)),
+        Just(json!(null)),
+        Just(json!(false)),
     ];
     let stamps = prop_oneof![
-        Just(json!("2026-01-15T10:30:00Z")), Just(json!("2026-01-15T10:30:00.5+01:00")),
-        Just(json!("2026-01-15 10:30:00Z")), Just(json!("2026-13-01T00:00:00Z")), Just(json!("2026-02-30T00:00:00Z")),
-        Just(json!("2026-01-15T10:30:00")), Just(json!("now")), Just(json!(1_700_000_000)),
+        Just(json!("2026-01-15T10:30:00Z")),
+        Just(json!("2026-01-15T10:30:00.5+01:00")),
+        Just(json!("2026-01-15 10:30:00Z")),
+        Just(json!("2026-13-01T00:00:00Z")),
+        Just(json!("2026-02-30T00:00:00Z")),
+        Just(json!("2026-01-15T10:30:00")),
+        Just(json!("now")),
+        Just(json!(1_700_000_000)),
     ];
-    let prios = prop_oneof![(-3i64..14).prop_map(Value::from), Just(json!(5.0)), Just(json!(5.5)), Just(json!("5")), Just(json!(null))];
-    let dstat = prop_oneof![Just(json!("queued")), Just(json!("acknowledged")), Just(json!("Queued")), Just(json!("sent")), Just(json!(1))];
-    let wstat = prop_oneof![Just(json!("in_progress")), Just(json!("archived")), Just(json!("in-progress")), Just(json!(""))];
+    let prios = prop_oneof![
+        (-3i64..14).prop_map(Value::from),
+        Just(json!(5.0)),
+        Just(json!(5.5)),
+        Just(json!("5")),
+        Just(json!(null))
+    ];
+    let dstat = prop_oneof![
+        Just(json!("queued")),
+        Just(json!("acknowledged")),
+        Just(json!("Queued")),
+        Just(json!("sent")),
+        Just(json!(1))
+    ];
+    let wstat = prop_oneof![
+        Just(json!("in_progress")),
+        Just(json!("archived")),
+        Just(json!("in-progress")),
+        Just(json!(""))
+    ];
     let versions = prop_oneof![
-        Just(json!("1.0.0")), Just(json!("1.7.3")), Just(json!("1.0.0-rc.1+build.5")), Just(json!("2.0.0")),
-        Just(json!("0.9.0")), Just(json!("1.0")), Just(json!("01.0.0")), Just(json!(1)),
+        Just(json!("1.0.0")),
+        Just(json!("1.7.3")),
+        Just(json!("1.0.0-rc.1+build.5")),
+        Just(json!("2.0.0")),
+        Just(json!("0.9.0")),
+        Just(json!("1.0")),
+        Just(json!("01.0.0")),
+        Just(json!(1)),
     ];
-    let meta = prop_oneof![Just(json!({"review_cycle": 1})), Just(json!([])), Just(json!("m")), Just(json!(null))];
-    let ctype = prop_oneof![Just(json!("image/png")), Just(json!("text/plain; charset=utf-8")), Just(json!("png")), Just(json!("/x")), Just(json!(7))];
+    let meta = prop_oneof![
+        Just(json!({"review_cycle": 1})),
+        Just(json!([])),
+        Just(json!("m")),
+        Just(json!(null))
+    ];
+    let ctype = prop_oneof![
+        Just(json!("image/png")),
+        Just(json!("text/plain; charset=utf-8")),
+        Just(json!("png")),
+        Just(json!("/x")),
+        Just(json!(7))
+    ];
     prop_oneof![
         uuids.prop_map(|v| ("message_id".to_string(), v)),
         aliases.clone().prop_map(|v| ("from_agent".to_string(), v)),
@@ -139,7 +203,10 @@ fn field_value() -> impl Strategy<Value = (String, Value)> {
 
 fn schema() -> jsonschema::Validator {
     let schema: Value = serde_json::from_str(CXP_PACKET_SCHEMA).unwrap();
-    jsonschema::options().should_validate_formats(true).build(&schema).unwrap()
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap()
 }
 
 proptest! {
@@ -169,7 +236,8 @@ proptest! {
         // validate() adds exactly the rules JSON Schema cannot state: from_agent != to_agent.
         let same_agents = doc.get("from_agent").is_some() && doc.get("from_agent") == doc.get("to_agent");
         if same_agents && schema_ok {
-            prop_assert_eq!(decoded.unwrap_err().field(), Some("to_agent"));
+            let err = decoded.unwrap_err();
+            prop_assert_eq!(err.field(), Some("to_agent"));
         } else {
             prop_assert_eq!(schema_ok, decoded.is_ok(), "schema {} vs decode {:?} for {}", schema_ok, decoded, doc);
         }

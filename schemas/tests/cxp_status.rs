@@ -21,14 +21,24 @@ fn delivery_transition_table_is_exact() {
     ];
     for from in DeliveryStatus::ALL {
         for to in DeliveryStatus::ALL {
-            assert_eq!(from.can_transition_to(to), allowed.contains(&(from, to)), "{from}->{to}");
+            assert_eq!(
+                from.can_transition_to(to),
+                allowed.contains(&(from, to)),
+                "{from}->{to}"
+            );
         }
     }
     let mut p = packet();
     p.transition_delivery(Delivered, t(1)).unwrap();
     p.transition_delivery(Acknowledged, t(2)).unwrap();
     let err = p.transition_delivery(Queued, t(3)).unwrap_err();
-    assert_eq!(err, CxpError::InvalidDeliveryTransition { from: Acknowledged, to: Queued });
+    assert_eq!(
+        err,
+        CxpError::InvalidDeliveryTransition {
+            from: Acknowledged,
+            to: Queued
+        }
+    );
     assert_eq!(err.field(), Some("delivery_status"));
     assert_eq!(p.delivery_status(), Acknowledged);
 }
@@ -39,12 +49,24 @@ fn delivery_transition_table_is_exact() {
 fn delivery_history_records_each_transition_with_its_time() {
     let mut p = packet();
     assert!(p.is_queued());
-    p.transition_delivery(DeliveryStatus::Delivered, t(1)).unwrap();
+    p.transition_delivery(DeliveryStatus::Delivered, t(1))
+        .unwrap();
     assert!(p.is_delivered() && !p.is_queued());
-    p.transition_delivery(DeliveryStatus::Acknowledged, t(2)).unwrap();
+    p.transition_delivery(DeliveryStatus::Acknowledged, t(2))
+        .unwrap();
     assert!(p.is_acknowledged() && !p.is_failed());
-    let h: Vec<_> = p.delivery_history().iter().map(|c| (c.status, c.at)).collect();
-    assert_eq!(h, [(DeliveryStatus::Delivered, t(1)), (DeliveryStatus::Acknowledged, t(2))]);
+    let h: Vec<_> = p
+        .delivery_history()
+        .iter()
+        .map(|c| (c.status, c.at))
+        .collect();
+    assert_eq!(
+        h,
+        [
+            (DeliveryStatus::Delivered, t(1)),
+            (DeliveryStatus::Acknowledged, t(2))
+        ]
+    );
     // The history survives both codecs.
     assert_eq!(CxpPacket::from_json(&p.to_json().unwrap()).unwrap(), p);
     assert_eq!(CxpPacket::from_bytes(&p.to_bytes().unwrap()).unwrap(), p);
@@ -54,9 +76,14 @@ fn delivery_history_records_each_transition_with_its_time() {
 #[test]
 fn failure_reason_and_bounded_retries() {
     let mut p = packet().with_max_retries(2);
-    let err = p.transition_delivery(DeliveryStatus::Failed, t(1)).unwrap_err();
+    let err = p
+        .transition_delivery(DeliveryStatus::Failed, t(1))
+        .unwrap_err();
     assert_eq!(err.field(), Some("failure_reason"));
-    assert_eq!(p.fail_delivery("  ", t(1)).unwrap_err().field(), Some("failure_reason"));
+    assert_eq!(
+        p.fail_delivery("  ", t(1)).unwrap_err().field(),
+        Some("failure_reason")
+    );
     p.fail_delivery("recipient offline", t(1)).unwrap();
     assert!(p.is_failed());
     assert_eq!(p.failure_reason(), Some("recipient offline"));
@@ -68,7 +95,10 @@ fn failure_reason_and_bounded_retries() {
     p.retry_delivery(t(4)).unwrap();
     p.fail_delivery("and again", t(5)).unwrap();
     assert!(!p.can_retry());
-    assert_eq!(p.retry_delivery(t(6)).unwrap_err(), CxpError::RetryLimitReached { max: 2 });
+    assert_eq!(
+        p.retry_delivery(t(6)).unwrap_err(),
+        CxpError::RetryLimitReached { max: 2 }
+    );
     assert_eq!(p.retry_count(), 2);
     assert_eq!(p.max_retries(), 2);
     // The sender learns why: the failure travels with the packet.
@@ -90,7 +120,11 @@ fn work_transition_table_is_exact() {
     ];
     for from in WorkStatus::ALL {
         for to in WorkStatus::ALL {
-            assert_eq!(from.can_transition_to(to), allowed.contains(&(from, to)), "{from}->{to}");
+            assert_eq!(
+                from.can_transition_to(to),
+                allowed.contains(&(from, to)),
+                "{from}->{to}"
+            );
         }
     }
     let mut p = packet();
@@ -98,7 +132,13 @@ fn work_transition_table_is_exact() {
     p.transition_work(Resolved, t(2)).unwrap();
     p.transition_work(Archived, t(3)).unwrap();
     let err = p.transition_work(Pending, t(4)).unwrap_err();
-    assert_eq!(err, CxpError::InvalidWorkTransition { from: Archived, to: Pending });
+    assert_eq!(
+        err,
+        CxpError::InvalidWorkTransition {
+            from: Archived,
+            to: Pending
+        }
+    );
     assert_eq!(err.field(), Some("work_status"));
 }
 
@@ -118,11 +158,17 @@ fn work_tracking_assignment_resolution_notes_and_time() {
     assert_eq!(p.assigned_to(), None);
     p.start_work(alias("U:Vz"), t(30)).unwrap();
     p.add_note(alias("U:Vz"), "halfway", t(35)).unwrap();
-    assert_eq!(p.add_note(alias("U:Vz"), "", t(36)).unwrap_err().field(), Some("notes"));
+    assert_eq!(
+        p.add_note(alias("U:Vz"), "", t(36)).unwrap_err().field(),
+        Some("notes")
+    );
     p.resolve_work(json!({"commit": "abc123"}), t(40)).unwrap();
     assert!(p.is_resolved());
     let r = p.resolution().unwrap();
-    assert_eq!((r.result.clone(), r.at), (json!({"commit": "abc123"}), t(40)));
+    assert_eq!(
+        (r.result.clone(), r.at),
+        (json!({"commit": "abc123"}), t(40))
+    );
     assert_eq!(p.time_in_progress(t(100)).num_seconds(), 20);
     assert_eq!(p.notes()[0].text, "halfway");
     p.archive_work(t(50)).unwrap();
@@ -131,7 +177,13 @@ fn work_tracking_assignment_resolution_notes_and_time() {
     use WorkStatus::*;
     assert_eq!(
         h,
-        [(InProgress, t(10)), (Pending, t(20)), (InProgress, t(30)), (Resolved, t(40)), (Archived, t(50))]
+        [
+            (InProgress, t(10)),
+            (Pending, t(20)),
+            (InProgress, t(30)),
+            (Resolved, t(40)),
+            (Archived, t(50))
+        ]
     );
     assert_eq!(CxpPacket::from_bytes(&p.to_bytes().unwrap()).unwrap(), p);
 }
@@ -140,7 +192,8 @@ fn work_tracking_assignment_resolution_notes_and_time() {
 #[test]
 fn status_consistency_with_history_is_validated_on_decode() {
     let mut p = packet();
-    p.transition_delivery(DeliveryStatus::Delivered, t(1)).unwrap();
+    p.transition_delivery(DeliveryStatus::Delivered, t(1))
+        .unwrap();
     p.start_work(alias("U:Vz"), t(2)).unwrap();
     let mut v = p.to_json_value().unwrap();
     v["delivery_status"] = json!("queued");

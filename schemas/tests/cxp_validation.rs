@@ -16,8 +16,16 @@ fn rejected_field(doc: &str) -> String {
 #[test]
 fn each_missing_required_field_is_named() {
     for field in [
-        "message_id", "from_agent", "to_agent", "thread_id", "subject", "payload", "timestamp",
-        "delivery_status", "work_status", "protocol_version",
+        "message_id",
+        "from_agent",
+        "to_agent",
+        "thread_id",
+        "subject",
+        "payload",
+        "timestamp",
+        "delivery_status",
+        "work_status",
+        "protocol_version",
     ] {
         let doc = example_with(|m| {
             m.remove(field);
@@ -26,13 +34,26 @@ fn each_missing_required_field_is_named() {
         assert_eq!(err, CxpError::MissingField(field_static(field)), "{field}");
     }
     // A null payload is refused too.
-    assert_eq!(rejected_field(&example_with(|m| { m.insert("payload".into(), json!(null)); })), "payload");
+    assert_eq!(
+        rejected_field(&example_with(|m| {
+            m.insert("payload".into(), json!(null));
+        })),
+        "payload"
+    );
 }
 
 fn field_static(f: &str) -> &'static str {
     [
-        "message_id", "from_agent", "to_agent", "thread_id", "subject", "payload", "timestamp",
-        "delivery_status", "work_status", "protocol_version",
+        "message_id",
+        "from_agent",
+        "to_agent",
+        "thread_id",
+        "subject",
+        "payload",
+        "timestamp",
+        "delivery_status",
+        "work_status",
+        "protocol_version",
     ]
     .into_iter()
     .find(|x| *x == f)
@@ -49,7 +70,11 @@ fn field_static(f: &str) -> &'static str {
 fn checklist_invalid_inputs_are_rejected_naming_the_field() {
     let cases: Vec<(&str, serde_json::Value, &str)> = vec![
         ("message_id", json!("not-a-uuid"), "message_id"),
-        ("message_id", json!("550e8400e29b41d4a716446655440000"), "message_id"),
+        (
+            "message_id",
+            json!("550e8400e29b41d4a716446655440000"),
+            "message_id",
+        ),
         ("message_id", json!(42), "message_id"),
         ("from_agent", json!("Ox"), "from_agent"),
         ("from_agent", json!("U:ox"), "from_agent"),
@@ -106,7 +131,10 @@ fn checklist_invalid_inputs_are_rejected_naming_the_field() {
         m.insert("subject".into(), json!("s".repeat(201)));
     }))
     .unwrap_err();
-    assert_eq!(err.to_string(), "invalid field `subject`: 201 characters, at most 200 allowed");
+    assert_eq!(
+        err.to_string(),
+        "invalid field `subject`: 201 characters, at most 200 allowed"
+    );
 }
 
 // REQ-004-US-003-005 REQ-004-US-003-013
@@ -114,7 +142,10 @@ fn checklist_invalid_inputs_are_rejected_naming_the_field() {
 fn malformed_documents_are_decode_errors() {
     for doc in ["", "{", "[]", "null", "{\"message_id\": }", "\u{0}"] {
         let err = CxpPacket::from_json(doc).unwrap_err();
-        assert!(matches!(err, CxpError::Decode { format: "json", .. }), "{doc:?}: {err}");
+        assert!(
+            matches!(err, CxpError::Decode { format: "json", .. }),
+            "{doc:?}: {err}"
+        );
     }
 }
 
@@ -123,11 +154,27 @@ fn malformed_documents_are_decode_errors() {
 fn oversized_payloads_are_rejected() {
     let big = "x".repeat(MAX_JSON_PAYLOAD_BYTES);
     let err = CxpPacket::new_at(alias("U:Ox"), alias("U:Vz"), "s", json!([big]), t(0)).unwrap_err();
-    assert!(matches!(err, CxpError::PayloadTooLarge { kind: "json", limit: MAX_JSON_PAYLOAD_BYTES, .. }));
+    assert!(matches!(
+        err,
+        CxpError::PayloadTooLarge {
+            kind: "json",
+            limit: MAX_JSON_PAYLOAD_BYTES,
+            ..
+        }
+    ));
     assert_eq!(err.field(), Some("payload"));
-    let err = CxpPacket::new_at(alias("U:Ox"), alias("U:Vz"), "s", vec![0u8; MAX_BINARY_PAYLOAD_BYTES + 1], t(0))
-        .unwrap_err();
-    assert!(matches!(err, CxpError::PayloadTooLarge { kind: "binary", .. }));
+    let err = CxpPacket::new_at(
+        alias("U:Ox"),
+        alias("U:Vz"),
+        "s",
+        vec![0u8; MAX_BINARY_PAYLOAD_BYTES + 1],
+        t(0),
+    )
+    .unwrap_err();
+    assert!(matches!(
+        err,
+        CxpError::PayloadTooLarge { kind: "binary", .. }
+    ));
     // Just under the JSON limit is fine.
     let ok = "x".repeat(MAX_JSON_PAYLOAD_BYTES - 10);
     assert!(CxpPacket::new_at(alias("U:Ox"), alias("U:Vz"), "s", json!([ok]), t(0)).is_ok());
@@ -139,10 +186,18 @@ fn oversized_payloads_are_rejected() {
 fn custom_validators_run_per_field_as_chains() {
     let mut reg = ValidatorRegistry::new();
     reg.register("subject", "no-shouting", |p| {
-        if p.subject().chars().any(char::is_lowercase) { Ok(()) } else { Err("subject is all caps".into()) }
+        if p.subject().chars().any(char::is_lowercase) {
+            Ok(())
+        } else {
+            Err("subject is all caps".into())
+        }
     })
     .register("subject", "no-todo", |p| {
-        if p.subject().contains("TODO") { Err("subject mentions TODO".into()) } else { Ok(()) }
+        if p.subject().contains("TODO") {
+            Err("subject mentions TODO".into())
+        } else {
+            Ok(())
+        }
     })
     .register("payload", "has-task", |p| match p.payload_json() {
         Ok(v) if v.get("task").is_some_and(|t| t.is_string()) => Ok(()),
@@ -150,15 +205,37 @@ fn custom_validators_run_per_field_as_chains() {
     });
     assert_eq!(reg.chain("subject"), ["no-shouting", "no-todo"]);
     assert!(reg.validate(&packet()).is_ok());
-    let shouting = CxpPacket::new_at(alias("U:Ox"), alias("U:Vz"), "TODO NOW", json!({"task": "x"}), t(0)).unwrap();
+    let shouting = CxpPacket::new_at(
+        alias("U:Ox"),
+        alias("U:Vz"),
+        "TODO NOW",
+        json!({"task": "x"}),
+        t(0),
+    )
+    .unwrap();
     let err = reg.validate(&shouting).unwrap_err();
     assert_eq!(
         err,
-        CxpError::Validator { field: "subject".into(), validator: "no-shouting".into(), reason: "subject is all caps".into() }
+        CxpError::Validator {
+            field: "subject".into(),
+            validator: "no-shouting".into(),
+            reason: "subject is all caps".into()
+        }
     );
-    let todo = CxpPacket::new_at(alias("U:Ox"), alias("U:Vz"), "Fix TODO", json!({"task": "x"}), t(0)).unwrap();
-    assert_eq!(reg.validate(&todo).unwrap_err().to_string(), "field `subject` rejected by validator `no-todo`: subject mentions TODO");
-    let no_task = CxpPacket::new_at(alias("U:Ox"), alias("U:Vz"), "fine", json!({"x": 1}), t(0)).unwrap();
+    let todo = CxpPacket::new_at(
+        alias("U:Ox"),
+        alias("U:Vz"),
+        "Fix TODO",
+        json!({"task": "x"}),
+        t(0),
+    )
+    .unwrap();
+    assert_eq!(
+        reg.validate(&todo).unwrap_err().to_string(),
+        "field `subject` rejected by validator `no-todo`: subject mentions TODO"
+    );
+    let no_task =
+        CxpPacket::new_at(alias("U:Ox"), alias("U:Vz"), "fine", json!({"x": 1}), t(0)).unwrap();
     assert_eq!(reg.validate(&no_task).unwrap_err().field(), Some("payload"));
 }
 
@@ -171,20 +248,29 @@ fn codec_output_is_valid_against_the_json_schema() {
         .build(&schema)
         .expect("schema compiles");
     let mut p = packet().with_metadata("review_cycle", json!(1));
-    p.transition_delivery(DeliveryStatus::Delivered, t(1)).unwrap();
+    p.transition_delivery(DeliveryStatus::Delivered, t(1))
+        .unwrap();
     p.start_work(alias("U:Vz"), t(2)).unwrap();
     p.add_note(alias("U:Vz"), "n", t(3)).unwrap();
     let bin = CxpPacket::new_at(alias("U:Ox"), alias("U:Vz"), "b", vec![9u8; 10], t(0))
         .unwrap()
         .with_content_type("image/png")
         .unwrap();
-    for doc in [SPEC_EXAMPLE.to_string(), p.to_json().unwrap(), p.to_json_pretty().unwrap(), bin.to_json().unwrap()] {
+    for doc in [
+        SPEC_EXAMPLE.to_string(),
+        p.to_json().unwrap(),
+        p.to_json_pretty().unwrap(),
+        bin.to_json().unwrap(),
+    ] {
         let v: serde_json::Value = serde_json::from_str(&doc).unwrap();
         let errors: Vec<_> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
         assert!(errors.is_empty(), "{errors:?}");
         assert!(validate_document(&v).is_ok());
     }
     // And the schema rejects a broken document.
-    let bad: serde_json::Value = serde_json::from_str(&example_with(|m| { m.insert("priority".into(), json!(12)); })).unwrap();
+    let bad: serde_json::Value = serde_json::from_str(&example_with(|m| {
+        m.insert("priority".into(), json!(12));
+    }))
+    .unwrap();
     assert!(!validator.is_valid(&bad));
 }

@@ -29,7 +29,9 @@ pub fn alias(s: &str) -> VolkAlias {
 }
 
 pub fn t(secs: i64) -> DateTime<Utc> {
-    Utc.timestamp_opt(1_768_473_000 + secs, 0).single().expect("valid time")
+    Utc.timestamp_opt(1_768_473_000 + secs, 0)
+        .single()
+        .expect("valid time")
 }
 
 pub fn packet() -> CxpPacket {
