@@ -1,0 +1,180 @@
+//! [`DecisionIndex`]: governance decisions by time, subject, action and result.
+//!
+//! Folds `governance.decisions`: every `decision_recorded` becomes an entry (kept in log
+//! order, the cursor being its sequence), indexed by decision id, subject and action;
+//! every `policy_loaded` is kept by its hash so a decision's policy can be looked up.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use orchestrata_schemas::events::governance::DecisionRecorded;
+use orchestrata_schemas::events::types::DecisionResult;
+use orchestrata_schemas::events::{Envelope, Event, Stream};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::{Checkpoint, Page, PageRequest, View, ViewName};
+
+/// One decision with when it was recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionEntry {
+    /// Sequence of its event (the cursor).
+    pub sequence: u64,
+    /// Event time.
+    pub at: DateTime<Utc>,
+    /// The decision as recorded.
+    pub decision: DecisionRecorded,
+}
+
+/// A loaded policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyEntry {
+    /// Where it came from.
+    pub origin: String,
+    /// Its text.
+    pub text: String,
+    /// Number of rules.
+    pub rule_count: i32,
+    /// Event time of its (first) load.
+    pub loaded_at: DateTime<Utc>,
+}
+
+/// A decision search; fields set combine with AND.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionQuery {
+    /// Only this subject (client id or Volk alias).
+    pub subject: Option<String>,
+    /// Only this action, e.g. `cxp.send`.
+    pub action: Option<String>,
+    /// Only this result.
+    pub result: Option<DecisionResult>,
+    /// Only decisions recorded at or after this event time.
+    pub from: Option<DateTime<Utc>>,
+    /// Only decisions recorded strictly before this event time.
+    pub until: Option<DateTime<Utc>>,
+}
+
+impl DecisionQuery {
+    fn matches(&self, e: &DecisionEntry) -> bool {
+        self.subject
+            .as_ref()
+            .is_none_or(|s| *s == e.decision.subject)
+            && self.action.as_ref().is_none_or(|a| *a == e.decision.action)
+            && self.result.is_none_or(|r| r == e.decision.result)
+            && self.from.is_none_or(|f| e.at >= f)
+            && self.until.is_none_or(|u| e.at < u)
+    }
+}
+
+/// The governance decisions index.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DecisionIndex {
+    checkpoint: Checkpoint,
+    decisions: BTreeMap<u64, DecisionEntry>,
+    by_id: BTreeMap<Uuid, u64>,
+    by_subject: BTreeMap<String, BTreeSet<u64>>,
+    by_action: BTreeMap<String, BTreeSet<u64>>,
+    policies: BTreeMap<String, PolicyEntry>,
+}
+
+impl View for DecisionIndex {
+    const NAME: ViewName = ViewName::Decision;
+    const STREAMS: &'static [Stream] = &[Stream::GovernanceDecisions];
+
+    fn checkpoint(&self) -> &Checkpoint {
+        &self.checkpoint
+    }
+
+    fn apply(&mut self, envelope: &Envelope) -> bool {
+        if envelope.stream != Stream::GovernanceDecisions
+            || !self.checkpoint.admit(envelope.stream, envelope.sequence)
+        {
+            return false;
+        }
+        let at = envelope.record.timestamp;
+        let sequence = envelope.sequence;
+        match &envelope.record.event {
+            Event::DecisionRecorded(d) if !self.by_id.contains_key(&d.decision_id) => {
+                self.by_id.insert(d.decision_id, sequence);
+                self.by_subject
+                    .entry(d.subject.clone())
+                    .or_default()
+                    .insert(sequence);
+                self.by_action
+                    .entry(d.action.clone())
+                    .or_default()
+                    .insert(sequence);
+                self.decisions.insert(
+                    sequence,
+                    DecisionEntry {
+                        sequence,
+                        at,
+                        decision: d.clone(),
+                    },
+                );
+            }
+            Event::PolicyLoaded(p) if !self.policies.contains_key(&p.policy_hash) => {
+                self.policies.insert(
+                    p.policy_hash.clone(),
+                    PolicyEntry {
+                        origin: p.origin.clone(),
+                        text: p.text.clone(),
+                        rule_count: p.rule_count,
+                        loaded_at: at,
+                    },
+                );
+            }
+            _ => {}
+        }
+        true
+    }
+}
+
+impl DecisionIndex {
+    /// The decision with this id.
+    pub fn decision(&self, decision_id: &Uuid) -> Option<&DecisionEntry> {
+        self.by_id
+            .get(decision_id)
+            .and_then(|s| self.decisions.get(s))
+    }
+
+    /// Number of decisions.
+    pub fn len(&self) -> usize {
+        self.decisions.len()
+    }
+
+    /// Whether no decision was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.decisions.is_empty()
+    }
+
+    /// The policy with this content hash.
+    pub fn policy(&self, policy_hash: &str) -> Option<&PolicyEntry> {
+        self.policies.get(policy_hash)
+    }
+
+    /// Decisions matching `query` in log order, one page at a time. Uses the subject or
+    /// action index when the query names one.
+    pub fn decisions(&self, query: &DecisionQuery, page: &PageRequest) -> Page<&DecisionEntry> {
+        let start = page.start();
+        let index = query
+            .subject
+            .as_ref()
+            .map(|s| self.by_subject.get(s))
+            .or_else(|| query.action.as_ref().map(|a| self.by_action.get(a)));
+        let candidates: Box<dyn Iterator<Item = u64> + '_> = match index {
+            Some(Some(set)) => Box::new(set.range(start..).copied()),
+            Some(None) => Box::new(std::iter::empty()),
+            None => Box::new(self.decisions.range(start..).map(|(s, _)| *s)),
+        };
+        page.collect(
+            candidates
+                .filter_map(|s| self.decisions.get(&s))
+                .filter(|e| query.matches(e))
+                .map(|e| (e.sequence, e)),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,200 @@
+//! What the [`ThreadView`] answers: the reads the gateway serves.
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+
+use chrono::{DateTime, Duration, Utc};
+use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::{PacketState, ThreadState, ThreadStatus, ThreadView, ARCHIVE_AFTER_DAYS};
+use crate::{Checkpoint, Page, PageRequest};
+
+/// A packet search; every field set narrows it (fields combine with AND).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PacketQuery {
+    /// Only this thread (REQ-004-INTG-003).
+    pub thread_id: Option<String>,
+    /// Only packets from this Volk (REQ-004-US-008-007).
+    pub sender: Option<String>,
+    /// Only packets to this Volk (REQ-004-US-008-008).
+    pub recipient: Option<String>,
+    /// Only this delivery status (REQ-004-US-004-019).
+    pub delivery_status: Option<DeliveryStatus>,
+    /// Only this work status (REQ-004-US-005-019).
+    pub work_status: Option<WorkStatus>,
+    /// Only this current priority.
+    pub priority: Option<i32>,
+    /// Only packets sent at or after this event time.
+    pub sent_from: Option<DateTime<Utc>>,
+    /// Only packets sent strictly before this event time.
+    pub sent_until: Option<DateTime<Utc>>,
+}
+
+impl PacketQuery {
+    fn matches(&self, p: &PacketState) -> bool {
+        self.thread_id
+            .as_ref()
+            .is_none_or(|t| *t == p.packet.thread_id)
+            && self
+                .sender
+                .as_ref()
+                .is_none_or(|s| *s == p.packet.from_agent)
+            && self
+                .recipient
+                .as_ref()
+                .is_none_or(|r| *r == p.packet.to_agent)
+            && self.delivery_status.is_none_or(|d| d == p.delivery_status)
+            && self.work_status.is_none_or(|w| w == p.work_status)
+            && self.priority.is_none_or(|q| q == p.priority)
+            && self.sent_from.is_none_or(|f| p.sent_at >= f)
+            && self.sent_until.is_none_or(|u| p.sent_at < u)
+    }
+}
+
+/// A thread search; every field set narrows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadQuery {
+    /// Only threads with this (effective) status.
+    pub status: Option<ThreadStatus>,
+    /// Only threads this Volk took part in.
+    pub participant: Option<String>,
+}
+
+impl ThreadView {
+    /// How far the view has folded.
+    pub fn checkpoint(&self) -> &Checkpoint {
+        &self.checkpoint
+    }
+
+    /// The latest event time folded: what "now" means for the age rule.
+    pub fn clock(&self) -> Option<DateTime<Utc>> {
+        self.clock
+    }
+
+    /// The thread with this id (REQ-004-US-008-005): one map lookup.
+    pub fn thread(&self, thread_id: &str) -> Option<&ThreadState> {
+        self.threads.get(thread_id)
+    }
+
+    /// Number of threads.
+    pub fn thread_count(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Number of packets.
+    pub fn packet_count(&self) -> usize {
+        self.packets.len()
+    }
+
+    /// The thread's status now (at the view's clock), the age rule included.
+    pub fn thread_status(&self, thread_id: &str) -> Option<ThreadStatus> {
+        let thread = self.thread(thread_id)?;
+        Some(match self.clock {
+            Some(now) => effective_status(thread, now),
+            None => thread.status,
+        })
+    }
+
+    /// The thread's status as of event time `at`, the age rule included (status recorded
+    /// by events folded so far, aged to `at`).
+    pub fn thread_status_at(&self, thread_id: &str, at: DateTime<Utc>) -> Option<ThreadStatus> {
+        self.thread(thread_id).map(|t| effective_status(t, at))
+    }
+
+    /// The packet with this message id (REQ-004-INTG-002).
+    pub fn packet(&self, message_id: &Uuid) -> Option<&PacketState> {
+        self.packets.get(message_id)
+    }
+
+    /// The thread's packets in send order (REQ-004-US-008-005, -006); empty for an
+    /// unknown thread.
+    pub fn thread_packets<'a>(
+        &'a self,
+        thread_id: &str,
+    ) -> impl Iterator<Item = &'a PacketState> + 'a {
+        let ids: &'a [Uuid] = self.threads.get(thread_id).map_or(&[], |t| &t.packets);
+        ids.iter().filter_map(|id| self.packets.get(id))
+    }
+
+    /// Packets matching `query`, in send order, one page at a time.
+    ///
+    /// Uses the narrowest index the query allows (thread, sender, recipient), then
+    /// filters the rest.
+    pub fn packets(&self, query: &PacketQuery, page: &PageRequest) -> Page<&PacketState> {
+        let start = page.start();
+        let by_seq = |seqs: &mut dyn Iterator<Item = u64>| -> Page<&PacketState> {
+            page.collect(
+                seqs.filter_map(|s| self.by_sequence.get(&s).and_then(|id| self.packets.get(id)))
+                    .filter(|p| query.matches(p))
+                    .map(|p| (p.sequence, p)),
+            )
+        };
+        if let Some(thread_id) = &query.thread_id {
+            let Some(thread) = self.threads.get(thread_id) else {
+                return Page {
+                    items: Vec::new(),
+                    next: None,
+                };
+            };
+            return page.collect(
+                thread
+                    .packets
+                    .iter()
+                    .filter_map(|id| self.packets.get(id))
+                    .filter(|p| p.sequence >= start && query.matches(p))
+                    .map(|p| (p.sequence, p)),
+            );
+        }
+        let index = |map: &std::collections::BTreeMap<String, BTreeSet<u64>>, key: &str| {
+            map.get(key)
+                .map(|set| {
+                    set.range((Bound::Included(start), Bound::Unbounded))
+                        .copied()
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        };
+        if let Some(sender) = &query.sender {
+            return by_seq(&mut index(&self.by_sender, sender).into_iter());
+        }
+        if let Some(recipient) = &query.recipient {
+            return by_seq(&mut index(&self.by_recipient, recipient).into_iter());
+        }
+        by_seq(&mut self.by_sequence.range(start..).map(|(s, _)| *s))
+    }
+
+    /// Threads matching `query`, in order of thread id, one page at a time (the cursor
+    /// is the position in that order).
+    pub fn threads(&self, query: &ThreadQuery, page: &PageRequest) -> Page<&ThreadState> {
+        let start = page.start();
+        page.collect(
+            self.threads
+                .values()
+                .enumerate()
+                .skip(usize::try_from(start).unwrap_or(usize::MAX))
+                .filter(|(_, t)| {
+                    query
+                        .status
+                        .is_none_or(|s| self.thread_status(&t.thread_id) == Some(s))
+                        && query
+                            .participant
+                            .as_ref()
+                            .is_none_or(|p| t.participants.contains(p))
+                })
+                .map(|(i, t)| (i as u64, t)),
+        )
+    }
+}
+
+/// The status of `thread` at `now`: archived if idle for more than 30 days.
+fn effective_status(thread: &ThreadState, now: DateTime<Utc>) -> ThreadStatus {
+    if thread.status != ThreadStatus::Archived
+        && now > thread.last_activity + Duration::days(ARCHIVE_AFTER_DAYS)
+    {
+        ThreadStatus::Archived
+    } else {
+        thread.status
+    }
+}

@@ -1,0 +1,96 @@
+//! The [`View`] trait every fold implements.
+
+use std::fmt;
+use std::str::FromStr;
+
+use orchestrata_schemas::events::{Envelope, Stream};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::Checkpoint;
+
+/// A view: a value folded from the log, one event at a time.
+///
+/// Start from `Default` (the empty view) and [`apply`](View::apply) every event of the
+/// view's [`STREAMS`](View::STREAMS) in log order. Implementations must keep `apply`
+/// pure and idempotent (see the crate docs), and must not depend on how events of
+/// *different* streams interleave, so a runner that tails several streams concurrently
+/// and a rebuild that reads them one after the other reach the same value.
+pub trait View: Default + Serialize + DeserializeOwned + Send + Sync + 'static {
+    /// Which view this is (its storage key and CLI name).
+    const NAME: ViewName;
+    /// The streams the view folds; events of other streams are ignored.
+    const STREAMS: &'static [Stream];
+
+    /// How far the view has folded each stream.
+    fn checkpoint(&self) -> &Checkpoint;
+
+    /// Applies one event. Returns `true` if it changed the checkpoint, `false` if the
+    /// event was a repeat, older than the checkpoint, or of a stream the view ignores.
+    fn apply(&mut self, envelope: &Envelope) -> bool;
+}
+
+/// Folds `events` into an empty view (a rebuild from scratch over in-memory events).
+pub fn fold<'a, V: View>(events: impl IntoIterator<Item = &'a Envelope>) -> V {
+    let mut view = V::default();
+    for envelope in events {
+        view.apply(envelope);
+    }
+    view
+}
+
+/// The name of a view, as used by the store and `orchestrata projections --view`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViewName {
+    /// [`ThreadView`](crate::ThreadView).
+    Thread,
+    /// [`SessionView`](crate::SessionView).
+    Session,
+    /// [`VolkView`](crate::VolkView).
+    Volk,
+    /// [`DecisionIndex`](crate::DecisionIndex).
+    Decision,
+}
+
+impl ViewName {
+    /// Every view, in a stable order.
+    pub const ALL: [ViewName; 4] = [
+        ViewName::Thread,
+        ViewName::Session,
+        ViewName::Volk,
+        ViewName::Decision,
+    ];
+
+    /// The name as written on the command line and in the store.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ViewName::Thread => "thread",
+            ViewName::Session => "session",
+            ViewName::Volk => "volk",
+            ViewName::Decision => "decision",
+        }
+    }
+}
+
+impl fmt::Display for ViewName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A view name that is none of [`ViewName::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown view `{0}` (known: thread, session, volk, decision)")]
+pub struct UnknownView(pub String);
+
+impl FromStr for ViewName {
+    type Err = UnknownView;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ViewName::ALL
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| UnknownView(s.to_owned()))
+    }
+}
