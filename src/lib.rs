@@ -2,8 +2,11 @@
 //!
 //! - [`log`]: the persistent event log (sled or Kafka) every state change is appended to.
 //! - [`config`]: configuration of the log (backend, durability, retention).
+//! - [`kernel`]: commands become events; the Postman; sessions.
 //! - [`cli`]: the `orchestrata` command line.
 
 pub mod cli;
 pub mod config;
+pub mod gateway;
+pub mod kernel;
 pub mod log;

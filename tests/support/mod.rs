@@ -4,6 +4,8 @@
 //! real components; nothing is mocked.
 #![allow(dead_code)]
 
+pub mod ws;
+
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

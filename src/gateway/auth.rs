@@ -1,0 +1,128 @@
+//! Authentication: the `static_token` strategy and the three scopes.
+//!
+//! A client proves itself with `auth.authenticate {strategy: "static_token", token}`.
+//! The token is compared in constant time ([`subtle`]) against every configured grant;
+//! the matching grant gives the connection its [`Scope`]. Empty and missing tokens are
+//! rejected before any comparison. `hmac` and `prolog_policy` are part 2 of the gateway
+//! and answer -32001 `unsupported_strategy` until then.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use subtle::ConstantTimeEq;
+
+use super::error::{ErrorCode, RpcError};
+
+/// What an authenticated client may do. Ordered: `ReadOnly < ReadWrite < Admin`, and a
+/// scope is sufficient for everything a lower one is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Read views, subscribe to public topics, replay.
+    ReadOnly,
+    /// Also act: send packets, open and close sessions, dry-run governance.
+    ReadWrite,
+    /// Also manage: register and deregister Volks, list governance rules.
+    Admin,
+}
+
+impl Scope {
+    /// The wire name, e.g. `read_write`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::ReadOnly => "read_only",
+            Scope::ReadWrite => "read_write",
+            Scope::Admin => "admin",
+        }
+    }
+
+    /// Whether this scope covers `required`.
+    pub fn covers(self, required: Scope) -> bool {
+        self >= required
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Scope {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "read_only" => Ok(Scope::ReadOnly),
+            "read_write" => Ok(Scope::ReadWrite),
+            "admin" => Ok(Scope::Admin),
+            other => Err(format!(
+                "`{other}` is not a scope (read_only, read_write, admin)"
+            )),
+        }
+    }
+}
+
+/// One accepted static token and what it grants.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenGrant {
+    /// The secret. Never logged, never returned (`config.get` redacts it).
+    pub token: String,
+    /// The scope it grants.
+    pub scope: Scope,
+    /// A name for audit records (the client id prefix), e.g. `dashboard`.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl fmt::Debug for TokenGrant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenGrant")
+            .field("token", &"<redacted>")
+            .field("scope", &self.scope)
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// Checks `auth.authenticate` params against `grants`; returns the matching grant.
+///
+/// Every grant is compared (no early exit), so timing does not reveal which grant a
+/// prefix matched.
+pub fn check_static_token<'g>(
+    params: &serde_json::Value,
+    grants: &'g [TokenGrant],
+) -> Result<&'g TokenGrant, RpcError> {
+    let strategy = params
+        .get("strategy")
+        .and_then(|s| s.as_str())
+        .unwrap_or("");
+    if strategy != "static_token" {
+        return Err(RpcError::new(ErrorCode::Unauthorized, "unsupported_strategy").with(
+            "detail",
+            format!("strategy `{strategy}` is not enabled on this gateway; use static_token"),
+        ));
+    }
+    let token = match params.get("token") {
+        None | Some(serde_json::Value::Null) => {
+            return Err(RpcError::new(ErrorCode::Unauthorized, "missing_token")
+                .with("detail", "field `token` is required for static_token"))
+        }
+        Some(t) => t.as_str().unwrap_or(""),
+    };
+    if token.is_empty() {
+        return Err(RpcError::new(ErrorCode::Unauthorized, "empty_token")
+            .with("detail", "field `token` is empty"));
+    }
+    let mut found: Option<&TokenGrant> = None;
+    for grant in grants {
+        let equal: bool = grant.token.as_bytes().ct_eq(token.as_bytes()).into();
+        if equal && found.is_none() && !grant.token.is_empty() {
+            found = Some(grant);
+        }
+    }
+    found.ok_or_else(|| {
+        RpcError::new(ErrorCode::Unauthorized, "invalid_token")
+            .with("detail", "the token does not match any configured token")
+    })
+}

@@ -1,0 +1,277 @@
+//! Gateway settings: the `gateway:` section of the YAML config, then flags and env.
+//!
+//! ```yaml
+//! gateway:
+//!   listen: 127.0.0.1:18790        # 0.0.0.0:18790 in the container config
+//!   static_token: «secret»          # or GATEWAY_TOKEN; scope read_write
+//!   tokens:                         # more grants, e.g. an admin token
+//!     - { token: «secret», scope: admin, name: ops }
+//!   max_clients: 100
+//!   max_message_size_bytes: 1048576
+//!   max_batch: 50
+//!   auth_grace_ms: 5000
+//!   max_subscriptions_per_client: 50
+//!   event_buffer_per_client: 1000
+//!   rate_limit_per_second: 500
+//!   heartbeat_interval_ms: 30000
+//!   heartbeat_max_misses: 3
+//!   read_your_write_timeout_ms: 2000
+//! ```
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::auth::{Scope, TokenGrant};
+
+/// Default listen address of `orchestrata up`.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:18790";
+
+/// Everything the gateway needs besides the components it serves.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// Where to listen (port 0 picks a free port; see `RunningGateway::local_addr`).
+    pub listen: SocketAddr,
+    /// Accepted static tokens. The first is the `static_token` (scope read_write by
+    /// default); more grants can carry other scopes.
+    pub tokens: Vec<TokenGrant>,
+    /// Connections beyond this are closed with 1013 (Try Again Later).
+    pub max_clients: usize,
+    /// Text frames longer than this close the connection with 1009.
+    pub max_message_size_bytes: usize,
+    /// Longest accepted batch; longer ones answer -32600 `batch_too_large`.
+    pub max_batch: usize,
+    /// Unauthenticated connections are closed after this long.
+    pub auth_grace: Duration,
+    /// Live subscriptions one client may hold.
+    pub max_subscriptions_per_client: usize,
+    /// Capacity of a client's outbound queue (responses and events). A client whose
+    /// queue is full when an event arrives is disconnected (`slow_consumer`).
+    pub event_buffer_per_client: usize,
+    /// Requests per second per client before -32002.
+    pub rate_limit_per_second: u32,
+    /// Server pings every this long.
+    pub heartbeat_interval: Duration,
+    /// Consecutive unanswered pings before the client is dropped (`timeout`).
+    pub heartbeat_max_misses: u32,
+    /// How long a read after a write waits for the views to catch up.
+    pub read_your_write_timeout: Duration,
+    /// Largest number of events `gateway.replay` scans for a time or filtered query.
+    pub max_replay_scan: u64,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 18790)),
+            tokens: Vec::new(),
+            max_clients: 100,
+            max_message_size_bytes: 1_048_576,
+            max_batch: 50,
+            auth_grace: Duration::from_secs(5),
+            max_subscriptions_per_client: 50,
+            event_buffer_per_client: 1000,
+            rate_limit_per_second: 500,
+            heartbeat_interval: Duration::from_secs(30),
+            heartbeat_max_misses: 3,
+            read_your_write_timeout: Duration::from_secs(2),
+            max_replay_scan: 100_000,
+        }
+    }
+}
+
+/// Why the gateway configuration is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayConfigError {
+    /// The file could not be read or parsed.
+    #[error("config file {path}: {reason}")]
+    File {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// A value is out of range.
+    #[error("config field {field}: {reason}")]
+    Invalid {
+        /// E.g. `gateway.max_clients`.
+        field: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct FileConfig {
+    gateway: Option<FileGateway>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileGateway {
+    listen: Option<String>,
+    static_token: Option<String>,
+    static_token_scope: Option<Scope>,
+    #[serde(default)]
+    tokens: Vec<TokenGrant>,
+    max_clients: Option<usize>,
+    max_message_size_bytes: Option<usize>,
+    max_batch: Option<usize>,
+    auth_grace_ms: Option<u64>,
+    max_subscriptions_per_client: Option<usize>,
+    event_buffer_per_client: Option<usize>,
+    rate_limit_per_second: Option<u32>,
+    heartbeat_interval_ms: Option<u64>,
+    heartbeat_max_misses: Option<u32>,
+    read_your_write_timeout_ms: Option<u64>,
+    max_replay_scan: Option<u64>,
+}
+
+fn positive<T: PartialOrd + Default + Copy>(
+    field: &str,
+    value: Option<T>,
+    target: &mut T,
+) -> Result<(), GatewayConfigError> {
+    if let Some(v) = value {
+        if v <= T::default() {
+            return Err(GatewayConfigError::Invalid {
+                field: format!("gateway.{field}"),
+                reason: "must be at least 1".into(),
+            });
+        }
+        *target = v;
+    }
+    Ok(())
+}
+
+impl GatewayConfig {
+    /// Parses the `gateway:` section of a YAML document (absent: defaults).
+    pub fn from_yaml(text: &str) -> Result<Self, GatewayConfigError> {
+        let file: FileConfig =
+            serde_yaml_ng::from_str(text).map_err(|e| GatewayConfigError::File {
+                path: "<inline>".into(),
+                reason: e.to_string(),
+            })?;
+        let g = file.gateway.unwrap_or_default();
+        let mut c = GatewayConfig::default();
+        if let Some(listen) = g.listen {
+            c.listen = parse_listen(&listen)?;
+        }
+        if let Some(token) = g.static_token {
+            c.tokens.push(TokenGrant {
+                token,
+                scope: g.static_token_scope.unwrap_or(Scope::ReadWrite),
+                name: Some("static".into()),
+            });
+        }
+        for (i, grant) in g.tokens.into_iter().enumerate() {
+            if grant.token.is_empty() {
+                return Err(GatewayConfigError::Invalid {
+                    field: format!("gateway.tokens[{i}].token"),
+                    reason: "must not be empty".into(),
+                });
+            }
+            c.tokens.push(grant);
+        }
+        positive("max_clients", g.max_clients, &mut c.max_clients)?;
+        positive(
+            "max_message_size_bytes",
+            g.max_message_size_bytes,
+            &mut c.max_message_size_bytes,
+        )?;
+        positive("max_batch", g.max_batch, &mut c.max_batch)?;
+        positive(
+            "max_subscriptions_per_client",
+            g.max_subscriptions_per_client,
+            &mut c.max_subscriptions_per_client,
+        )?;
+        positive(
+            "event_buffer_per_client",
+            g.event_buffer_per_client,
+            &mut c.event_buffer_per_client,
+        )?;
+        positive(
+            "rate_limit_per_second",
+            g.rate_limit_per_second,
+            &mut c.rate_limit_per_second,
+        )?;
+        positive(
+            "heartbeat_max_misses",
+            g.heartbeat_max_misses,
+            &mut c.heartbeat_max_misses,
+        )?;
+        positive("max_replay_scan", g.max_replay_scan, &mut c.max_replay_scan)?;
+        for (field, value, target) in [
+            ("auth_grace_ms", g.auth_grace_ms, &mut c.auth_grace),
+            (
+                "heartbeat_interval_ms",
+                g.heartbeat_interval_ms,
+                &mut c.heartbeat_interval,
+            ),
+            (
+                "read_your_write_timeout_ms",
+                g.read_your_write_timeout_ms,
+                &mut c.read_your_write_timeout,
+            ),
+        ] {
+            let mut ms = 0u64;
+            positive(field, value, &mut ms)?;
+            if value.is_some() {
+                *target = Duration::from_millis(ms);
+            }
+        }
+        Ok(c)
+    }
+
+    /// Reads the `gateway:` section of a YAML file.
+    pub fn load(path: &Path) -> Result<Self, GatewayConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| GatewayConfigError::File {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        Self::from_yaml(&text).map_err(|e| match e {
+            GatewayConfigError::File { reason, .. } => GatewayConfigError::File {
+                path: path.display().to_string(),
+                reason,
+            },
+            other => other,
+        })
+    }
+
+    /// Adds the static token `token` with scope read_write, ahead of other grants.
+    /// Empty tokens are refused (they would never authenticate anyway).
+    pub fn with_static_token(mut self, token: impl Into<String>) -> Self {
+        let token = token.into();
+        if !token.is_empty() {
+            self.tokens.insert(
+                0,
+                TokenGrant {
+                    token,
+                    scope: Scope::ReadWrite,
+                    name: Some("static".into()),
+                },
+            );
+        }
+        self
+    }
+
+    /// Adds a grant.
+    pub fn with_grant(mut self, token: impl Into<String>, scope: Scope, name: &str) -> Self {
+        self.tokens.push(TokenGrant {
+            token: token.into(),
+            scope,
+            name: Some(name.into()),
+        });
+        self
+    }
+}
+
+/// Parses `HOST:PORT` (e.g. `127.0.0.1:18790`, `0.0.0.0:0`).
+pub fn parse_listen(text: &str) -> Result<SocketAddr, GatewayConfigError> {
+    text.parse().map_err(|e| GatewayConfigError::Invalid {
+        field: "gateway.listen".into(),
+        reason: format!("`{text}` is not HOST:PORT: {e}"),
+    })
+}

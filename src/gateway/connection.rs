@@ -1,0 +1,219 @@
+//! One WebSocket connection: a reader that dispatches frames and a writer that drains
+//! the client's outbound queue.
+//!
+//! Close codes the server uses:
+//! - 1001 `server_shutdown` (SIGTERM / Ctrl-C) or `heartbeat_timeout`;
+//! - 1003 `binary_frames_not_supported`: only text frames carry JSON-RPC;
+//! - 1008 `authentication_timeout` (no successful `auth.authenticate` within the grace
+//!   period) or `slow_consumer` (outbound queue full);
+//! - 1009 `message_too_big`: a frame over `max_message_size_bytes`;
+//! - 1013 `max_clients`: the gateway is full, try again later.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use chrono::Utc;
+use futures::{SinkExt, StreamExt};
+use orchestrata_schemas::events::presence::ClientDisconnected;
+use orchestrata_schemas::events::types::DisconnectReason;
+use orchestrata_schemas::events::EventRecord;
+use tokio::sync::{mpsc, watch};
+use uuid::Uuid;
+
+use super::client::{Client, ClientHandle, CloseRequest, Outbound};
+use super::dispatch;
+use super::state::Shared;
+
+/// Close code: going away (shutdown, heartbeat timeout).
+pub const CLOSE_GOING_AWAY: u16 = 1001;
+/// Close code: unsupported data (binary frames).
+pub const CLOSE_UNSUPPORTED: u16 = 1003;
+/// Close code: policy violation (auth timeout, slow consumer).
+pub const CLOSE_POLICY: u16 = 1008;
+/// Close code: message too big.
+pub const CLOSE_TOO_BIG: u16 = 1009;
+/// Close code: try again later (gateway full).
+pub const CLOSE_TRY_LATER: u16 = 1013;
+
+async fn refuse(mut socket: WebSocket, code: u16, reason: &'static str) {
+    let frame = CloseFrame {
+        code,
+        reason: Utf8Bytes::from_static(reason),
+    };
+    let _ = socket.send(Message::Close(Some(frame))).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), socket.next()).await;
+}
+
+/// Serves one upgraded socket until it closes.
+pub async fn serve(gw: Arc<Shared>, socket: WebSocket, remote: Option<SocketAddr>) {
+    if gw.shutting_down() {
+        return refuse(socket, CLOSE_GOING_AWAY, "server_shutdown").await;
+    }
+    let simple = Uuid::new_v4().simple().to_string();
+    let id = format!("client-{}", simple.get(..12).unwrap_or(&simple));
+    let (handle, rx, close_rx) = ClientHandle::new(id.clone(), gw.config.event_buffer_per_client);
+    let client = Arc::new(Client::new(Arc::new(handle), remote));
+    let admitted = {
+        let mut clients = gw.clients();
+        let room = clients.len() < gw.config.max_clients;
+        if room {
+            clients.insert(id.clone(), client.clone());
+        }
+        room
+    };
+    if !admitted {
+        tracing::warn!(max = gw.config.max_clients, ?remote, "connection refused: max_clients reached");
+        return refuse(socket, CLOSE_TRY_LATER, "max_clients").await;
+    }
+    gw.metrics.connected_clients.inc();
+    gw.metrics.total_connections.inc();
+    let (sink, stream) = socket.split();
+    let writer = tokio::spawn(write_loop(gw.clone(), sink, rx, close_rx.clone()));
+    let reason = read_loop(&gw, &client, stream, close_rx).await;
+    client.handle.request_close(1000, "bye");
+    let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+    gw.clients().remove(&id);
+    for hub in gw.hubs.values() {
+        hub.remove_client(&id);
+    }
+    gw.metrics.connected_clients.dec();
+    if client.scope().is_some() {
+        let event = ClientDisconnected {
+            client_id: id.clone(),
+            reason: reason.0,
+            detail: reason.1,
+            connected_ms: (Utc::now() - client.connected_at).num_milliseconds(),
+        };
+        if let Err(e) = gw
+            .append(&EventRecord::new("gateway", id.as_str(), event, Utc::now()))
+            .await
+        {
+            tracing::warn!(client = %id, error = %e, "cannot record disconnect");
+        }
+    }
+}
+
+type Sink = futures::stream::SplitSink<WebSocket, Message>;
+type Source = futures::stream::SplitStream<WebSocket>;
+
+async fn write_loop(
+    gw: Arc<Shared>,
+    mut sink: Sink,
+    mut rx: mpsc::Receiver<Outbound>,
+    mut close_rx: watch::Receiver<CloseRequest>,
+) {
+    loop {
+        tokio::select! {
+            biased;
+            changed = close_rx.changed() => {
+                let request = close_rx.borrow().clone();
+                if let (Ok(()), Some((code, reason))) = (changed, request) {
+                    let frame = CloseFrame { code, reason: Utf8Bytes::from(reason) };
+                    let _ = sink.send(Message::Close(Some(frame))).await;
+                }
+                break;
+            }
+            out = rx.recv() => match out {
+                Some(Outbound::Frame(text)) => {
+                    if sink.send(Message::Text(text)).await.is_err() {
+                        break;
+                    }
+                    gw.metrics.messages_sent.inc();
+                }
+                Some(Outbound::Ping) => {
+                    if sink.send(Message::Ping(Default::default())).await.is_err() {
+                        break;
+                    }
+                }
+                None => break,
+            },
+        }
+    }
+    let _ = sink.flush().await;
+}
+
+type Reason = (DisconnectReason, Option<String>);
+
+async fn read_loop(
+    gw: &Arc<Shared>,
+    client: &Arc<Client>,
+    mut stream: Source,
+    mut close_rx: watch::Receiver<CloseRequest>,
+) -> Reason {
+    let handle = client.handle.clone();
+    let mut shutdown = gw.shutdown.subscribe();
+    let auth_deadline = tokio::time::Instant::now() + gw.config.auth_grace;
+    let mut heartbeat = tokio::time::interval(gw.config.heartbeat_interval);
+    heartbeat.tick().await;
+    let mut misses = 0u32;
+    let max = gw.config.max_message_size_bytes;
+    let closing = |code: u16, reason: &str, why: DisconnectReason| -> Reason {
+        handle.request_close(code, reason);
+        (why, Some(reason.to_owned()))
+    };
+    loop {
+        let authenticated = client.scope().is_some();
+        tokio::select! {
+            msg = stream.next() => {
+                let msg = match msg {
+                    None => return (DisconnectReason::CleanClose, None),
+                    Some(Ok(m)) => m,
+                    Some(Err(e)) => {
+                        let text = e.to_string();
+                        if text.contains("too long") || text.contains("Space limit") || text.contains("too big") {
+                            return closing(super::connection::CLOSE_TOO_BIG, "message_too_big", DisconnectReason::Error);
+                        }
+                        return (DisconnectReason::Error, Some(text));
+                    }
+                };
+                misses = 0;
+                client.lock().last_activity = Utc::now();
+                match msg {
+                    Message::Text(text) => {
+                        gw.metrics.messages_received.inc();
+                        if text.len() > max {
+                            return closing(CLOSE_TOO_BIG, "message_too_big", DisconnectReason::Error);
+                        }
+                        let started = Instant::now();
+                        let outcome = dispatch::handle_frame(gw, client, text.as_str()).await;
+                        tracing::trace!(elapsed_us = started.elapsed().as_micros() as u64, "frame handled");
+                        if let Some(response) = outcome.response {
+                            if !handle.push(Utf8Bytes::from(response)).await {
+                                return (DisconnectReason::Error, Some("outbound queue closed".into()));
+                            }
+                        }
+                        for work in outcome.after {
+                            tokio::spawn(work);
+                        }
+                    }
+                    Message::Binary(_) => {
+                        gw.metrics.messages_received.inc();
+                        return closing(CLOSE_UNSUPPORTED, "binary_frames_not_supported", DisconnectReason::Error);
+                    }
+                    Message::Close(_) => return (DisconnectReason::CleanClose, None),
+                    Message::Ping(_) | Message::Pong(_) => {}
+                }
+            }
+            _ = tokio::time::sleep_until(auth_deadline), if !authenticated => {
+                return closing(CLOSE_POLICY, "authentication_timeout", DisconnectReason::Timeout);
+            }
+            _ = close_rx.changed() => {
+                let request = close_rx.borrow().clone();
+                let detail = request.map(|(_, r)| r);
+                return (DisconnectReason::Error, detail);
+            }
+            _ = shutdown.changed() => {
+                return closing(CLOSE_GOING_AWAY, "server_shutdown", DisconnectReason::ServerShutdown);
+            }
+            _ = heartbeat.tick() => {
+                if misses >= gw.config.heartbeat_max_misses {
+                    return closing(CLOSE_GOING_AWAY, "heartbeat_timeout", DisconnectReason::Timeout);
+                }
+                misses += 1;
+                handle.try_ping();
+            }
+        }
+    }
+}

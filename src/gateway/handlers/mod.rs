@@ -1,0 +1,7 @@
+//! One module per method family; each handler is `async fn(Call) -> RpcResult`.
+
+pub mod auth;
+pub mod config;
+pub mod gateway;
+pub mod replay;
+pub mod subscribe;

@@ -1,0 +1,142 @@
+//! The gateway's Prometheus metrics: the nine `orchestrata_gateway_*` series of the
+//! contract, plus log lag gauges filled at scrape time.
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
+    Opts, Registry, TextEncoder,
+};
+
+/// All gateway metrics, registered in their own registry.
+pub struct Metrics {
+    registry: Registry,
+    /// Clients connected now.
+    pub connected_clients: IntGauge,
+    /// Connections accepted since start.
+    pub total_connections: IntCounter,
+    /// Frames received from clients.
+    pub messages_received: IntCounter,
+    /// Frames sent to clients (responses and notifications).
+    pub messages_sent: IntCounter,
+    /// RPC handling time by method.
+    pub rpc_latency: HistogramVec,
+    /// Live subscriptions by topic.
+    pub subscriptions: IntGaugeVec,
+    /// Successful authentications.
+    pub auth_success: IntCounter,
+    /// Failed authentications.
+    pub auth_failure: IntCounter,
+    /// Events not delivered (a slow client was dropped) by topic.
+    pub events_dropped: IntCounterVec,
+    /// Log events a topic's tailer has not delivered yet.
+    pub log_lag: IntGaugeVec,
+    /// Last sequence of each stream in the log.
+    pub log_last_sequence: IntGaugeVec,
+}
+
+/// A metric failed to register (a programming error caught by the first test).
+#[derive(Debug, thiserror::Error)]
+#[error("metric registration failed: {0}")]
+pub struct MetricsError(#[from] prometheus::Error);
+
+impl Metrics {
+    /// Creates and registers every metric.
+    pub fn new() -> Result<Self, MetricsError> {
+        let registry = Registry::new();
+        let connected_clients = IntGauge::new(
+            "orchestrata_gateway_connected_clients",
+            "WebSocket clients connected now",
+        )?;
+        let total_connections = IntCounter::new(
+            "orchestrata_gateway_total_connections",
+            "WebSocket connections accepted since start",
+        )?;
+        let messages_received = IntCounter::new(
+            "orchestrata_gateway_messages_received_total",
+            "Frames received from clients",
+        )?;
+        let messages_sent = IntCounter::new(
+            "orchestrata_gateway_messages_sent_total",
+            "Frames sent to clients",
+        )?;
+        let rpc_latency = HistogramVec::new(
+            HistogramOpts::new(
+                "orchestrata_gateway_rpc_latency_seconds",
+                "Time to handle one RPC, by method",
+            )
+            .buckets(vec![
+                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0,
+            ]),
+            &["method"],
+        )?;
+        let subscriptions = IntGaugeVec::new(
+            Opts::new(
+                "orchestrata_gateway_subscription_count",
+                "Live subscriptions by topic",
+            ),
+            &["topic"],
+        )?;
+        let auth_success = IntCounter::new(
+            "orchestrata_gateway_auth_success_total",
+            "Successful authentications",
+        )?;
+        let auth_failure = IntCounter::new(
+            "orchestrata_gateway_auth_failure_total",
+            "Failed authentications",
+        )?;
+        let events_dropped = IntCounterVec::new(
+            Opts::new(
+                "orchestrata_gateway_events_dropped_total",
+                "Events not delivered because a client's queue was full, by topic",
+            ),
+            &["topic"],
+        )?;
+        let log_lag = IntGaugeVec::new(
+            Opts::new(
+                "orchestrata_gateway_log_lag_events",
+                "Events in the log a topic's tailer has not pushed yet",
+            ),
+            &["topic"],
+        )?;
+        let log_last_sequence = IntGaugeVec::new(
+            Opts::new(
+                "orchestrata_log_last_sequence",
+                "Newest sequence of each log stream (-1: empty)",
+            ),
+            &["stream"],
+        )?;
+        registry.register(Box::new(connected_clients.clone()))?;
+        registry.register(Box::new(total_connections.clone()))?;
+        registry.register(Box::new(messages_received.clone()))?;
+        registry.register(Box::new(messages_sent.clone()))?;
+        registry.register(Box::new(rpc_latency.clone()))?;
+        registry.register(Box::new(subscriptions.clone()))?;
+        registry.register(Box::new(auth_success.clone()))?;
+        registry.register(Box::new(auth_failure.clone()))?;
+        registry.register(Box::new(events_dropped.clone()))?;
+        registry.register(Box::new(log_lag.clone()))?;
+        registry.register(Box::new(log_last_sequence.clone()))?;
+        Ok(Metrics {
+            registry,
+            connected_clients,
+            total_connections,
+            messages_received,
+            messages_sent,
+            rpc_latency,
+            subscriptions,
+            auth_success,
+            auth_failure,
+            events_dropped,
+            log_lag,
+            log_last_sequence,
+        })
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = Vec::new();
+        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
+            return format!("# encoding metrics failed: {e}\n");
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}

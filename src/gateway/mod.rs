@@ -1,0 +1,48 @@
+//! The WebSocket JSON-RPC gateway (spec 014): Orchestrata's front door.
+//!
+//! Clients connect to `ws://HOST:PORT/`, call `auth.authenticate`, then call methods
+//! (JSON-RPC 2.0, batches of at most 50) and subscribe to topics whose events come
+//! straight from the log, live or replayed by sequence, with gapless resume from an
+//! `(epoch, sequence)` position. HTTP `/health`, `/ready` and `/metrics` share the port.
+//!
+//! Layout:
+//! - [`server`]: start / stop, HTTP endpoints; [`connection`]: one socket;
+//! - [`rpc`] framing, [`dispatch`] (auth gate, rate limit, scope, schema, handler),
+//!   [`error`] codes;
+//! - [`methods`]: the one declarative method table; [`handlers`]: one module per
+//!   method family;
+//! - [`auth`] (static tokens, scopes), [`authz`] (decisions, audited on the log);
+//! - [`topic`]: hubs tailing the log, events serialized once, filters;
+//! - [`config`], [`metrics`], [`schema`] (params JSON Schemas), [`state`], [`client`].
+//!
+//! ```no_run
+//! # async fn demo(log: std::sync::Arc<dyn orchestrata::log::EventLog>) -> Result<(), Box<dyn std::error::Error>> {
+//! use orchestrata::gateway::{self, GatewayConfig, Services};
+//! let config = GatewayConfig::default().with_static_token("s3cret");
+//! let running = gateway::start(config, Services::new(log)).await?;
+//! println!("listening on {}", running.local_addr());
+//! running.shutdown().await?;
+//! # Ok(()) }
+//! ```
+
+pub mod auth;
+pub mod authz;
+pub mod client;
+pub mod config;
+pub mod connection;
+pub mod dispatch;
+pub mod error;
+pub mod handlers;
+pub mod methods;
+pub mod metrics;
+pub mod rpc;
+pub mod schema;
+pub mod server;
+pub mod state;
+pub mod topic;
+
+pub use auth::{Scope, TokenGrant};
+pub use config::{GatewayConfig, GatewayConfigError, DEFAULT_LISTEN};
+pub use error::{ErrorCode, RpcError};
+pub use server::{start, GatewayError, RunningGateway};
+pub use state::Services;

@@ -1,0 +1,310 @@
+//! Starting and stopping the gateway: the axum router (WebSocket on `/`, `/health`,
+//! `/ready`, `/metrics`), the topic hubs, and graceful shutdown.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use chrono::Utc;
+use orchestrata_schemas::events::Stream;
+use serde_json::json;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::config::GatewayConfig;
+use super::connection;
+use super::methods::METHODS;
+use super::metrics::{Metrics, MetricsError};
+use super::schema::{ParamsSchemas, SchemaError};
+use super::state::{Services, Shared};
+use super::topic::event::TopicEvent;
+use super::topic::facts::PacketIndex;
+use super::topic::hub::Hub;
+use super::topic::TOPICS;
+use crate::log::LogError;
+
+/// Packets remembered for filters on packet transitions.
+const PACKET_INDEX_CAPACITY: usize = 100_000;
+
+/// Why the gateway could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The log failed.
+    #[error("event log: {0}")]
+    Log(#[from] LogError),
+    /// A params schema does not compile.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// Metrics could not be registered.
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
+    /// The server task failed.
+    #[error("server: {0}")]
+    Serve(String),
+}
+
+/// A gateway accepting connections. Stop it with [`RunningGateway::shutdown`].
+pub struct RunningGateway {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    server: JoinHandle<Result<(), std::io::Error>>,
+    tailers: Vec<JoinHandle<()>>,
+}
+
+/// Starts the gateway on `config.listen` over `services`.
+///
+/// Each topic's hub starts tailing its stream at the log's current end; events
+/// appended from now on are pushed live, older ones are served by replay and resume.
+pub async fn start(
+    config: GatewayConfig,
+    services: Services,
+) -> Result<RunningGateway, GatewayError> {
+    let metrics = Arc::new(Metrics::new()?);
+    let schemas = ParamsSchemas::compile(METHODS.iter().map(|m| (m.name, m.params_schema)))?;
+    let log = services.log.clone();
+    let index = Arc::new(PacketIndex::new(PACKET_INDEX_CAPACITY));
+    warm_index(&*log, &index).await?;
+    let mut hubs = BTreeMap::new();
+    for (stream, _) in TOPICS {
+        let epoch = log.epoch(stream).await?;
+        let next = log.bounds(stream).await?.next();
+        hubs.insert(
+            stream,
+            Arc::new(Hub::new(
+                stream,
+                epoch,
+                next,
+                config.event_buffer_per_client,
+                metrics.clone(),
+            )),
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| GatewayError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| GatewayError::Bind {
+        addr: config.listen,
+        source,
+    })?;
+    let (shutdown, _) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        config,
+        services,
+        metrics,
+        hubs,
+        index: index.clone(),
+        clients: Mutex::new(Default::default()),
+        started: Instant::now(),
+        started_at: Utc::now(),
+        shutdown,
+        schemas,
+    });
+    let tailers = shared
+        .hubs
+        .values()
+        .map(|hub| tokio::spawn(hub.clone().run(log.clone(), index.clone())))
+        .collect();
+    let app = Router::new()
+        .route("/", get(upgrade))
+        .route("/health", get(health))
+        .route("/ready", get(ready))
+        .route("/metrics", get(metrics_text))
+        .with_state(shared.clone());
+    let mut stop = shared.shutdown.subscribe();
+    let server = tokio::spawn(async move {
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .await
+    });
+    tracing::info!(%addr, "gateway listening");
+    Ok(RunningGateway {
+        addr,
+        shared,
+        server,
+        tailers,
+    })
+}
+
+async fn warm_index(log: &dyn crate::log::EventLog, index: &PacketIndex) -> Result<(), LogError> {
+    let bounds = log.bounds(Stream::CxpTraffic).await?;
+    if let (Some(first), Some(last)) = (bounds.first, bounds.last) {
+        let from = last.saturating_sub(10_000).max(first);
+        let mut next = from;
+        while next <= last {
+            let chunk = log.read(Stream::CxpTraffic, next, Some(last), 1000).await?;
+            let Some(tail) = chunk.last() else { break };
+            next = tail.sequence + 1;
+            for envelope in &chunk {
+                index.learn(envelope);
+            }
+        }
+    }
+    Ok(())
+}
+
+impl RunningGateway {
+    /// The bound address (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The shared state (for in-process inspection, e.g. by benchmarks).
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Stops accepting connections, closes every client with 1001 `server_shutdown`
+    /// (each gets its `disconnected` presence event), stops the tails and flushes the
+    /// log. Waits at most 5 s for clients to go.
+    pub async fn shutdown(self) -> Result<(), GatewayError> {
+        let _ = self.shared.shutdown.send(true);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.shared.clients().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for tailer in &self.tailers {
+            tailer.abort();
+        }
+        match tokio::time::timeout(Duration::from_secs(5), self.server).await {
+            Ok(Ok(Ok(()))) | Err(_) => {}
+            Ok(Ok(Err(e))) => return Err(GatewayError::Serve(e.to_string())),
+            Ok(Err(e)) => return Err(GatewayError::Serve(e.to_string())),
+        }
+        self.shared.services.log.flush().await?;
+        Ok(())
+    }
+}
+
+async fn upgrade(
+    State(gw): State<Arc<Shared>>,
+    ConnectInfo(remote): ConnectInfo<SocketAddr>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    // Frames up to twice the limit are read and refused by the connection with 1009;
+    // larger ones are cut off by the WebSocket layer itself.
+    let hard = gw
+        .config
+        .max_message_size_bytes
+        .saturating_mul(2)
+        .max(64 * 1024);
+    ws.max_message_size(hard)
+        .max_frame_size(hard)
+        .on_upgrade(move |socket| connection::serve(gw, socket, Some(remote)))
+}
+
+async fn health(State(gw): State<Arc<Shared>>) -> Response {
+    let uptime = gw.started.elapsed().as_secs_f64();
+    if gw.shutting_down() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "shutting_down", "uptime_seconds": uptime})),
+        )
+            .into_response();
+    }
+    let stalled: Vec<&str> = gw
+        .hubs
+        .values()
+        .filter(|h| !h.healthy())
+        .map(|h| h.stream.as_str())
+        .collect();
+    if !stalled.is_empty() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "degraded", "stalled_topics": stalled, "uptime_seconds": uptime})),
+        )
+            .into_response();
+    }
+    (
+        StatusCode::OK,
+        Json(json!({"status": "ok", "uptime_seconds": uptime})),
+    )
+        .into_response()
+}
+
+async fn ready(State(gw): State<Arc<Shared>>) -> Response {
+    let started = Instant::now();
+    let log = tokio::time::timeout(
+        Duration::from_secs(2),
+        gw.services.log.bounds(Stream::KernelEvents),
+    )
+    .await;
+    let log_status = match log {
+        Ok(Ok(_)) => json!({"healthy": true, "location": gw.services.log.location(),
+                             "latency_ms": started.elapsed().as_secs_f64() * 1000.0}),
+        Ok(Err(e)) => json!({"healthy": false, "error": e.to_string()}),
+        Err(_) => json!({"healthy": false, "error": "no answer within 2 s"}),
+    };
+    let tails_ok = gw.hubs.values().all(|h| h.healthy());
+    let components = json!({
+        "log": log_status,
+        "topics": {"healthy": tails_ok},
+        "gateway": {"healthy": !gw.shutting_down()},
+    });
+    let all = ["log", "topics", "gateway"]
+        .iter()
+        .all(|k| components[k]["healthy"].as_bool() == Some(true));
+    let status = if all {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        Json(json!({"ready": all, "components": components})),
+    )
+        .into_response()
+}
+
+async fn metrics_text(State(gw): State<Arc<Shared>>) -> Response {
+    for (stream, hub) in &gw.hubs {
+        if let Ok(bounds) = gw.services.log.bounds(*stream).await {
+            let next = bounds.next();
+            let lag = next.saturating_sub(hub.next());
+            gw.metrics
+                .log_lag
+                .with_label_values(&[stream.as_str()])
+                .set(i64::try_from(lag).unwrap_or(i64::MAX));
+            gw.metrics
+                .log_last_sequence
+                .with_label_values(&[stream.as_str()])
+                .set(bounds.last.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX)));
+        }
+    }
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        gw.metrics.render(),
+    )
+        .into_response()
+}
+
+/// Renders one event as the gateway would push it (for benchmarks and tools).
+pub fn render_event(
+    envelope: orchestrata_schemas::events::Envelope,
+) -> Result<TopicEvent, serde_json::Error> {
+    TopicEvent::new(envelope, &PacketIndex::new(16))
+}

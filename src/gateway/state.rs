@@ -1,0 +1,155 @@
+//! What every connection and handler shares: configuration, components, hubs, clients.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use futures::future::BoxFuture;
+use orchestrata_schemas::events::{EventRecord, Stream};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use super::client::Client;
+use super::config::GatewayConfig;
+use super::error::RpcError;
+use super::metrics::Metrics;
+use super::schema::ParamsSchemas;
+use super::topic::facts::PacketIndex;
+use super::topic::hub::Hub;
+use crate::log::EventLog;
+
+/// The components the gateway serves. Build it with [`Services::new`] and add the
+/// optional ones.
+#[derive(Clone)]
+pub struct Services {
+    /// The event log: topics, replay and presence are read from / written to it.
+    pub log: Arc<dyn EventLog>,
+    /// The effective configuration shown by `config.get` (secrets already redacted
+    /// or not — `config.get` redacts again by key name).
+    pub config_view: Value,
+    /// When that configuration was loaded.
+    pub config_loaded_at: DateTime<Utc>,
+}
+
+impl Services {
+    /// Services over `log` with an empty configuration view.
+    pub fn new(log: Arc<dyn EventLog>) -> Self {
+        Services {
+            log,
+            config_view: Value::Object(Default::default()),
+            config_loaded_at: Utc::now(),
+        }
+    }
+
+    /// Sets what `config.get` shows.
+    pub fn with_config_view(mut self, view: Value) -> Self {
+        self.config_view = view;
+        self
+    }
+}
+
+/// Gateway-wide state.
+pub struct Shared {
+    /// Settings.
+    pub config: GatewayConfig,
+    /// Components.
+    pub services: Services,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// One hub per topic.
+    pub hubs: BTreeMap<Stream, Arc<Hub>>,
+    /// Recent packets, for filters on packet transitions.
+    pub index: Arc<PacketIndex>,
+    /// Connected clients by id.
+    pub clients: Mutex<HashMap<String, Arc<Client>>>,
+    /// Start time (uptime).
+    pub started: Instant,
+    /// Start time (wall clock).
+    pub started_at: DateTime<Utc>,
+    /// `true` once shutdown began.
+    pub shutdown: watch::Sender<bool>,
+    /// Params schemas.
+    pub schemas: ParamsSchemas,
+}
+
+impl Shared {
+    /// Locks the client registry.
+    pub fn clients(&self) -> MutexGuard<'_, HashMap<String, Arc<Client>>> {
+        self.clients.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether shutdown began.
+    pub fn shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    /// The hub of `stream`.
+    pub fn hub(&self, stream: Stream) -> Result<&Arc<Hub>, RpcError> {
+        self.hubs.get(&stream).ok_or_else(|| {
+            RpcError::invalid_params("unknown_topic", format!("`{stream}` is not a topic"))
+        })
+    }
+
+    /// Appends `record`, mapping a log failure to -32603 `log_unavailable`.
+    pub async fn append(&self, record: &EventRecord) -> Result<u64, RpcError> {
+        self.services
+            .log
+            .append(record)
+            .await
+            .map_err(|e| RpcError::internal("log_unavailable", e))
+    }
+}
+
+/// One call of a method: the gateway, the calling client, the params, and work to do
+/// once the response is queued (e.g. make a new subscription live).
+pub struct Call {
+    /// The gateway.
+    pub gw: Arc<Shared>,
+    /// The caller.
+    pub client: Arc<Client>,
+    /// Validated params (`null` when none were given).
+    pub params: Value,
+    after: Arc<Mutex<Vec<BoxFuture<'static, ()>>>>,
+}
+
+impl Call {
+    /// A call with an empty follow-up list.
+    pub fn new(
+        gw: Arc<Shared>,
+        client: Arc<Client>,
+        params: Value,
+        after: Arc<Mutex<Vec<BoxFuture<'static, ()>>>>,
+    ) -> Self {
+        Call {
+            gw,
+            client,
+            params,
+            after,
+        }
+    }
+
+    /// Runs `work` after the response to this call has been queued.
+    pub fn after_response(&self, work: BoxFuture<'static, ()>) {
+        self.after
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(work);
+    }
+
+    /// Deserializes the params into `T` (-32602 naming serde's complaint).
+    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, RpcError> {
+        let value = if self.params.is_null() {
+            Value::Object(Default::default())
+        } else {
+            self.params.clone()
+        };
+        serde_json::from_value(value)
+            .map_err(|e| RpcError::invalid_params("invalid_params", format!("params: {e}")))
+    }
+
+    /// The caller's id.
+    pub fn client_id(&self) -> String {
+        self.client.id().to_owned()
+    }
+}

@@ -1,0 +1,262 @@
+//! One hub per topic: a single tail of the log stream, fanned out to subscribers.
+//!
+//! The hub's tailer reads each event once from the log, builds its notification frame
+//! once ([`TopicEvent`]) and pushes the shared bytes to every client with a matching
+//! subscription (at most once per client and event). Pushing never waits: a client
+//! whose queue is full is dropped with 1008 `slow_consumer` and the miss is counted in
+//! `orchestrata_gateway_events_dropped_total{topic}`.
+//!
+//! A new subscription starts *pending*: live events that match are buffered in it
+//! until its owner has sent the subscribe response (and, when resuming, replayed the
+//! log up to the hub's position); then [`Hub::go_live`] flushes the buffer and the
+//! subscription receives events directly. `skip_below` drops events the client has
+//! already seen, so the seam between replay and live has no gap and no duplicate.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::StreamExt;
+use orchestrata_schemas::events::Stream;
+
+use super::event::TopicEvent;
+use super::facts::PacketIndex;
+use super::filter::Filter;
+use crate::gateway::client::ClientHandle;
+use crate::gateway::metrics::Metrics;
+use crate::log::EventLog;
+
+/// Close code and reason used for clients that cannot keep up.
+pub const SLOW_CONSUMER: (u16, &str) = (1008, "slow_consumer");
+
+struct LiveSub {
+    id: String,
+    filter: Arc<Filter>,
+    max_payload: Option<usize>,
+    skip_below: u64,
+    pending: Option<VecDeque<Arc<TopicEvent>>>,
+}
+
+struct ClientSubs {
+    handle: Arc<ClientHandle>,
+    subs: Vec<LiveSub>,
+}
+
+struct State {
+    next: u64,
+    clients: HashMap<String, ClientSubs>,
+}
+
+/// The fan-out point of one topic.
+pub struct Hub {
+    /// The topic.
+    pub stream: Stream,
+    /// The stream's epoch when the hub started.
+    pub epoch: String,
+    state: Mutex<State>,
+    healthy: AtomicBool,
+    pending_limit: usize,
+    metrics: Arc<Metrics>,
+}
+
+impl Hub {
+    /// A hub whose next expected sequence is `next`.
+    pub fn new(
+        stream: Stream,
+        epoch: String,
+        next: u64,
+        pending_limit: usize,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Hub {
+            stream,
+            epoch,
+            state: Mutex::new(State {
+                next,
+                clients: HashMap::new(),
+            }),
+            healthy: AtomicBool::new(true),
+            pending_limit: pending_limit.max(1),
+            metrics,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The sequence of the next event the hub will publish.
+    pub fn next(&self) -> u64 {
+        self.lock().next
+    }
+
+    /// Whether the hub's tail is running.
+    pub fn healthy(&self) -> bool {
+        self.healthy.load(Ordering::Relaxed)
+    }
+
+    /// Adds a pending subscription; returns the hub's next sequence at that moment.
+    /// Events below the returned sequence have been published already and must be
+    /// read from the log; events from it on will be buffered, then pushed.
+    pub fn add(
+        &self,
+        handle: Arc<ClientHandle>,
+        id: String,
+        filter: Arc<Filter>,
+        max_payload: Option<usize>,
+        skip_below: u64,
+    ) -> u64 {
+        let mut st = self.lock();
+        let entry = st
+            .clients
+            .entry(handle.id.clone())
+            .or_insert_with(|| ClientSubs {
+                handle,
+                subs: Vec::new(),
+            });
+        entry.subs.push(LiveSub {
+            id,
+            filter,
+            max_payload,
+            skip_below,
+            pending: Some(VecDeque::new()),
+        });
+        self.metrics
+            .subscriptions
+            .with_label_values(&[self.stream.as_str()])
+            .inc();
+        st.next
+    }
+
+    /// Flushes a pending subscription's buffer and makes it live. Returns `false` if
+    /// the client could not take the buffered events (it is then asked to close).
+    pub fn go_live(&self, client_id: &str, id: &str) -> bool {
+        let mut st = self.lock();
+        let Some(entry) = st.clients.get_mut(client_id) else {
+            return false;
+        };
+        let handle = entry.handle.clone();
+        let Some(sub) = entry.subs.iter_mut().find(|s| s.id == id) else {
+            return false;
+        };
+        let buffered = sub.pending.take().unwrap_or_default();
+        let max = sub.max_payload;
+        for event in buffered {
+            if !handle.try_push(event.frame_for(max)) {
+                drop(st);
+                self.drop_slow(&handle);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Removes one subscription; `true` if it existed.
+    pub fn remove(&self, client_id: &str, id: &str) -> bool {
+        let mut st = self.lock();
+        let Some(entry) = st.clients.get_mut(client_id) else {
+            return false;
+        };
+        let before = entry.subs.len();
+        entry.subs.retain(|s| s.id != id);
+        let removed = entry.subs.len() < before;
+        if entry.subs.is_empty() {
+            st.clients.remove(client_id);
+        }
+        if removed {
+            self.metrics
+                .subscriptions
+                .with_label_values(&[self.stream.as_str()])
+                .dec();
+        }
+        removed
+    }
+
+    /// Removes every subscription of a client.
+    pub fn remove_client(&self, client_id: &str) {
+        let removed = self.lock().clients.remove(client_id);
+        if let Some(entry) = removed {
+            self.metrics
+                .subscriptions
+                .with_label_values(&[self.stream.as_str()])
+                .sub(i64::try_from(entry.subs.len()).unwrap_or(0));
+        }
+    }
+
+    fn drop_slow(&self, handle: &Arc<ClientHandle>) {
+        self.metrics
+            .events_dropped
+            .with_label_values(&[self.stream.as_str()])
+            .inc();
+        handle.request_close(SLOW_CONSUMER.0, SLOW_CONSUMER.1);
+        self.remove_client(&handle.id);
+    }
+
+    /// Pushes one event to every matching subscription.
+    pub fn publish(&self, event: Arc<TopicEvent>) {
+        let mut slow = Vec::new();
+        {
+            let mut st = self.lock();
+            st.next = st.next.max(event.sequence + 1);
+            let limit = self.pending_limit;
+            for entry in st.clients.values_mut() {
+                let mut sent = false;
+                for sub in entry.subs.iter_mut() {
+                    if event.sequence < sub.skip_below || !sub.filter.matches(&event.facts) {
+                        continue;
+                    }
+                    if let Some(pending) = sub.pending.as_mut() {
+                        if pending.len() >= limit {
+                            slow.push(entry.handle.clone());
+                            break;
+                        }
+                        pending.push_back(event.clone());
+                    } else if !sent {
+                        sent = true;
+                        if !entry.handle.try_push(event.frame_for(sub.max_payload)) {
+                            slow.push(entry.handle.clone());
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        for handle in slow {
+            self.drop_slow(&handle);
+        }
+    }
+
+    /// Tails the log from the hub's position forever, publishing every event. A failed
+    /// tail is reopened from the next unpublished sequence after a short pause, so no
+    /// event is skipped.
+    pub async fn run(self: Arc<Self>, log: Arc<dyn EventLog>, index: Arc<PacketIndex>) {
+        loop {
+            let from = self.next();
+            match log.tail(self.stream, from).await {
+                Ok(mut tail) => {
+                    self.healthy.store(true, Ordering::Relaxed);
+                    while let Some(item) = tail.next().await {
+                        match item {
+                            Ok(envelope) => match TopicEvent::new(envelope, &index) {
+                                Ok(event) => self.publish(Arc::new(event)),
+                                Err(e) => {
+                                    tracing::error!(topic = %self.stream, error = %e, "cannot render event")
+                                }
+                            },
+                            Err(e) => {
+                                tracing::warn!(topic = %self.stream, error = %e, "tail failed; reopening");
+                                break;
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(topic = %self.stream, error = %e, "cannot tail; retrying");
+                }
+            }
+            self.healthy.store(false, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
