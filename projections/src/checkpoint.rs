@@ -59,7 +59,7 @@ impl Checkpoint {
 mod tests {
     use super::*;
 
-    // REQ-004-INTG-010
+    // REQ-004-INTG-011
     #[test]
     fn admits_each_sequence_once_and_in_order_only() {
         let mut c = Checkpoint::default();

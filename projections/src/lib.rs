@@ -31,6 +31,8 @@ pub mod decision;
 mod page;
 pub mod sample;
 pub mod session;
+#[cfg(test)]
+mod testkit;
 pub mod thread;
 mod transition;
 mod view;

@@ -1,1 +1,114 @@
+use orchestrata_schemas::events::governance::{DecisionRecorded, PolicyLoaded};
+use orchestrata_schemas::events::types::{DecisionResult, SubjectKind};
+use uuid::Uuid;
 
+use super::*;
+use crate::fold;
+use crate::testkit::{env, json, t};
+
+fn decision(seq: u64, secs: i64, subject: &str, action: &str, result: DecisionResult) -> Envelope {
+    env(
+        seq,
+        secs,
+        DecisionRecorded {
+            decision_id: Uuid::from_u128(u128::from(seq) + 100),
+            subject_kind: SubjectKind::Volk,
+            subject: subject.into(),
+            action: action.into(),
+            resource: "thread-1".into(),
+            result,
+            rule_trace: vec!["r1".into()],
+            articles_applied: vec!["Article I".into()],
+            policy_hash: "h1".into(),
+            latency_us: 40,
+            query: None,
+            dry_run: false,
+            reason: None,
+        },
+    )
+}
+
+// REQ-014-032 REQ-014-036 REQ-014-037 REQ-014-038 REQ-014-039
+#[test]
+fn decisions_are_indexed_by_time_subject_action_and_result() {
+    let events = vec![
+        env(
+            0,
+            0,
+            PolicyLoaded {
+                policy_hash: "h1".into(),
+                origin: "policy.pl".into(),
+                text: "allow(_).".into(),
+                rule_count: 1,
+            },
+        ),
+        decision(1, 10, "U:Vz", "cxp.send", DecisionResult::Allow),
+        decision(2, 20, "U:Vz", "session.open", DecisionResult::Deny),
+        decision(3, 30, "U:Ox", "cxp.send", DecisionResult::Escalate),
+        decision(4, 40, "U:Vz", "cxp.send", DecisionResult::Allow),
+    ];
+    let view: DecisionIndex = fold(&events);
+    assert_eq!(view.len(), 4);
+    assert_eq!(view.policy("h1").map(|p| p.rule_count), Some(1));
+    let seqs = |q: DecisionQuery| -> Vec<u64> {
+        view.decisions(&q, &PageRequest::first(10))
+            .items
+            .iter()
+            .map(|e| e.sequence)
+            .collect()
+    };
+    assert_eq!(seqs(DecisionQuery::default()), [1, 2, 3, 4]);
+    assert_eq!(
+        seqs(DecisionQuery {
+            subject: Some("U:Vz".into()),
+            ..Default::default()
+        }),
+        [1, 2, 4]
+    );
+    assert_eq!(
+        seqs(DecisionQuery {
+            action: Some("cxp.send".into()),
+            ..Default::default()
+        }),
+        [1, 3, 4]
+    );
+    assert_eq!(
+        seqs(DecisionQuery {
+            subject: Some("U:Vz".into()),
+            result: Some(DecisionResult::Allow),
+            ..Default::default()
+        }),
+        [1, 4]
+    );
+    assert_eq!(
+        seqs(DecisionQuery {
+            from: Some(t(20)),
+            until: Some(t(40)),
+            ..Default::default()
+        }),
+        [2, 3]
+    );
+    assert_eq!(
+        seqs(DecisionQuery {
+            subject: Some("nobody".into()),
+            ..Default::default()
+        }),
+        Vec::<u64>::new()
+    );
+    let page = view.decisions(&DecisionQuery::default(), &PageRequest::after(1, 2));
+    assert_eq!((page.items.len(), page.next), (2, Some(3)));
+    assert_eq!(
+        view.decision(&Uuid::from_u128(102)).map(|e| e.at),
+        Some(t(20))
+    );
+    // A repeat, or the same decision logged twice, counts once.
+    let mut again = view.clone();
+    assert!(!again.apply(&events[4]));
+    let mut dup = decision(5, 50, "U:Vz", "cxp.send", DecisionResult::Allow);
+    if let orchestrata_schemas::events::Event::DecisionRecorded(d) = &mut dup.record.event {
+        d.decision_id = Uuid::from_u128(101);
+    }
+    assert!(again.apply(&dup));
+    assert_eq!(again.len(), 4);
+    assert_eq!(json(&fold::<DecisionIndex>(&events)), json(&view));
+}
