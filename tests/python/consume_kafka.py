@@ -47,17 +47,20 @@ def load_schemas(directory):
     by_fp = {}
     for path, schema in parsed.items():
         canonical = to_parsing_canonical_form(schema)
-        fp = int(fingerprint(canonical, "CRC-64-AVRO"), 16)
-        by_fp[fp] = (os.path.basename(path), schema)
+        # fastavro prints the 64-bit fingerprint as hex; the header stores it little-endian.
+        # Key by the header's 8 raw bytes (both byte orders, whichever fastavro used).
+        raw = bytes.fromhex(fingerprint(canonical, "CRC-64-AVRO"))
+        by_fp[raw] = by_fp[raw[::-1]] = (os.path.basename(path), schema)
     return by_fp
 
 
 def decode(value, schemas):
     if value[:2] != MAGIC:
         raise ValueError(f"not Avro single-object encoded (starts {value[:2]!r})")
-    (fp,) = struct.unpack("<Q", value[2:10])
+    fp = value[2:10]
     if fp not in schemas:
-        raise ValueError(f"unknown writer schema fingerprint {fp:016x}")
+        (n,) = struct.unpack("<Q", fp)
+        raise ValueError(f"unknown writer schema fingerprint {n:016x}")
     name, schema = schemas[fp]
     import io
 
