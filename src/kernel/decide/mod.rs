@@ -1,0 +1,144 @@
+//! Validating a command against the state and turning it into events.
+//!
+//! [`decide`] reads the state only: it either refuses the command with a
+//! [`KernelError`] (nothing to append) or returns the events the command causes, in
+//! order. The writer then folds them into the state and lets the Postman react (see
+//! `postman`). One module per area.
+
+pub(crate) mod packets;
+mod sessions;
+mod threads;
+mod volks;
+
+use chrono::{DateTime, Utc};
+use orchestrata_schemas::events::{Command, CommandKind, Event, EventRecord};
+use uuid::Uuid;
+
+use super::state::{KernelState, PacketState};
+use super::KernelError;
+
+/// What a decision needs besides the command: the state and the time.
+pub(crate) struct Ctx<'a> {
+    pub state: &'a KernelState,
+    pub now: DateTime<Utc>,
+    /// The command being decided (or that caused a Postman reaction).
+    pub command_id: Option<Uuid>,
+    /// Who acts: the command's issuer, or `U:PS` for the Postman's own steps.
+    pub issuer: &'a str,
+    /// The record's `source`: `kernel` or `postman`.
+    pub source: &'static str,
+}
+
+impl Ctx<'_> {
+    /// A record of `event` about `key`, caused by the command, at `at`.
+    pub fn record_at(&self, key: &str, event: impl Into<Event>, at: DateTime<Utc>) -> EventRecord {
+        let record = EventRecord::new(self.source, key, event, at);
+        match self.command_id {
+            Some(id) => record.caused_by(id),
+            None => record,
+        }
+    }
+
+    /// A record stamped now.
+    pub fn record(&self, key: &str, event: impl Into<Event>) -> EventRecord {
+        self.record_at(key, event, self.now)
+    }
+
+    /// The packet `id`, or `unknown_packet`.
+    pub fn packet(&self, id: Uuid) -> Result<&PacketState, KernelError> {
+        self.state
+            .packet(&id)
+            .ok_or(KernelError::UnknownPacket { message_id: id })
+    }
+
+    /// Event time for a change to `p`: now, but never before the packet's own timestamp
+    /// (a sender's clock may run ahead of ours; histories must stay ordered).
+    pub fn at_for(&self, p: &PacketState) -> DateTime<Utc> {
+        self.now.max(p.packet.timestamp())
+    }
+}
+
+/// The events `command` causes in `state`, or why it is refused.
+pub(crate) fn decide(
+    state: &KernelState,
+    now: DateTime<Utc>,
+    command: &Command,
+) -> Result<Vec<EventRecord>, KernelError> {
+    let cx = Ctx {
+        state,
+        now,
+        command_id: Some(command.id),
+        issuer: &command.issuer,
+        source: "kernel",
+    };
+    match &command.action {
+        CommandKind::SendPacket { packet } => packets::send(&cx, packet),
+        CommandKind::MarkDelivered { message_id } => packets::mark_delivered(&cx, *message_id),
+        CommandKind::Acknowledge { message_id, by } => packets::acknowledge(&cx, *message_id, by),
+        CommandKind::Fail { message_id, reason } => packets::fail(&cx, *message_id, reason),
+        CommandKind::Retry { message_id } => packets::retry(&cx, *message_id),
+        CommandKind::SetWorkStatus {
+            message_id,
+            status,
+            assigned_to,
+            resolution,
+            notes,
+        } => packets::set_work_status(
+            &cx,
+            *message_id,
+            *status,
+            assigned_to.as_deref(),
+            resolution.clone(),
+            notes.clone(),
+        ),
+        CommandKind::SetPriority {
+            message_id,
+            priority,
+            reason,
+        } => packets::set_priority(&cx, *message_id, *priority, reason.clone()),
+        CommandKind::CloseThread { thread_id, reason } => {
+            threads::close(&cx, thread_id, reason.clone())
+        }
+        CommandKind::ReopenThread { thread_id, reason } => {
+            threads::reopen(&cx, thread_id, reason.clone())
+        }
+        CommandKind::ArchiveThread { thread_id, reason } => {
+            threads::archive(&cx, thread_id, reason.clone())
+        }
+        CommandKind::OpenSession {
+            session_id,
+            portfolio_id,
+            goals,
+        } => sessions::open(&cx, session_id, portfolio_id, goals),
+        CommandKind::CloseSession {
+            session_id,
+            summary,
+            carryover,
+        } => sessions::close(&cx, session_id, summary, carryover),
+        CommandKind::ResumeSession { session_id } => sessions::resume(&cx, session_id),
+        CommandKind::RegisterVolk {
+            alias,
+            capabilities,
+            parent,
+            protocols,
+            metadata,
+        } => volks::register(
+            &cx,
+            alias,
+            capabilities,
+            parent.as_deref(),
+            protocols,
+            metadata,
+        ),
+        CommandKind::DeregisterVolk { alias, reason } => volks::deregister(&cx, alias, reason),
+    }
+}
+
+/// `Err(InvalidField)` when `value` is blank.
+pub(crate) fn non_empty(field: &'static str, value: &str) -> Result<(), KernelError> {
+    if value.trim().is_empty() {
+        Err(KernelError::invalid(field, "must not be empty"))
+    } else {
+        Ok(())
+    }
+}

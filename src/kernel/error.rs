@@ -1,0 +1,221 @@
+//! [`KernelError`]: why the kernel refused a command, with a stable machine code.
+//!
+//! A rejected command appends nothing to the log (in-process), or exactly one
+//! `kernel.events` `command_rejected` event carrying [`KernelError::code`] (commands that
+//! arrived on the `commands` stream), so clients in any process can branch on the code.
+
+use orchestrata_schemas::cxp::CxpError;
+use uuid::Uuid;
+
+use crate::log::LogError;
+
+/// Why a command or a kernel read was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    /// The packet is addressed to an alias that was never registered.
+    #[error("field `to_agent`: `{alias}` is not a registered Volk")]
+    UnknownTargetVolk {
+        /// The recipient alias.
+        alias: String,
+    },
+    /// The packet's sender was never registered.
+    #[error("field `from_agent`: `{alias}` is not a registered Volk")]
+    UnknownSenderVolk {
+        /// The sender alias.
+        alias: String,
+    },
+    /// The command names a Volk the registry does not know (or no longer holds).
+    #[error("field `{field}`: `{alias}` is not a registered Volk")]
+    UnknownVolk {
+        /// Which field named it (`alias`, `parent`, `by`, `assigned_to`).
+        field: &'static str,
+        /// The alias.
+        alias: String,
+    },
+    /// `register_volk` for an alias that is registered already.
+    #[error("field `alias`: `{alias}` is already registered")]
+    VolkExists {
+        /// The alias.
+        alias: String,
+    },
+    /// The Volk is deregistered or unhealthy and cannot take packets now.
+    #[error("field `alias`: `{alias}` is {why}")]
+    VolkUnavailable {
+        /// The alias.
+        alias: String,
+        /// `deregistered` or its health.
+        why: String,
+    },
+    /// No packet has this message id.
+    #[error("field `message_id`: no packet {message_id}")]
+    UnknownPacket {
+        /// The id.
+        message_id: Uuid,
+    },
+    /// A packet with this message id was sent already.
+    #[error("field `message_id`: packet {message_id} was already sent")]
+    DuplicatePacket {
+        /// The id.
+        message_id: Uuid,
+    },
+    /// The packet breaks the CXP contract (field and reason from the CXP crate).
+    #[error("invalid packet: {0}")]
+    InvalidPacket(#[from] CxpError),
+    /// A field of the command is out of range or empty.
+    #[error("field `{field}`: {reason}")]
+    InvalidField {
+        /// The field.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// A state machine (delivery, work, thread, session) forbids the move.
+    #[error("invalid transition of `{field}` of {entity}: {from} -> {to}")]
+    InvalidTransition {
+        /// What moves, e.g. `packet 5f0…` or `thread t-1`.
+        entity: String,
+        /// The status field, e.g. `delivery_status`.
+        field: &'static str,
+        /// Current status.
+        from: String,
+        /// Refused target status.
+        to: String,
+    },
+    /// A failed packet used its whole retry budget.
+    #[error("field `retry_count`: packet {message_id} reached its retry limit of {max}")]
+    RetryLimitReached {
+        /// The packet.
+        message_id: Uuid,
+        /// The budget.
+        max: u32,
+    },
+    /// Only a packet's recipient may acknowledge it.
+    #[error("field `by`: `{by}` is not the recipient `{recipient}` of packet {message_id}")]
+    NotRecipient {
+        /// The packet.
+        message_id: Uuid,
+        /// Who tried.
+        by: String,
+        /// Who may.
+        recipient: String,
+    },
+    /// No thread has this id.
+    #[error("field `thread_id`: no thread `{thread_id}`")]
+    UnknownThread {
+        /// The id.
+        thread_id: String,
+    },
+    /// Packets may be added only to active threads (reopen a closed one first).
+    #[error(
+        "field `thread_id`: thread `{thread_id}` is {status}; only active threads take packets"
+    )]
+    ThreadNotActive {
+        /// The thread.
+        thread_id: String,
+        /// Its status.
+        status: &'static str,
+    },
+    /// A reply must stay in the thread of the packet it answers.
+    #[error(
+        "field `thread_id`: a reply to {in_reply_to} belongs to thread `{expected}`, not `{found}`"
+    )]
+    ThreadMismatch {
+        /// The packet answered.
+        in_reply_to: Uuid,
+        /// Its thread.
+        expected: String,
+        /// The thread the reply named.
+        found: String,
+    },
+    /// No session has this id.
+    #[error("field `session_id`: no session `{session_id}`")]
+    UnknownSession {
+        /// The id.
+        session_id: String,
+    },
+    /// `open_session` for an id in use.
+    #[error("field `session_id`: session `{session_id}` exists already")]
+    SessionExists {
+        /// The id.
+        session_id: String,
+    },
+    /// The session is closed: it takes no packets until resumed.
+    #[error("field `session_id`: session `{session_id}` is closed")]
+    SessionClosed {
+        /// The id.
+        session_id: String,
+    },
+    /// Article III: state of another session is reachable only by naming that session.
+    #[error("field `session_id`: thread `{thread_id}` belongs to session {owner}, not {asked}")]
+    CrossSession {
+        /// The thread.
+        thread_id: String,
+        /// Its session (`none` when it has none).
+        owner: String,
+        /// The session the caller named (`none` when it named none).
+        asked: String,
+    },
+    /// The log refused or failed the append; nothing of the command is applied.
+    #[error("event log: {0}")]
+    Log(#[from] LogError),
+    /// Appending the command's events failed; none of them counts (the kernel reloaded
+    /// its state from the log).
+    #[error("event log append failed: {reason}")]
+    AppendFailed {
+        /// What the log said.
+        reason: String,
+    },
+    /// A stored event cannot be folded (reported while rebuilding at start).
+    #[error("event log {stream} #{sequence}: {reason}")]
+    Corrupt {
+        /// The stream.
+        stream: String,
+        /// The position.
+        sequence: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The kernel's writer task has stopped.
+    #[error("the kernel has stopped")]
+    Stopped,
+}
+
+impl KernelError {
+    /// The stable code of this error (written into `command_rejected` events and sent to
+    /// clients): never changes once released.
+    pub fn code(&self) -> &'static str {
+        match self {
+            KernelError::UnknownTargetVolk { .. } => "unknown_target_volk",
+            KernelError::UnknownSenderVolk { .. } => "unknown_sender_volk",
+            KernelError::UnknownVolk { .. } => "unknown_volk",
+            KernelError::VolkExists { .. } => "volk_exists",
+            KernelError::VolkUnavailable { .. } => "volk_unavailable",
+            KernelError::UnknownPacket { .. } => "unknown_packet",
+            KernelError::DuplicatePacket { .. } => "duplicate_packet",
+            KernelError::InvalidPacket(_) => "invalid_packet",
+            KernelError::InvalidField { .. } => "invalid_field",
+            KernelError::InvalidTransition { .. } => "invalid_transition",
+            KernelError::RetryLimitReached { .. } => "retry_limit_reached",
+            KernelError::NotRecipient { .. } => "not_recipient",
+            KernelError::UnknownThread { .. } => "unknown_thread",
+            KernelError::ThreadNotActive { .. } => "thread_not_active",
+            KernelError::ThreadMismatch { .. } => "thread_mismatch",
+            KernelError::UnknownSession { .. } => "unknown_session",
+            KernelError::SessionExists { .. } => "session_exists",
+            KernelError::SessionClosed { .. } => "session_closed",
+            KernelError::CrossSession { .. } => "cross_session",
+            KernelError::Log(_) => "log_unavailable",
+            KernelError::AppendFailed { .. } => "append_failed",
+            KernelError::Corrupt { .. } => "corrupt_log",
+            KernelError::Stopped => "kernel_stopped",
+        }
+    }
+
+    /// Shorthand for [`KernelError::InvalidField`].
+    pub fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
+        KernelError::InvalidField {
+            field,
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! [`Kernel`]: the handle everyone else holds (gateway, CLI, tests).
+
+use std::sync::Arc;
+
+use orchestrata_schemas::cxp::CxpPacket;
+use orchestrata_schemas::events::Command;
+use tokio::sync::{mpsc, oneshot};
+
+use super::load;
+use super::outcome::{Inbox, Outcome};
+use super::postman::RetrySchedule;
+use super::roster;
+use super::state::KernelState;
+use super::writer::{Request, Writer};
+use super::{Clock, KernelConfig, KernelError};
+use crate::log::EventLog;
+
+/// A running kernel. Cheap to clone; every clone talks to the same single writer task.
+#[derive(Clone)]
+pub struct Kernel {
+    tx: mpsc::Sender<Request>,
+    log: Arc<dyn EventLog>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("log", &self.log.location())
+            .finish()
+    }
+}
+
+/// What [`Kernel::start`] found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartReport {
+    /// Events folded from the log.
+    pub events_folded: u64,
+    /// Whether the standard roster was registered now (first start on this log).
+    pub roster_registered: bool,
+    /// Volks known after start.
+    pub volks: usize,
+}
+
+impl Kernel {
+    /// Rebuilds the state from `log`, registers the standard roster if the log has no
+    /// Volk yet (and `config.register_roster`), and spawns the writer task.
+    pub async fn start(
+        log: Arc<dyn EventLog>,
+        config: KernelConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<(Kernel, StartReport), KernelError> {
+        let mut state = load::rebuild(&log, config.max_retries).await?;
+        let events_folded = state.applied();
+        let mut roster_registered = false;
+        if config.register_roster && state.volk_aliases().is_empty() {
+            let records = roster::roster_records(clock.now());
+            load::append_all(&log, &records).await?;
+            for r in &records {
+                state.apply(r);
+            }
+            roster_registered = true;
+        }
+        let volks = state.volk_aliases().len();
+        let retries = RetrySchedule::rebuild(&state, &config);
+        let (tx, rx) = mpsc::channel(config.max_batch.max(1) * 4);
+        let writer = Writer {
+            log: log.clone(),
+            state,
+            retries,
+            config,
+            clock,
+        };
+        tokio::spawn(writer.run(rx));
+        Ok((
+            Kernel { tx, log },
+            StartReport {
+                events_folded,
+                roster_registered,
+                volks,
+            },
+        ))
+    }
+
+    /// The log the kernel appends to.
+    pub fn log(&self) -> &Arc<dyn EventLog> {
+        &self.log
+    }
+
+    /// Validates `command` and appends the events it causes; on refusal appends nothing
+    /// and returns the reason. A command id executed before is not executed again
+    /// (`Outcome::duplicate`).
+    pub async fn execute(&self, command: Command) -> Result<Outcome, KernelError> {
+        self.submit(command, false)
+            .await?
+            .await
+            .map_err(|_| KernelError::Stopped)?
+    }
+
+    /// Queues `command` as if read from the `commands` stream and returns the receiver
+    /// of its outcome; used by the commands consumer to pipeline.
+    pub(crate) async fn submit(
+        &self,
+        command: Command,
+        from_stream: bool,
+    ) -> Result<oneshot::Receiver<Result<Outcome, KernelError>>, KernelError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Request::Execute {
+                command,
+                from_stream,
+                reply,
+            })
+            .await
+            .map_err(|_| KernelError::Stopped)?;
+        Ok(rx)
+    }
+
+    /// `alias` reads its inbox: the Postman first delivers queued packets (serving
+    /// order) until `alias` holds `limit` delivered, unacknowledged packets, then
+    /// returns up to `limit` of them. The Volk acknowledges each with an `acknowledge`
+    /// command.
+    pub async fn inbox(&self, alias: &str, limit: usize) -> Result<Inbox, KernelError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Request::Inbox {
+                alias: alias.to_owned(),
+                limit,
+                reply,
+            })
+            .await
+            .map_err(|_| KernelError::Stopped)?;
+        rx.await.map_err(|_| KernelError::Stopped)?
+    }
+
+    /// Runs `f` on the state between batches (it sees only appended events).
+    pub async fn read<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&KernelState) -> R + Send + 'static,
+    ) -> Result<R, KernelError> {
+        let (reply, rx) = oneshot::channel();
+        let job: super::writer::ReadFn = Box::new(move |state| {
+            let _ = reply.send(f(state));
+        });
+        self.tx
+            .send(Request::Read(job))
+            .await
+            .map_err(|_| KernelError::Stopped)?;
+        rx.await.map_err(|_| KernelError::Stopped)
+    }
+
+    /// The packet `message_id` as the kernel holds it.
+    pub async fn packet(&self, message_id: uuid::Uuid) -> Result<CxpPacket, KernelError> {
+        self.read(move |s| s.packet(&message_id).map(|p| p.packet.clone()))
+            .await?
+            .ok_or(KernelError::UnknownPacket { message_id })
+    }
+
+    /// A thread's packets in order. Article III: a thread that belongs to a session is
+    /// readable only by naming that session (`cross_session` otherwise).
+    pub async fn thread_packets(
+        &self,
+        thread_id: &str,
+        session_id: Option<&str>,
+    ) -> Result<Vec<CxpPacket>, KernelError> {
+        let (thread_id, session_id) = (thread_id.to_owned(), session_id.map(str::to_owned));
+        self.read(move |s| {
+            let t = s
+                .thread(&thread_id)
+                .ok_or_else(|| KernelError::UnknownThread {
+                    thread_id: thread_id.clone(),
+                })?;
+            if t.session != session_id {
+                return Err(KernelError::CrossSession {
+                    thread_id: thread_id.clone(),
+                    owner: t.session.clone().unwrap_or_else(|| "none".into()),
+                    asked: session_id.unwrap_or_else(|| "none".into()),
+                });
+            }
+            Ok(t.packets
+                .iter()
+                .filter_map(|id| s.packet(id).map(|p| p.packet.clone()))
+                .collect())
+        })
+        .await?
+    }
+
+    /// The packets of one session, in order (the session id is always explicit).
+    pub async fn session_packets(&self, session_id: &str) -> Result<Vec<CxpPacket>, KernelError> {
+        let session_id = session_id.to_owned();
+        self.read(move |s| {
+            let session = s
+                .session(&session_id)
+                .ok_or_else(|| KernelError::UnknownSession {
+                    session_id: session_id.clone(),
+                })?;
+            Ok(session
+                .packets
+                .iter()
+                .filter_map(|id| s.packet(id).map(|p| p.packet.clone()))
+                .collect())
+        })
+        .await?
+    }
+
+    /// Stops the writer after everything sent before has been answered.
+    pub async fn stop(&self) {
+        let (done, rx) = oneshot::channel();
+        if self.tx.send(Request::Stop(done)).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+}

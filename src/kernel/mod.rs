@@ -1,0 +1,60 @@
+//! The kernel: commands become events.
+//!
+//! ```text
+//! Command ──► Kernel::execute ──► writer task (one per kernel, the only appender)
+//!                                   │ decide: validate against KernelState (CXP state
+//!                                   │         machines, threads, sessions, registry)
+//!                                   │ emit:   fold each event into KernelState, let
+//!                                   │         the Postman react (admit, fail, retry,
+//!                                   │         notify)
+//!                                   ▼
+//!                            group append (one batch per stream) ──► Outcome
+//!                            with the (stream, sequence) of every event
+//! ```
+//!
+//! - **One writer.** Commands are serialized through one tokio task fed by an mpsc
+//!   channel ([`Kernel`] is the cheap, cloneable sender side). Commands waiting in the
+//!   channel are taken together and appended as one group (group commit), so throughput
+//!   grows with the number of concurrent callers while each caller still sees its
+//!   command applied in order.
+//! - **One fold.** [`KernelState::apply`] rebuilds the state at start (from
+//!   `volk.lifecycle`, `session.events`, `cxp.traffic`, `kernel.events`) and applies
+//!   every event the kernel emits; time always comes from event timestamps.
+//! - **Rejections append nothing** (in-process) and return a [`KernelError`] whose
+//!   [`KernelError::code`] is stable. Commands from the `commands` stream
+//!   ([`Kernel::consume_commands`]) get a `command_applied` or `command_rejected` event,
+//!   and an already executed command id is not executed again.
+//! - **The Postman** ([`postman`]) keeps per-recipient queues in serving order, delivers
+//!   when a Volk reads its inbox ([`Kernel::inbox`]), fails packets whose recipient is
+//!   deregistered, unhealthy or full, retries with exponential backoff on the
+//!   [`Clock`], and finally notifies the sender with a `delivery_failed` packet.
+//! - **Sessions** (Articles I and III): packets name their session in metadata
+//!   `session_id`; closing archives resolved packets and carries unresolved packets and
+//!   active threads over; resuming reopens the session; reads across sessions must
+//!   name the session ([`Kernel::thread_packets`]).
+//!
+//! See `docs/kernel.md` for the command table and error codes.
+
+mod clock;
+pub mod cmd;
+mod config;
+mod consumer;
+pub mod convert;
+mod decide;
+mod error;
+mod handle;
+mod load;
+mod outcome;
+pub mod postman;
+pub mod roster;
+pub mod state;
+mod writer;
+
+pub use clock::{Clock, TokioClock};
+pub use config::KernelConfig;
+pub use consumer::IN_FLIGHT;
+pub use error::KernelError;
+pub use handle::{Kernel, StartReport};
+pub use load::FOLDED;
+pub use outcome::{Appended, Inbox, Outcome};
+pub use state::KernelState;

@@ -1,0 +1,228 @@
+//! The kernel's write-side aggregate: just enough state to validate commands.
+//!
+//! [`KernelState`] is rebuilt at start by folding the log and then kept current by
+//! folding every event the kernel appends — through the same [`KernelState::apply`],
+//! so the state after a restart cannot differ from the state before it. Time comes only
+//! from event timestamps. The fold trusts the log: an event that no longer fits (it
+//! cannot happen for events the kernel validated) is skipped with a warning rather than
+//! stopping the kernel.
+//!
+//! What it holds:
+//! - every packet as a [`CxpPacket`] (the CXP crate's state machines run on it), with
+//!   its session;
+//! - threads (status, session, participants), sessions (status, packets, carryover),
+//!   the Volk registry;
+//! - the Postman's per-recipient queues (the CXP [`PriorityQueue`]: priority desc, then
+//!   time asc) and mailboxes (queued + delivered-unacknowledged);
+//! - the ids of the commands already executed (at-least-once consumption).
+
+mod fold;
+mod mailbox;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use orchestrata_schemas::cxp::{CxpPacket, Priority, PriorityQueue, VolkAlias};
+use orchestrata_schemas::events::types::Health;
+use serde::Serialize;
+use uuid::Uuid;
+
+/// Where a thread stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadStatus {
+    /// Takes new packets.
+    Active,
+    /// Its work is done; reopen to continue.
+    Closed,
+    /// Closed for good.
+    Archived,
+}
+
+impl ThreadStatus {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadStatus::Active => "active",
+            ThreadStatus::Closed => "closed",
+            ThreadStatus::Archived => "archived",
+        }
+    }
+}
+
+/// One conversation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadState {
+    /// Its status.
+    pub status: ThreadStatus,
+    /// The session it currently belongs to (the last packet's session).
+    pub session: Option<String>,
+    /// Every sender and recipient so far.
+    pub participants: BTreeSet<String>,
+    /// Its packets, in the order they were sent.
+    pub packets: Vec<Uuid>,
+    /// When its first packet (or `thread_opened`) was recorded.
+    pub opened_at: DateTime<Utc>,
+    /// Time of its latest event.
+    pub last_activity: DateTime<Utc>,
+}
+
+/// Whether a session takes packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    /// Open (or resumed).
+    Open,
+    /// Closed; resume to continue.
+    Closed,
+}
+
+/// One work session (Articles I and III).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionState {
+    /// Its status.
+    pub status: SessionStatus,
+    /// The portfolio it works on.
+    pub portfolio_id: String,
+    /// What it should achieve.
+    pub goals: Vec<String>,
+    /// Packets sent in it, in order.
+    pub packets: Vec<Uuid>,
+    /// Threads that had packets in it.
+    pub threads: BTreeSet<String>,
+    /// What the last close carried over (`packet:<id>`, `thread:<id>`, and the closer's
+    /// own tasks); resuming restores exactly these.
+    pub carryover: Vec<String>,
+    /// The last close's summary.
+    pub summary: Option<String>,
+    /// When it was opened.
+    pub opened_at: DateTime<Utc>,
+    /// When it was last closed.
+    pub closed_at: Option<DateTime<Utc>>,
+}
+
+/// One Volk in the registry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VolkState {
+    /// False after deregistration (the alias stays known: packets to it fail and retry).
+    pub registered: bool,
+    /// Its last reported health.
+    pub health: Health,
+    /// The Volk it reports to.
+    pub parent: Option<String>,
+    /// What it can do.
+    pub capabilities: Vec<String>,
+}
+
+impl VolkState {
+    /// Whether the Postman can hand it packets now; `Err` says why not.
+    pub fn availability(&self) -> Result<(), String> {
+        if !self.registered {
+            return Err("deregistered".into());
+        }
+        match self.health {
+            Health::Healthy | Health::Degraded | Health::Unknown => Ok(()),
+            Health::Unhealthy => Err("unhealthy".into()),
+        }
+    }
+}
+
+/// One packet and the bookkeeping around it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PacketState {
+    /// The packet, with its statuses and histories.
+    pub packet: CxpPacket,
+    /// Its session (from metadata `session_id`).
+    pub session: Option<String>,
+    /// The packet it answers.
+    pub in_reply_to: Option<Uuid>,
+    /// When it last entered `queued` (serving order within a priority).
+    pub queued_at: DateTime<Utc>,
+    /// (time, priority) of its live queue entry while it is queued.
+    queued_as: Option<(DateTime<Utc>, Priority)>,
+}
+
+/// The aggregate; see the module docs.
+#[derive(Debug)]
+pub struct KernelState {
+    max_retries: u32,
+    volks: HashMap<String, VolkState>,
+    packets: HashMap<Uuid, PacketState>,
+    threads: HashMap<String, ThreadState>,
+    sessions: HashMap<String, SessionState>,
+    executed: HashSet<Uuid>,
+    queues: HashMap<VolkAlias, PriorityQueue>,
+    queued: HashMap<VolkAlias, usize>,
+    delivered: HashMap<VolkAlias, BTreeSet<Uuid>>,
+    applied: u64,
+}
+
+impl KernelState {
+    /// An empty state; packets folded into it get a retry budget of `max_retries`.
+    pub fn new(max_retries: u32) -> Self {
+        KernelState {
+            max_retries,
+            volks: HashMap::new(),
+            packets: HashMap::new(),
+            threads: HashMap::new(),
+            sessions: HashMap::new(),
+            executed: HashSet::new(),
+            queues: HashMap::new(),
+            queued: HashMap::new(),
+            delivered: HashMap::new(),
+            applied: 0,
+        }
+    }
+
+    /// The retry budget given to packets.
+    pub fn max_retries(&self) -> u32 {
+        self.max_retries
+    }
+
+    /// How many events were folded.
+    pub fn applied(&self) -> u64 {
+        self.applied
+    }
+
+    /// A packet by message id.
+    pub fn packet(&self, id: &Uuid) -> Option<&PacketState> {
+        self.packets.get(id)
+    }
+
+    /// Every packet (no order).
+    pub fn packets(&self) -> impl Iterator<Item = &PacketState> {
+        self.packets.values()
+    }
+
+    /// A thread by id.
+    pub fn thread(&self, id: &str) -> Option<&ThreadState> {
+        self.threads.get(id)
+    }
+
+    /// How many threads exist.
+    pub fn thread_count(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// A session by id.
+    pub fn session(&self, id: &str) -> Option<&SessionState> {
+        self.sessions.get(id)
+    }
+
+    /// A Volk by alias (registered or not).
+    pub fn volk(&self, alias: &str) -> Option<&VolkState> {
+        self.volks.get(alias)
+    }
+
+    /// Every known Volk alias, sorted.
+    pub fn volk_aliases(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.volks.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Whether a command with this id has already produced events.
+    pub fn is_executed(&self, command_id: &Uuid) -> bool {
+        self.executed.contains(command_id)
+    }
+}
