@@ -1,0 +1,45 @@
+%% CXP routing, ownership, priority and escalation authority (spec 004 Articles V, X).
+%%
+%% Reads the traffic and Volk facts the engine keeps in step with the log:
+%%   cxp_packet(MessageId, From, To, ThreadId, Subject, TimestampMs, Priority,
+%%              DeliveryStatus, WorkStatus, ProtocolVersion, PayloadRef, SessionId)
+%%   volk(Alias, Parent, Kind, SessionId)    Parent = none for a root, Kind senior|junior
+%%   volk_status(Alias, active|deregistered|terminated)
+
+active_volk(V) :- volk_status(V, active).
+volk_parent(V, P) :- volk(V, P, _, _), P \== none.
+junior(V) :- volk(V, _, junior, _).
+root_volk(V) :- volk(V, none, _, _).
+
+%% Article IX: parent and child talk; root (senior, parentless) Volks are peers.
+may_talk(A, B) :- volk_parent(A, B).
+may_talk(A, B) :- volk_parent(B, A).
+may_talk(A, B) :- root_volk(A), root_volk(B).
+
+%% Subject ownership (Article X): who may send a subject to whom.
+subject_route(review_code, ['U:Cx', 'U:Ox', 'U:Vz'], ['U:Qa']).
+subject_route(fix_issues, ['U:Qa'], ['U:Vz']).
+
+subject_owned_by(Subject, From, To) :-
+    (   subject_route(Subject, Senders, Recipients)
+    ->  memberchk(From, Senders), memberchk(To, Recipients)
+    ;   true
+    ).
+
+%% Budget: at most this many packets per Volk per session.
+send_budget(100).
+
+sends_in_session(V, Session, N) :-
+    findall(M, cxp_packet(M, V, _, _, _, _, _, _, _, _, _, Session), Ms),
+    length(Ms, N).
+
+%% Priority authority: only a party of the packet may change its priority;
+%% urgent priorities (>= 8) from a junior Volk go to its senior.
+priority_urgent(8).
+
+packet_party(M, V) :- cxp_packet(M, V, _, _, _, _, _, _, _, _, _, _).
+packet_party(M, V) :- cxp_packet(M, _, V, _, _, _, _, _, _, _, _, _).
+
+%% Escalation authority: a Volk escalates to its parent; a root Volk to the human.
+escalation_target(V, P) :- volk_parent(V, P).
+escalation_target(V, human) :- root_volk(V).

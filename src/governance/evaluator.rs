@@ -1,0 +1,315 @@
+//! One scryer-prolog machine loaded with the prelude, a policy and the facts.
+//!
+//! Not thread-safe (a `Machine` is `!Send`): the engine keeps one on its own thread,
+//! the offline audit builds its own. Every goal is run wrapped in `catch/3`, so Prolog
+//! errors come back as values and never leave the machine in an exception state.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use orchestrata_schemas::events::types::DecisionResult;
+use scryer_prolog::{LeafAnswer, Machine, MachineBuilder, Term};
+
+use super::facts::{Fact, FactChange};
+use super::policy::Policy;
+use super::request::{Outcome, Request};
+use super::rules::{clause_lines, RuleInfo};
+use super::term::{quote_atom, render, term_list, term_text, PlTerm};
+use super::GovernanceError;
+
+const PRELUDE: &str = include_str!("prelude.pl");
+
+/// Inferences a single decision may spend before it is refused (deterministic, unlike
+/// a wall-clock timeout).
+pub const DEFAULT_INFERENCE_LIMIT: u64 = 2_000_000;
+
+/// Helpers loaded after the prelude: read a policy file term by term (syntax errors
+/// with their line), refusing clauses that redefine built-ins.
+const LOADER: &str = r#"
+orchestrata_read_clauses(File, Clauses) :-
+    open(File, read, S),
+    catch(orchestrata_read_all(S, Clauses), E, (close(S), throw(E))),
+    close(S).
+orchestrata_read_all(S, Clauses) :-
+    read_term(S, T, []),
+    (   T == end_of_file -> Clauses = []
+    ;   stream_property(S, position(position_and_lines_read(_, L))),
+        orchestrata_clause_info(T, L, Info),
+        Clauses = [Info|Rest],
+        orchestrata_read_all(S, Rest)
+    ).
+orchestrata_clause_info((:- _), L, directive(L)) :- !.
+orchestrata_clause_info((H :- _), L, I) :- !, orchestrata_head_info(H, L, I).
+orchestrata_clause_info(H, L, I) :- orchestrata_head_info(H, L, I).
+orchestrata_head_info(H, L, clause(N, A, L)) :-
+    (   callable(H) -> true ; throw(error(type_error(callable, H), line(L))) ),
+    functor(H, N, A),
+    (   catch(predicate_property(H, built_in), _, fail)
+    ->  throw(error(permission_error(modify, static_procedure, N/A), line(L)))
+    ;   true
+    ).
+"#;
+
+/// A machine with a policy loaded.
+pub struct Evaluator {
+    machine: Machine,
+    policy: Policy,
+    rules: Vec<RuleInfo>,
+    inference_limit: u64,
+}
+
+/// What one run of a goal gave.
+enum Answer {
+    Bindings(BTreeMap<String, Term>),
+    True,
+    False,
+    Error(String),
+}
+
+fn run(machine: &mut Machine, goal: &str) -> Answer {
+    let mut first = None;
+    for answer in machine.run_query(goal.to_owned()) {
+        let stop = !matches!(answer, Ok(LeafAnswer::LeafAnswer { .. }) | Ok(LeafAnswer::True));
+        if first.is_none() {
+            first = Some(match answer {
+                Ok(LeafAnswer::LeafAnswer { bindings, .. }) => Answer::Bindings(bindings),
+                Ok(LeafAnswer::True) => Answer::True,
+                Ok(LeafAnswer::False) => Answer::False,
+                Ok(LeafAnswer::Exception(t)) | Err(t) => Answer::Error(render(&t)),
+            });
+        }
+        if stop {
+            break;
+        }
+    }
+    first.unwrap_or(Answer::False)
+}
+
+/// Runs `goal` inside `catch/3`; `Err` with the rendered error if it threw.
+fn run_caught(machine: &mut Machine, goal: &str) -> Result<Option<BTreeMap<String, Term>>, String> {
+    let wrapped = format!("catch(({goal}), OrchestrataError, true).");
+    match run(machine, &wrapped) {
+        Answer::Bindings(mut b) => match b.remove("OrchestrataError") {
+            Some(e) => Err(render(&e)),
+            None => Ok(Some(b)),
+        },
+        Answer::True => Ok(Some(BTreeMap::new())),
+        Answer::False => Ok(None),
+        Answer::Error(e) => Err(e),
+    }
+}
+
+fn line_of(error: &Term) -> u64 {
+    // error(_, line(L)) from the loader, or error(_, read_term/3:L) from the reader.
+    if let Term::Compound(f, args) = error {
+        if f == "error" && args.len() == 2 {
+            match &args[1] {
+                Term::Compound(g, a) if (g == "line" || g == ":") && !a.is_empty() => {
+                    if let Some(Term::Integer(i)) = a.last() {
+                        return i.to_string().parse().unwrap_or(0);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    0
+}
+
+impl Evaluator {
+    /// Builds a machine and loads `policy` into it. On any error nothing is kept.
+    pub fn load(policy: &Policy, inference_limit: u64) -> Result<Self, GovernanceError> {
+        let mut machine = MachineBuilder::new().build();
+        machine.consult_module_string("orchestrata_prelude", PRELUDE.to_owned());
+        machine.consult_module_string("orchestrata_loader", LOADER.to_owned());
+        let dir = std::env::temp_dir().join(format!("orchestrata-policy-{}", uuid::Uuid::new_v4()));
+        let result = Self::load_files(&mut machine, policy, &dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        let rules = result?;
+        Ok(Evaluator {
+            machine,
+            policy: policy.clone(),
+            rules,
+            inference_limit,
+        })
+    }
+
+    fn load_files(
+        machine: &mut Machine,
+        policy: &Policy,
+        dir: &PathBuf,
+    ) -> Result<Vec<RuleInfo>, GovernanceError> {
+        std::fs::create_dir_all(dir).map_err(|source| GovernanceError::PolicyRead {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        let mut clauses = Vec::new();
+        for (index, file) in policy.files().iter().enumerate() {
+            let invalid = |line: u64, message: String| GovernanceError::PolicyInvalid {
+                file: file.name.clone(),
+                line,
+                message,
+            };
+            let path = dir.join(format!("{index}.pl"));
+            std::fs::write(&path, &file.text).map_err(|source| GovernanceError::PolicyRead {
+                path: path.display().to_string(),
+                source,
+            })?;
+            let path_atom = quote_atom(&path.display().to_string());
+            // Syntax and built-in redefinitions first: a failed consult leaves nothing.
+            let read = format!(
+                "catch(orchestrata_read_clauses({path_atom}, Clauses), E, true)."
+            );
+            let heads = match run(machine, &read) {
+                Answer::Bindings(b) => {
+                    if let Some(e) = b.get("E") {
+                        return Err(invalid(line_of(e), render(e)));
+                    }
+                    b.get("Clauses").and_then(term_list).map(|l| l.to_vec()).unwrap_or_default()
+                }
+                Answer::Error(e) => return Err(invalid(0, e)),
+                _ => return Err(invalid(0, "the file could not be read".into())),
+            };
+            clauses.extend(clause_lines(&file.name, &file.text, &heads));
+            match run_caught(machine, &format!("consult({path_atom})")) {
+                Ok(Some(_)) => {}
+                Ok(None) => return Err(invalid(0, "consult failed".into())),
+                Err(e) => return Err(invalid(0, e)),
+            }
+        }
+        // Categories declared by the policy (rule_category/2), if any.
+        let mut categories = BTreeMap::new();
+        if let Ok(Some(b)) = run_caught(
+            machine,
+            "findall(N-A-C, catch(rule_category(N/A, C), _, fail), Cs)",
+        ) {
+            if let Some(items) = b.get("Cs").and_then(term_list) {
+                for item in items {
+                    if let Term::Compound(_, args) = item {
+                        if let [Term::Compound(_, na), c] = args.as_slice() {
+                            if let ([n, Term::Integer(a)], Some(c)) = (na.as_slice(), term_text(c)) {
+                                if let Some(n) = term_text(n) {
+                                    categories.insert((n, a.to_string()), c);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut rules: Vec<RuleInfo> = Vec::new();
+        for mut rule in clauses {
+            if rules
+                .iter()
+                .any(|r| r.predicate == rule.predicate && r.arity == rule.arity)
+            {
+                continue;
+            }
+            rule.category = categories
+                .get(&(rule.predicate.clone(), rule.arity.to_string()))
+                .cloned()
+                .unwrap_or_else(|| "uncategorized".into());
+            rules.push(rule);
+        }
+        Ok(rules)
+    }
+
+    /// The loaded policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The loaded predicates with their file, line and category.
+    pub fn rules(&self) -> &[RuleInfo] {
+        &self.rules
+    }
+
+    /// Asserts and retracts facts, in order, a batch per goal.
+    pub fn apply(&mut self, changes: &[FactChange]) -> Result<(), GovernanceError> {
+        for chunk in changes.chunks(64) {
+            let goal = chunk
+                .iter()
+                .map(|c| match c {
+                    FactChange::Assert(f) => format!("assertz({})", f.term()),
+                    FactChange::Retract(f) => format!("ignore(retract({}))", f.term()),
+                })
+                .collect::<Vec<_>>()
+                .join(",");
+            match run_caught(&mut self.machine, &goal) {
+                Ok(Some(_)) => {}
+                Ok(None) => return Err(GovernanceError::Prolog("asserting facts failed".into())),
+                Err(e) => return Err(GovernanceError::Prolog(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads a whole fact set (a fresh machine, or after a reset).
+    pub fn load_facts(&mut self, facts: &[Fact]) -> Result<(), GovernanceError> {
+        let changes: Vec<FactChange> = facts.iter().cloned().map(FactChange::Assert).collect();
+        self.apply(&changes)
+    }
+
+    /// Removes every fact.
+    pub fn clear_facts(&mut self) -> Result<(), GovernanceError> {
+        let goal = "retractall(cxp_packet(_,_,_,_,_,_,_,_,_,_,_,_)), retractall(cxp_delivery_status(_,_,_)), \
+                    retractall(cxp_work_status(_,_,_)), retractall(volk(_,_,_,_)), \
+                    retractall(volk_capability(_,_)), retractall(volk_status(_,_)), retractall(session(_,_,_,_))";
+        run_caught(&mut self.machine, goal)
+            .map_err(GovernanceError::Prolog)
+            .map(|_| ())
+    }
+
+    /// Evaluates `decide/5` for a request.
+    pub fn decide(&mut self, request: &Request) -> Result<Outcome, GovernanceError> {
+        let var = |n: &str| PlTerm::Var(n.to_owned());
+        let goal = PlTerm::compound(
+            "orchestrata_decide",
+            vec![
+                request.subject_term(),
+                PlTerm::atom(request.action.clone()),
+                PlTerm::atom(request.resource.clone()),
+                request.context_term(),
+                PlTerm::Int(i64::try_from(self.inference_limit).unwrap_or(i64::MAX)),
+                var("Result"),
+                var("Trace"),
+                var("Articles"),
+                var("Cacheable"),
+            ],
+        );
+        let bindings = run_caught(&mut self.machine, &goal.to_string())
+            .map_err(GovernanceError::Prolog)?
+            .ok_or_else(|| GovernanceError::Prolog("decide/5 failed".into()))?;
+        let text = |name: &str| bindings.get(name).and_then(term_text);
+        let list = |name: &str| -> Vec<String> {
+            bindings
+                .get(name)
+                .and_then(term_list)
+                .map(|l| l.iter().map(|t| term_text(t).unwrap_or_else(|| render(t))).collect())
+                .unwrap_or_default()
+        };
+        let result = match text("Result").as_deref() {
+            Some("allow") => DecisionResult::Allow,
+            Some("deny") => DecisionResult::Deny,
+            Some("escalate") => DecisionResult::Escalate,
+            other => {
+                return Err(GovernanceError::Prolog(format!(
+                    "decide/5 answered {other:?}, not allow, deny or escalate"
+                )))
+            }
+        };
+        Ok(Outcome {
+            result,
+            trace: list("Trace"),
+            articles: list("Articles"),
+            cacheable: text("Cacheable").as_deref() == Some("true"),
+        })
+    }
+
+    /// Runs any goal and returns the first answer's bindings rendered as text
+    /// (`None` if it failed). For tests and operators querying the facts.
+    pub fn query(&mut self, goal: &str) -> Result<Option<BTreeMap<String, String>>, GovernanceError> {
+        let answer = run_caught(&mut self.machine, goal).map_err(GovernanceError::Prolog)?;
+        Ok(answer.map(|b| b.into_iter().map(|(k, v)| (k, term_text(&v).unwrap_or_else(|| render(&v)))).collect()))
+    }
+}

@@ -1,0 +1,397 @@
+//! The Prolog facts view: `cxp.traffic`, `volk.lifecycle` and `session.events` folded
+//! into the facts policies reason over (spec 004 Article II, REQ-004-INTG-001..005).
+//!
+//! | fact | from |
+//! |---|---|
+//! | `cxp_packet(MessageId, From, To, ThreadId, Subject, TimestampMs, Priority, DeliveryStatus, WorkStatus, ProtocolVersion, PayloadRef, SessionId)` | `packet_sent`, updated by every status / priority change |
+//! | `cxp_delivery_status(MessageId, Status, TimestampMs)` | current delivery status |
+//! | `cxp_work_status(MessageId, Status, TimestampMs)` | current work status |
+//! | `volk(Alias, Parent, Kind, SessionId)` | `registered` (senior) / `spawned` (junior); `Parent`/`SessionId` are `none` when absent |
+//! | `volk_capability(Alias, Capability)` | `registered` |
+//! | `volk_status(Alias, active\|deregistered\|terminated)` | lifecycle |
+//! | `session(SessionId, PortfolioId, open\|closed, OpenedBy)` | session lifecycle |
+//!
+//! `PayloadRef` is `'cxp.traffic:<sequence>'`, where the payload lives on the log;
+//! `SessionId` of a packet is its `metadata.session_id` (else `none`).
+//!
+//! A fold is deterministic: the facts as of per-stream positions are a pure function of
+//! the log, which is what lets `audit verify` re-evaluate a fact-dependent decision.
+//! The view is serializable: with its positions it is the checkpoint.
+
+use std::collections::BTreeMap;
+
+use orchestrata_schemas::events::{Envelope, Event, Stream};
+use serde::{Deserialize, Serialize};
+
+use super::term::PlTerm;
+
+/// The streams the facts view folds.
+pub const FACT_STREAMS: [Stream; 3] = [
+    Stream::CxpTraffic,
+    Stream::VolkLifecycle,
+    Stream::SessionEvents,
+];
+
+/// One Prolog fact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Fact {
+    /// `cxp_packet/12`.
+    Packet(PacketFact),
+    /// `cxp_delivery_status/3`.
+    DeliveryStatus(String, String, i64),
+    /// `cxp_work_status/3`.
+    WorkStatus(String, String, i64),
+    /// `volk/4`: alias, parent, kind, session.
+    Volk(String, String, String, String),
+    /// `volk_capability/2`.
+    VolkCapability(String, String),
+    /// `volk_status/2`.
+    VolkStatus(String, String),
+    /// `session/4`: id, portfolio, status, opened by.
+    Session(String, String, String, String),
+}
+
+/// The twelve fields of `cxp_packet/12`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PacketFact {
+    /// Message id.
+    pub message_id: String,
+    /// Sender alias.
+    pub from: String,
+    /// Recipient alias.
+    pub to: String,
+    /// Thread id.
+    pub thread_id: String,
+    /// CXP subject.
+    pub subject: String,
+    /// Creation time, ms since the epoch.
+    pub timestamp_ms: i64,
+    /// 0..10.
+    pub priority: i64,
+    /// Current delivery status.
+    pub delivery: String,
+    /// Current work status.
+    pub work: String,
+    /// Protocol version.
+    pub protocol_version: String,
+    /// `cxp.traffic:<sequence>`.
+    pub payload_ref: String,
+    /// Session id or `none`.
+    pub session: String,
+}
+
+impl Fact {
+    /// The fact as a Prolog term.
+    pub fn term(&self) -> PlTerm {
+        let a = |s: &String| PlTerm::atom(s.clone());
+        match self {
+            Fact::Packet(p) => PlTerm::compound(
+                "cxp_packet",
+                vec![
+                    a(&p.message_id),
+                    a(&p.from),
+                    a(&p.to),
+                    a(&p.thread_id),
+                    a(&p.subject),
+                    PlTerm::Int(p.timestamp_ms),
+                    PlTerm::Int(p.priority),
+                    a(&p.delivery),
+                    a(&p.work),
+                    a(&p.protocol_version),
+                    a(&p.payload_ref),
+                    a(&p.session),
+                ],
+            ),
+            Fact::DeliveryStatus(m, s, t) => {
+                PlTerm::compound("cxp_delivery_status", vec![a(m), a(s), PlTerm::Int(*t)])
+            }
+            Fact::WorkStatus(m, s, t) => {
+                PlTerm::compound("cxp_work_status", vec![a(m), a(s), PlTerm::Int(*t)])
+            }
+            Fact::Volk(v, p, k, s) => PlTerm::compound("volk", vec![a(v), a(p), a(k), a(s)]),
+            Fact::VolkCapability(v, c) => PlTerm::compound("volk_capability", vec![a(v), a(c)]),
+            Fact::VolkStatus(v, s) => PlTerm::compound("volk_status", vec![a(v), a(s)]),
+            Fact::Session(i, p, s, o) => {
+                PlTerm::compound("session", vec![a(i), a(p), a(s), a(o)])
+            }
+        }
+    }
+}
+
+/// A change to the facts: what the engine asserts or retracts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FactChange {
+    /// `assertz(Fact)`.
+    Assert(Fact),
+    /// `retract(Fact)`.
+    Retract(Fact),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct PacketState {
+    packet: PacketFact,
+    delivery_ts: i64,
+    work_ts: i64,
+}
+
+impl Default for PacketFact {
+    fn default() -> Self {
+        PacketFact {
+            message_id: String::new(),
+            from: String::new(),
+            to: String::new(),
+            thread_id: String::new(),
+            subject: String::new(),
+            timestamp_ms: 0,
+            priority: 0,
+            delivery: String::new(),
+            work: String::new(),
+            protocol_version: String::new(),
+            payload_ref: String::new(),
+            session: String::new(),
+        }
+    }
+}
+
+/// The facts view: current facts plus how far each fact stream has been folded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactsView {
+    /// Per stream name: number of events folded (the next sequence to fold).
+    pub positions: BTreeMap<String, u64>,
+    /// Per stream name: the epoch the positions belong to.
+    pub epochs: BTreeMap<String, String>,
+    packets: BTreeMap<String, PacketState>,
+    volks: BTreeMap<String, (Fact, Vec<Fact>, String)>,
+    sessions: BTreeMap<String, Fact>,
+}
+
+fn name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => "unknown".into(),
+    }
+}
+
+impl FactsView {
+    /// An empty view at position 0 of every stream.
+    pub fn new() -> Self {
+        FactsView::default()
+    }
+
+    /// Next sequence to fold for `stream`.
+    pub fn position(&self, stream: Stream) -> u64 {
+        self.positions.get(stream.as_str()).copied().unwrap_or(0)
+    }
+
+    /// Every current fact, in a stable order (to load a fresh engine).
+    pub fn facts(&self) -> Vec<Fact> {
+        let mut out = Vec::new();
+        for state in self.packets.values() {
+            out.push(Fact::Packet(state.packet.clone()));
+            out.push(Fact::DeliveryStatus(
+                state.packet.message_id.clone(),
+                state.packet.delivery.clone(),
+                state.delivery_ts,
+            ));
+            out.push(Fact::WorkStatus(
+                state.packet.message_id.clone(),
+                state.packet.work.clone(),
+                state.work_ts,
+            ));
+        }
+        for (volk, caps, status) in self.volks.values() {
+            out.push(volk.clone());
+            out.extend(caps.iter().cloned());
+            if let Fact::Volk(alias, ..) = volk {
+                out.push(Fact::VolkStatus(alias.clone(), status.clone()));
+            }
+        }
+        out.extend(self.sessions.values().cloned());
+        out
+    }
+
+    /// Folds one envelope; returns the fact changes, in order. Events of other streams
+    /// and events already folded (sequence below the position) change nothing.
+    pub fn apply(&mut self, envelope: &Envelope) -> Vec<FactChange> {
+        let stream = envelope.stream;
+        if !FACT_STREAMS.contains(&stream) || envelope.sequence < self.position(stream) {
+            return Vec::new();
+        }
+        self.positions
+            .insert(stream.as_str().to_owned(), envelope.sequence + 1);
+        let ts = envelope.record.timestamp.timestamp_millis();
+        let mut changes = Vec::new();
+        match &envelope.record.event {
+            Event::PacketSent(e) => {
+                let p = &e.packet;
+                let session = match &p.metadata.0 {
+                    serde_json::Value::Object(m) => m
+                        .get("session_id")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("none")
+                        .to_owned(),
+                    _ => "none".to_owned(),
+                };
+                let packet = PacketFact {
+                    message_id: p.message_id.to_string(),
+                    from: p.from_agent.clone(),
+                    to: p.to_agent.clone(),
+                    thread_id: p.thread_id.clone(),
+                    subject: p.subject.clone(),
+                    timestamp_ms: p.created_at.timestamp_millis(),
+                    priority: i64::from(p.priority),
+                    delivery: name(&p.delivery_status),
+                    work: name(&p.work_status),
+                    protocol_version: p.protocol_version.clone(),
+                    payload_ref: format!("cxp.traffic:{}", envelope.sequence),
+                    session,
+                };
+                let id = packet.message_id.clone();
+                if let Some(old) = self.packets.remove(&id) {
+                    changes.extend(retract_packet(&old));
+                }
+                let state = PacketState {
+                    packet,
+                    delivery_ts: ts,
+                    work_ts: ts,
+                };
+                changes.extend(assert_packet(&state));
+                self.packets.insert(id, state);
+            }
+            Event::PacketDelivered(e) => {
+                self.update(&e.message_id.to_string(), ts, &mut changes, |p| {
+                    p.packet.delivery = "delivered".into();
+                    p.delivery_ts = ts;
+                })
+            }
+            Event::PacketAcknowledged(e) => {
+                self.update(&e.message_id.to_string(), ts, &mut changes, |p| {
+                    p.packet.delivery = "acknowledged".into();
+                    p.delivery_ts = ts;
+                })
+            }
+            Event::PacketFailed(e) => {
+                self.update(&e.message_id.to_string(), ts, &mut changes, |p| {
+                    p.packet.delivery = "failed".into();
+                    p.delivery_ts = ts;
+                })
+            }
+            Event::PacketRetried(e) => {
+                self.update(&e.message_id.to_string(), ts, &mut changes, |p| {
+                    p.packet.delivery = "queued".into();
+                    p.delivery_ts = ts;
+                })
+            }
+            Event::WorkStatusChanged(e) => {
+                let status = name(&e.new);
+                self.update(&e.message_id.to_string(), ts, &mut changes, |p| {
+                    p.packet.work = status;
+                    p.work_ts = ts;
+                })
+            }
+            Event::PriorityChanged(e) => {
+                let priority = i64::from(e.new);
+                self.update(&e.message_id.to_string(), ts, &mut changes, |p| {
+                    p.packet.priority = priority;
+                })
+            }
+            Event::VolkRegistered(e) => {
+                let parent = e.parent.clone().unwrap_or_else(|| "none".into());
+                let session = e.session_id.clone().unwrap_or_else(|| "none".into());
+                let volk = Fact::Volk(e.alias.clone(), parent, "senior".into(), session);
+                let caps = e
+                    .capabilities
+                    .iter()
+                    .map(|c| Fact::VolkCapability(e.alias.clone(), c.clone()))
+                    .collect();
+                self.replace_volk(&e.alias, volk, caps, &mut changes);
+            }
+            Event::VolkSpawned(e) => {
+                let session = match self.volks.get(&e.parent) {
+                    Some((Fact::Volk(_, _, _, s), _, _)) => s.clone(),
+                    _ => "none".into(),
+                };
+                let volk = Fact::Volk(e.alias.clone(), e.parent.clone(), "junior".into(), session);
+                self.replace_volk(&e.alias, volk, Vec::new(), &mut changes);
+            }
+            Event::VolkDeregistered(e) => self.set_volk_status(&e.alias, "deregistered", &mut changes),
+            Event::VolkTerminated(e) => self.set_volk_status(&e.alias, "terminated", &mut changes),
+            Event::SessionOpened(e) => {
+                let fact = Fact::Session(
+                    e.session_id.clone(),
+                    e.portfolio_id.clone(),
+                    "open".into(),
+                    e.opened_by.clone(),
+                );
+                if let Some(old) = self.sessions.insert(e.session_id.clone(), fact.clone()) {
+                    changes.push(FactChange::Retract(old));
+                }
+                changes.push(FactChange::Assert(fact));
+            }
+            Event::SessionClosed(e) => self.set_session_status(&e.session_id, "closed", &mut changes),
+            Event::SessionRecovered(e) => self.set_session_status(&e.session_id, "open", &mut changes),
+            _ => {}
+        }
+        changes
+    }
+
+    fn update(
+        &mut self,
+        id: &str,
+        _ts: i64,
+        changes: &mut Vec<FactChange>,
+        f: impl FnOnce(&mut PacketState),
+    ) {
+        if let Some(state) = self.packets.get_mut(id) {
+            changes.extend(retract_packet(state));
+            f(state);
+            changes.extend(assert_packet(state));
+        }
+    }
+
+    fn replace_volk(&mut self, alias: &str, volk: Fact, caps: Vec<Fact>, changes: &mut Vec<FactChange>) {
+        if let Some((old, old_caps, status)) = self.volks.remove(alias) {
+            changes.push(FactChange::Retract(old));
+            changes.extend(old_caps.into_iter().map(FactChange::Retract));
+            changes.push(FactChange::Retract(Fact::VolkStatus(alias.to_owned(), status)));
+        }
+        changes.push(FactChange::Assert(volk.clone()));
+        changes.extend(caps.iter().cloned().map(FactChange::Assert));
+        changes.push(FactChange::Assert(Fact::VolkStatus(alias.to_owned(), "active".into())));
+        self.volks.insert(alias.to_owned(), (volk, caps, "active".into()));
+    }
+
+    fn set_volk_status(&mut self, alias: &str, status: &str, changes: &mut Vec<FactChange>) {
+        if let Some((_, _, current)) = self.volks.get_mut(alias) {
+            changes.push(FactChange::Retract(Fact::VolkStatus(alias.to_owned(), current.clone())));
+            *current = status.to_owned();
+            changes.push(FactChange::Assert(Fact::VolkStatus(alias.to_owned(), status.to_owned())));
+        }
+    }
+
+    fn set_session_status(&mut self, id: &str, status: &str, changes: &mut Vec<FactChange>) {
+        if let Some(Fact::Session(i, p, s, o)) = self.sessions.get_mut(id) {
+            let old = Fact::Session(i.clone(), p.clone(), s.clone(), o.clone());
+            *s = status.to_owned();
+            changes.push(FactChange::Retract(old));
+            changes.push(FactChange::Assert(Fact::Session(i.clone(), p.clone(), s.clone(), o.clone())));
+        }
+    }
+}
+
+fn assert_packet(state: &PacketState) -> Vec<FactChange> {
+    packet_facts(state).into_iter().map(FactChange::Assert).collect()
+}
+
+fn retract_packet(state: &PacketState) -> Vec<FactChange> {
+    packet_facts(state).into_iter().map(FactChange::Retract).collect()
+}
+
+fn packet_facts(state: &PacketState) -> [Fact; 3] {
+    let p = &state.packet;
+    [
+        Fact::Packet(p.clone()),
+        Fact::DeliveryStatus(p.message_id.clone(), p.delivery.clone(), state.delivery_ts),
+        Fact::WorkStatus(p.message_id.clone(), p.work.clone(), state.work_ts),
+    ]
+}

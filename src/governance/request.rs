@@ -1,0 +1,187 @@
+//! What governance is asked and what it answers.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use orchestrata_schemas::events::types::{DecisionResult, SubjectKind};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::term::{json_to_term, PlTerm};
+use super::GovernanceError;
+
+/// May `subject` do `action` on `resource`?
+///
+/// The action names what is asked (`cxp.send`, `volk.register`, `gateway.execute`...),
+/// the resource what it is asked on (a recipient alias, a method, a session id). The
+/// context carries anything else the policy needs (`session`, `subject`, `priority`,
+/// `parent`, `kind`); it becomes a Prolog list of `Key-Value` pairs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// Client or Volk.
+    pub subject_kind: SubjectKind,
+    /// Client id or Volk alias.
+    pub subject: String,
+    /// What is asked.
+    pub action: String,
+    /// What it is asked on.
+    pub resource: String,
+    /// Further facts of the request.
+    #[serde(default)]
+    pub context: BTreeMap<String, serde_json::Value>,
+}
+
+impl Request {
+    /// A request by a Volk.
+    pub fn volk(alias: &str, action: &str, resource: &str) -> Self {
+        Request::new(SubjectKind::Volk, alias, action, resource)
+    }
+
+    /// A request by a gateway client.
+    pub fn client(id: &str, action: &str, resource: &str) -> Self {
+        Request::new(SubjectKind::Client, id, action, resource)
+    }
+
+    fn new(kind: SubjectKind, subject: &str, action: &str, resource: &str) -> Self {
+        Request {
+            subject_kind: kind,
+            subject: subject.to_owned(),
+            action: action.to_owned(),
+            resource: resource.to_owned(),
+            context: BTreeMap::new(),
+        }
+    }
+
+    /// The same request with one more context entry.
+    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.context.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// Refuses empty subjects or actions and oversized fields.
+    pub fn validate(&self) -> Result<(), GovernanceError> {
+        for (field, value) in [
+            ("subject", &self.subject),
+            ("action", &self.action),
+            ("resource", &self.resource),
+        ] {
+            if value.len() > 4096 {
+                return Err(GovernanceError::InvalidRequest {
+                    field,
+                    reason: format!("{} bytes, at most 4096", value.len()),
+                });
+            }
+        }
+        if self.subject.is_empty() {
+            return Err(GovernanceError::InvalidRequest {
+                field: "subject",
+                reason: "empty".into(),
+            });
+        }
+        if self.action.is_empty() {
+            return Err(GovernanceError::InvalidRequest {
+                field: "action",
+                reason: "empty".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The subject as the policy sees it: `client(Id)` or `volk(Alias)`.
+    pub fn subject_term(&self) -> PlTerm {
+        let functor = match self.subject_kind {
+            SubjectKind::Client => "client",
+            SubjectKind::Volk => "volk",
+        };
+        PlTerm::compound(functor, vec![PlTerm::atom(self.subject.clone())])
+    }
+
+    /// The context as a Prolog list of `Key-Value` pairs (sorted by key).
+    pub fn context_term(&self) -> PlTerm {
+        PlTerm::List(
+            self.context
+                .iter()
+                .map(|(k, v)| PlTerm::pair(k.clone(), json_to_term(v)))
+                .collect(),
+        )
+    }
+
+    /// The goal as recorded and shown to auditors, e.g.
+    /// `decide(volk('U:Ox'),'cxp.send','U:Vz',[],Result)`.
+    pub fn goal_text(&self) -> String {
+        let goal = PlTerm::compound(
+            "decide",
+            vec![
+                self.subject_term(),
+                PlTerm::atom(self.action.clone()),
+                PlTerm::atom(self.resource.clone()),
+                self.context_term(),
+                PlTerm::Var("Result".into()),
+            ],
+        );
+        goal.to_string()
+    }
+}
+
+/// What the policy answered, before it is recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// allow, deny or escalate.
+    pub result: DecisionResult,
+    /// Rules on the decision path, in order.
+    pub trace: Vec<String>,
+    /// Constitutional articles applied.
+    pub articles: Vec<String>,
+    /// Whether the policy declared the action `cacheable/1`.
+    pub cacheable: bool,
+}
+
+/// A recorded decision.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decision {
+    /// Its id (also in the `decision recorded` event).
+    pub decision_id: Uuid,
+    /// allow, deny or escalate.
+    pub result: DecisionResult,
+    /// Rules on the decision path (`fail_closed` when the engine failed).
+    pub trace: Vec<String>,
+    /// Constitutional articles applied.
+    pub articles: Vec<String>,
+    /// Hash of the policy that decided.
+    pub policy_hash: String,
+    /// Evaluation time.
+    pub latency: Duration,
+    /// True when the answer came from the decision cache.
+    pub cached: bool,
+    /// The Prolog or engine error behind a fail-closed deny (ERR-011, ERR-016).
+    pub error: Option<String>,
+    /// Sequence of the `decision recorded` event in `governance.decisions`.
+    pub sequence: u64,
+}
+
+impl Decision {
+    /// True when the action may proceed.
+    pub fn allowed(&self) -> bool {
+        self.result == DecisionResult::Allow
+    }
+}
+
+/// The `query` field of a `decision recorded` event: everything an auditor needs to
+/// evaluate the decision again (JSON text in the event).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedQuery {
+    /// The Prolog goal, for people.
+    pub goal: String,
+    /// Client or Volk.
+    pub subject_kind: SubjectKind,
+    /// The request context.
+    #[serde(default)]
+    pub context: BTreeMap<String, serde_json::Value>,
+    /// Per fact stream, how many events the facts view had folded.
+    #[serde(default)]
+    pub facts_at: BTreeMap<String, u64>,
+    /// Set when the engine failed: `prolog` (deterministic, re-evaluable) or `engine`
+    /// (unavailable or timed out; not re-evaluable).
+    #[serde(default)]
+    pub error_kind: Option<String>,
+}

@@ -1,0 +1,456 @@
+//! [`Governance`]: the async façade the kernel and gateway ask.
+//!
+//! `decide` = (cache or engine) + one `decision recorded` event on the log. Fail
+//! closed: an engine that is unavailable, panicked, timed out or raised a Prolog error
+//! answers **deny**; that answer is not cached and the error is recorded in the event
+//! (`reason`, `query.error_kind`) and returned in [`Decision::error`].
+
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use lru::LruCache;
+use orchestrata_schemas::events::governance::{DecisionRecorded, PolicyLoaded};
+use orchestrata_schemas::events::types::DecisionResult;
+use orchestrata_schemas::events::EventRecord;
+use uuid::Uuid;
+
+use super::engine::Engine;
+use super::evaluator::DEFAULT_INFERENCE_LIMIT;
+use super::facts::{FactsView, FACT_STREAMS};
+use super::policy::Policy;
+use super::request::{Decision, Outcome, RecordedQuery, Request};
+use super::rules::{filter_rules, RuleInfo};
+use super::term::PlTerm;
+use super::GovernanceError;
+use crate::log::EventLog;
+
+/// How governance runs.
+#[derive(Debug, Clone)]
+pub struct GovernanceConfig {
+    /// Directory of `.pl` files; `None` uses the default policy built into the binary.
+    pub policy_dir: Option<PathBuf>,
+    /// File keeping the facts view and its positions between runs (`None`: rebuild
+    /// from the log on start).
+    pub checkpoint: Option<PathBuf>,
+    /// Decision cache capacity (entries).
+    pub cache_capacity: usize,
+    /// How long a decision may take before it fails closed.
+    pub timeout: Duration,
+    /// Prolog inferences a decision may spend.
+    pub inference_limit: u64,
+    /// Fold new fact events from the log before every uncached decision, so a
+    /// decision sees every event appended before it was asked.
+    pub sync_before_decide: bool,
+}
+
+impl Default for GovernanceConfig {
+    fn default() -> Self {
+        GovernanceConfig {
+            policy_dir: None,
+            checkpoint: None,
+            cache_capacity: 10_000,
+            timeout: Duration::from_secs(2),
+            inference_limit: DEFAULT_INFERENCE_LIMIT,
+            sync_before_decide: true,
+        }
+    }
+}
+
+type CacheKey = (String, String);
+
+struct Inner {
+    log: Arc<dyn EventLog>,
+    engine: Engine,
+    config: GovernanceConfig,
+    cache: Mutex<LruCache<CacheKey, Outcome>>,
+    policy: RwLock<Option<Policy>>,
+    rules: RwLock<Vec<RuleInfo>>,
+    facts: tokio::sync::Mutex<FactsView>,
+}
+
+/// The governance service. Cheap to clone; all clones share one engine.
+#[derive(Clone)]
+pub struct Governance {
+    inner: Arc<Inner>,
+}
+
+/// Which packets [`Governance::packets_where`] selects (REQ-004-INTG-002..005).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketField {
+    /// By message id.
+    MessageId,
+    /// By thread id.
+    Thread,
+    /// By sender alias.
+    Sender,
+    /// By recipient alias.
+    Recipient,
+    /// By current delivery status.
+    DeliveryStatus,
+    /// By current work status.
+    WorkStatus,
+}
+
+/// An evaluation before it is recorded (see [`Governance::judge`]).
+#[derive(Debug, Clone)]
+pub struct Judgment {
+    /// The policy's answer, or why there is none.
+    pub outcome: Result<Outcome, String>,
+    /// `prolog` or `engine` when `outcome` is an error.
+    pub error_kind: Option<String>,
+    /// Served from the cache.
+    pub cached: bool,
+    /// Hash of the policy consulted (`none` if no policy is loaded).
+    pub policy_hash: String,
+    /// Fact positions the evaluation saw.
+    pub facts_at: BTreeMap<String, u64>,
+    /// Evaluation time.
+    pub latency: Duration,
+}
+
+impl Governance {
+    /// Starts the engine, restores the facts view (checkpoint, then the log) and loads
+    /// the configured policy (appending its `policy loaded` event).
+    pub async fn start(log: Arc<dyn EventLog>, config: GovernanceConfig) -> Result<Self, GovernanceError> {
+        let facts = match &config.checkpoint {
+            Some(path) => load_checkpoint(path, log.as_ref()).await?,
+            None => FactsView::new(),
+        };
+        let capacity = NonZeroUsize::new(config.cache_capacity.max(1)).unwrap_or(NonZeroUsize::MIN);
+        let engine = Engine::start(config.inference_limit);
+        let policy = match &config.policy_dir {
+            Some(dir) => Policy::from_dir(dir)?,
+            None => Policy::default_policy(),
+        };
+        let governance = Governance {
+            inner: Arc::new(Inner {
+                log,
+                engine,
+                config,
+                cache: Mutex::new(LruCache::new(capacity)),
+                policy: RwLock::new(None),
+                rules: RwLock::new(Vec::new()),
+                facts: tokio::sync::Mutex::new(facts),
+            }),
+        };
+        governance.sync_facts().await?;
+        governance.load_policy(policy).await?;
+        Ok(governance)
+    }
+
+    /// Loads a policy. On success it replaces the current one, the decision cache is
+    /// emptied (REQ-014-104) and a `policy loaded` event records its hash and text. On
+    /// failure the current policy stays in force and the error names file and line.
+    pub async fn load_policy(&self, policy: Policy) -> Result<String, GovernanceError> {
+        let facts = self.inner.facts.lock().await;
+        let rules = self.inner.engine.load(policy.clone(), facts.facts()).await?;
+        drop(facts);
+        let hash = policy.hash().to_owned();
+        let event = PolicyLoaded {
+            policy_hash: hash.clone(),
+            origin: policy.origin().to_owned(),
+            text: policy.text().to_owned(),
+            rule_count: i32::try_from(rules.len()).unwrap_or(i32::MAX),
+        };
+        if let Ok(mut current) = self.inner.policy.write() {
+            *current = Some(policy);
+        }
+        if let Ok(mut r) = self.inner.rules.write() {
+            *r = rules;
+        }
+        if let Ok(mut cache) = self.inner.cache.lock() {
+            cache.clear();
+        }
+        self.inner
+            .log
+            .append(&EventRecord::new("governance", hash.clone(), event, Utc::now()))
+            .await?;
+        Ok(hash)
+    }
+
+    /// Reloads the policy from a directory (see [`Governance::load_policy`]).
+    pub async fn load_policy_dir(&self, dir: &Path) -> Result<String, GovernanceError> {
+        self.load_policy(Policy::from_dir(dir)?).await
+    }
+
+    /// Hash of the policy in force.
+    pub fn policy_hash(&self) -> Option<String> {
+        self.inner
+            .policy
+            .read()
+            .ok()
+            .and_then(|p| p.as_ref().map(|p| p.hash().to_owned()))
+    }
+
+    /// Decides and records: the kernel and gateway call this before acting.
+    pub async fn decide(&self, request: Request) -> Result<Decision, GovernanceError> {
+        self.decide_inner(request, false).await
+    }
+
+    /// Dry run (REQ-014-041..044): the would-be result with its trace and articles. No
+    /// effect except one `decision recorded` event with `dry_run = true`; the cache is
+    /// neither read nor filled. A Prolog error is returned in [`Decision::error`]
+    /// (ERR-016).
+    pub async fn evaluate(&self, request: Request) -> Result<Decision, GovernanceError> {
+        self.decide_inner(request, true).await
+    }
+
+    /// The loaded predicates, grouped by category, filtered by category and by a
+    /// substring of the predicate name (REQ-014-046..050).
+    pub fn rules(&self, category: Option<&str>, search: Option<&str>) -> Vec<RuleInfo> {
+        self.inner
+            .rules
+            .read()
+            .map(|r| filter_rules(&r, category, search))
+            .unwrap_or_default()
+    }
+
+    async fn decide_inner(&self, request: Request, dry_run: bool) -> Result<Decision, GovernanceError> {
+        request.validate()?;
+        let judgment = self.judge_with(&request, !dry_run).await;
+        let (result, trace, articles, error) = match &judgment.outcome {
+            Ok(o) => (o.result, o.trace.clone(), o.articles.clone(), None),
+            Err(e) => (DecisionResult::Deny, vec!["fail_closed".to_owned()], Vec::new(), Some(e.clone())),
+        };
+        let decision_id = Uuid::new_v4();
+        let recorded_query = RecordedQuery {
+            goal: request.goal_text(),
+            subject_kind: request.subject_kind,
+            context: request.context.clone(),
+            facts_at: judgment.facts_at.clone(),
+            error_kind: judgment.error_kind.clone(),
+        };
+        let event = DecisionRecorded {
+            decision_id,
+            subject_kind: request.subject_kind,
+            subject: request.subject.clone(),
+            action: request.action.clone(),
+            resource: request.resource.clone(),
+            result,
+            rule_trace: trace.clone(),
+            articles_applied: articles.clone(),
+            policy_hash: judgment.policy_hash.clone(),
+            latency_us: i64::try_from(judgment.latency.as_micros()).unwrap_or(i64::MAX),
+            query: serde_json::to_string(&recorded_query).ok(),
+            dry_run,
+            reason: error.clone(),
+        };
+        let sequence = self
+            .inner
+            .log
+            .append(&EventRecord::new("governance", request.subject.clone(), event, Utc::now()))
+            .await?;
+        Ok(Decision {
+            decision_id,
+            result,
+            trace,
+            articles,
+            policy_hash: judgment.policy_hash,
+            latency: judgment.latency,
+            cached: judgment.cached,
+            error,
+            sequence,
+        })
+    }
+
+    /// Evaluates without recording (cache, then engine). `decide` records what this
+    /// returns; benchmarks and tools use it to measure the engine alone.
+    pub async fn judge(&self, request: &Request) -> Judgment {
+        self.judge_with(request, true).await
+    }
+
+    async fn judge_with(&self, request: &Request, use_cache: bool) -> Judgment {
+        let started = Instant::now();
+        let policy_hash = self.policy_hash().unwrap_or_else(|| "none".into());
+        let key = (policy_hash.clone(), cache_key(request));
+        if use_cache {
+            let hit = self.inner.cache.lock().ok().and_then(|mut c| c.get(&key).cloned());
+            if let Some(outcome) = hit {
+                return Judgment {
+                    outcome: Ok(outcome),
+                    error_kind: None,
+                    cached: true,
+                    policy_hash,
+                    facts_at: BTreeMap::new(),
+                    latency: started.elapsed(),
+                };
+            }
+        }
+        let (facts_at, submitted) = {
+            let mut facts = self.inner.facts.lock().await;
+            if self.inner.config.sync_before_decide {
+                if let Err(e) = self.catch_up(&mut facts).await {
+                    tracing::warn!(error = %e, "governance facts could not catch up with the log");
+                }
+            }
+            (facts.positions.clone(), self.inner.engine.submit(request.clone()))
+        };
+        let answer = match submitted {
+            Err(e) => Err(e),
+            Ok(rx) => match tokio::time::timeout(self.inner.config.timeout, rx).await {
+                Err(_) => Err(GovernanceError::EngineUnavailable(format!(
+                    "no answer within {:?}",
+                    self.inner.config.timeout
+                ))),
+                Ok(Err(_)) => Err(GovernanceError::EngineUnavailable("the engine dropped the request".into())),
+                Ok(Ok(answer)) => answer,
+            },
+        };
+        let latency = started.elapsed();
+        match answer {
+            Ok(outcome) => {
+                if use_cache && outcome.cacheable {
+                    if let Ok(mut cache) = self.inner.cache.lock() {
+                        cache.put(key, outcome.clone());
+                    }
+                }
+                Judgment { outcome: Ok(outcome), error_kind: None, cached: false, policy_hash, facts_at, latency }
+            }
+            Err(e) => {
+                let kind = match e {
+                    GovernanceError::Prolog(_) => "prolog",
+                    _ => "engine",
+                };
+                Judgment {
+                    outcome: Err(e.to_string()),
+                    error_kind: Some(kind.into()),
+                    cached: false,
+                    policy_hash,
+                    facts_at,
+                    latency,
+                }
+            }
+        }
+    }
+
+    /// Folds every fact event appended since the view's positions into the engine.
+    pub async fn sync_facts(&self) -> Result<(), GovernanceError> {
+        let mut facts = self.inner.facts.lock().await;
+        self.catch_up(&mut facts).await
+    }
+
+    async fn catch_up(&self, facts: &mut FactsView) -> Result<(), GovernanceError> {
+        for stream in FACT_STREAMS {
+            loop {
+                let from = facts.position(stream);
+                let batch = self.inner.log.read(stream, from, None, 1024).await?;
+                if batch.is_empty() {
+                    break;
+                }
+                let mut changes = Vec::new();
+                for envelope in &batch {
+                    changes.extend(facts.apply(envelope));
+                    facts
+                        .epochs
+                        .insert(stream.as_str().to_owned(), envelope.epoch.clone());
+                }
+                if !changes.is_empty() {
+                    // Queued ahead of any later decision on the same channel.
+                    if let Err(e) = self.inner.engine.apply_nowait(changes) {
+                        tracing::warn!(error = %e, "facts not applied: engine unavailable");
+                    }
+                }
+                if batch.len() < 1024 {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the facts view and its positions to the configured checkpoint file.
+    pub async fn checkpoint(&self) -> Result<(), GovernanceError> {
+        let Some(path) = &self.inner.config.checkpoint else {
+            return Ok(());
+        };
+        let facts = self.inner.facts.lock().await;
+        let err = |reason: String| GovernanceError::Checkpoint { path: path.display().to_string(), reason };
+        let json = serde_json::to_vec(&*facts).map_err(|e| err(e.to_string()))?;
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, json).map_err(|e| err(e.to_string()))?;
+        std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))
+    }
+
+    /// Per fact stream, how many events the facts view has folded.
+    pub async fn facts_positions(&self) -> BTreeMap<String, u64> {
+        self.inner.facts.lock().await.positions.clone()
+    }
+
+    /// Message ids of the packets whose `field` equals `value`, asked of the Prolog
+    /// facts (REQ-004-INTG-002..005). `value` is quoted, never pasted.
+    pub async fn packets_where(&self, field: PacketField, value: &str) -> Result<Vec<String>, GovernanceError> {
+        self.sync_facts().await?;
+        let v = PlTerm::atom(value).to_string();
+        let goal = match field {
+            PacketField::MessageId => format!("findall(M, (M = {v}, cxp_packet(M,_,_,_,_,_,_,_,_,_,_,_)), Ms)"),
+            PacketField::Thread => format!("findall(M, cxp_packet(M,_,_,{v},_,_,_,_,_,_,_,_), Ms)"),
+            PacketField::Sender => format!("findall(M, cxp_packet(M,{v},_,_,_,_,_,_,_,_,_,_), Ms)"),
+            PacketField::Recipient => format!("findall(M, cxp_packet(M,_,{v},_,_,_,_,_,_,_,_,_), Ms)"),
+            PacketField::DeliveryStatus => format!("findall(M, cxp_delivery_status(M,{v},_), Ms)"),
+            PacketField::WorkStatus => format!("findall(M, cxp_work_status(M,{v},_), Ms)"),
+        };
+        let answer = self.inner.engine.query(goal).await?;
+        let text = answer.and_then(|b| b.get("Ms").cloned()).unwrap_or_default();
+        Ok(parse_list_text(&text))
+    }
+
+    /// Stops the engine thread; later decisions fail closed (deny, recorded).
+    pub fn stop_engine(&self) {
+        self.inner.engine.stop();
+    }
+
+    /// Rebuilds the engine with the current policy and facts (after a panic or stop
+    /// of the machine; a stopped thread cannot be restarted).
+    pub async fn reload(&self) -> Result<String, GovernanceError> {
+        let policy = self
+            .inner
+            .policy
+            .read()
+            .ok()
+            .and_then(|p| p.clone())
+            .ok_or_else(|| GovernanceError::EngineUnavailable("no policy loaded".into()))?;
+        self.load_policy(policy).await
+    }
+}
+
+/// `[a, b]` as rendered by the evaluator, back into items.
+fn parse_list_text(text: &str) -> Vec<String> {
+    let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
+    inner
+        .split(", ")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn cache_key(request: &Request) -> String {
+    serde_json::to_string(request).unwrap_or_default()
+}
+
+async fn load_checkpoint(path: &Path, log: &dyn EventLog) -> Result<FactsView, GovernanceError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FactsView::new()),
+        Err(e) => {
+            return Err(GovernanceError::Checkpoint { path: path.display().to_string(), reason: e.to_string() })
+        }
+    };
+    let view: FactsView = serde_json::from_slice(&bytes).map_err(|e| GovernanceError::Checkpoint {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    // A changed epoch voids the positions: rebuild from the log.
+    for stream in FACT_STREAMS {
+        if let Some(epoch) = view.epochs.get(stream.as_str()) {
+            if *epoch != log.epoch(stream).await? {
+                return Ok(FactsView::new());
+            }
+        }
+    }
+    Ok(view)
+}

@@ -1,0 +1,202 @@
+//! Writing Prolog terms from outside input, and reading answers back.
+//!
+//! Every value that reaches the engine from outside (a client id, a Volk alias, a thread
+//! id, a context value) is written as a *quoted atom* with every quote, backslash and
+//! control character escaped, so it is inert data: `x'), halt, ('` becomes the atom
+//! `'x\'), halt, (\''` and can never close the term it sits in. Goals are built only
+//! from [`PlTerm`] values, never by pasting raw strings into Prolog source.
+
+use std::fmt::{self, Write as _};
+
+use scryer_prolog::Term;
+
+/// A Prolog term to be written into a goal.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum PlTerm {
+    /// An atom; written quoted and escaped.
+    Atom(String),
+    /// An integer.
+    Int(i64),
+    /// `name(args...)`; the functor is written quoted and escaped too.
+    Compound(String, Vec<PlTerm>),
+    /// A proper list.
+    List(Vec<PlTerm>),
+    /// A named variable, for the outputs of a goal. Only names made of ASCII letters,
+    /// digits and `_` starting with an uppercase letter are written; others are refused
+    /// by [`PlTerm::var`].
+    Var(String),
+}
+
+impl PlTerm {
+    /// An atom from any text.
+    pub fn atom(text: impl Into<String>) -> Self {
+        PlTerm::Atom(text.into())
+    }
+
+    /// `name(args...)`.
+    pub fn compound(name: impl Into<String>, args: Vec<PlTerm>) -> Self {
+        PlTerm::Compound(name.into(), args)
+    }
+
+    /// `Key-Value`, the pair form context lists use.
+    pub fn pair(key: impl Into<String>, value: PlTerm) -> Self {
+        PlTerm::Compound("-".into(), vec![PlTerm::atom(key), value])
+    }
+
+    /// A variable; `None` unless `name` is a valid Prolog variable name.
+    pub fn var(name: &str) -> Option<Self> {
+        let mut chars = name.chars();
+        let first = chars.next()?;
+        let valid = first.is_ascii_uppercase() && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        valid.then(|| PlTerm::Var(name.to_owned()))
+    }
+}
+
+/// Writes `text` as a quoted Prolog atom: `'…'` with `'`, `\` and every control
+/// character escaped (`\xHH\`), so no input can end the atom early.
+pub fn quote_atom(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    push_quoted(&mut out, text);
+    out
+}
+
+fn push_quoted(out: &mut String, text: &str) {
+    out.push('\'');
+    for c in text.chars() {
+        match c {
+            '\'' => out.push_str("\\'"),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\x{:x}\\", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+}
+
+impl fmt::Display for PlTerm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlTerm::Atom(a) => f.write_str(&quote_atom(a)),
+            PlTerm::Int(i) => {
+                // A negative literal directly after `(` or `,` parses as a number.
+                write!(f, "{i}")
+            }
+            PlTerm::Var(v) => f.write_str(v),
+            PlTerm::List(items) => {
+                f.write_char('[')?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_char(',')?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                f.write_char(']')
+            }
+            PlTerm::Compound(name, args) if args.is_empty() => f.write_str(&quote_atom(name)),
+            PlTerm::Compound(name, args) => {
+                f.write_str(&quote_atom(name))?;
+                f.write_char('(')?;
+                for (i, arg) in args.iter().enumerate() {
+                    if i > 0 {
+                        f.write_char(',')?;
+                    }
+                    write!(f, "{arg}")?;
+                }
+                f.write_char(')')
+            }
+        }
+    }
+}
+
+/// A JSON value as a Prolog term: strings become atoms, integers integers, booleans
+/// `true`/`false`, `null` the atom `null`, arrays lists, objects lists of `Key-Value`;
+/// other numbers become atoms of their JSON text (policies compare them as text).
+pub fn json_to_term(value: &serde_json::Value) -> PlTerm {
+    use serde_json::Value;
+    match value {
+        Value::Null => PlTerm::atom("null"),
+        Value::Bool(b) => PlTerm::atom(if *b { "true" } else { "false" }),
+        Value::Number(n) => n
+            .as_i64()
+            .map_or_else(|| PlTerm::atom(n.to_string()), PlTerm::Int),
+        Value::String(s) => PlTerm::atom(s.clone()),
+        Value::Array(items) => PlTerm::List(items.iter().map(json_to_term).collect()),
+        Value::Object(map) => PlTerm::List(
+            map.iter()
+                .map(|(k, v)| PlTerm::pair(k.clone(), json_to_term(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// Text of an answer term that should be an atom (or a string, or a number).
+pub fn term_text(term: &Term) -> Option<String> {
+    match term {
+        Term::Atom(a) => Some(a.clone()),
+        Term::String(s) => Some(s.clone()),
+        Term::Integer(i) => Some(i.to_string()),
+        Term::List(items) if items.is_empty() => Some("[]".into()),
+        _ => None,
+    }
+}
+
+/// The elements of an answer term that should be a list (`[]` included).
+pub fn term_list(term: &Term) -> Option<&[Term]> {
+    match term {
+        Term::List(items) => Some(items),
+        Term::Atom(a) if a == "[]" => Some(&[]),
+        _ => None,
+    }
+}
+
+/// A readable rendering of any answer term, e.g. for Prolog error messages.
+pub fn render(term: &Term) -> String {
+    let mut out = String::new();
+    render_into(&mut out, term);
+    out
+}
+
+fn render_into(out: &mut String, term: &Term) {
+    match term {
+        Term::Integer(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Term::Rational(r) => {
+            let _ = write!(out, "{r}");
+        }
+        Term::Float(x) => {
+            let _ = write!(out, "{x}");
+        }
+        Term::Atom(a) => out.push_str(a),
+        Term::String(s) => {
+            let _ = write!(out, "{s:?}");
+        }
+        Term::List(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                render_into(out, item);
+            }
+            out.push(']');
+        }
+        Term::Compound(name, args) => {
+            out.push_str(name);
+            out.push('(');
+            for (i, arg) in args.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                render_into(out, arg);
+            }
+            out.push(')');
+        }
+        Term::Var(v) => out.push_str(v),
+        _ => out.push_str("<term>"),
+    }
+}

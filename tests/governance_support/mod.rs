@@ -1,0 +1,123 @@
+//! Shared helpers of the governance and audit tests: a real sled log in a temp dir and
+//! real events appended to it.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use chrono::{TimeZone, Utc};
+use orchestrata::config::LogConfig;
+use orchestrata::governance::{Governance, GovernanceConfig};
+use orchestrata::log::EventLog;
+use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
+use orchestrata_schemas::events::fields::Json;
+use orchestrata_schemas::events::session::SessionOpened;
+use orchestrata_schemas::events::types::{Packet, PacketPayload};
+use orchestrata_schemas::events::volk_lifecycle::{VolkRegistered, VolkSpawned};
+use orchestrata_schemas::events::EventRecord;
+use uuid::Uuid;
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub log: Arc<dyn EventLog>,
+}
+
+pub async fn sled_env() -> Env {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = orchestrata::log::open(&LogConfig::sled(dir.path().join("data")))
+        .await
+        .expect("open sled log");
+    Env { dir, log }
+}
+
+pub async fn governance(env: &Env) -> Governance {
+    Governance::start(env.log.clone(), GovernanceConfig::default())
+        .await
+        .expect("governance starts")
+}
+
+pub async fn governance_with(env: &Env, config: GovernanceConfig) -> Governance {
+    Governance::start(env.log.clone(), config).await.expect("governance starts")
+}
+
+fn ts() -> chrono::DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 1, 15, 10, 30, 0).single().expect("valid time")
+}
+
+pub async fn register(log: &Arc<dyn EventLog>, alias: &str, parent: Option<&str>) {
+    let e = VolkRegistered {
+        alias: alias.into(),
+        capabilities: vec!["code".into()],
+        parent: parent.map(str::to_owned),
+        protocols: vec!["cxp".into()],
+        session_id: Some("s1".into()),
+        metadata: Json(serde_json::json!({})),
+    };
+    log.append(&EventRecord::new("kernel", alias, e, ts())).await.expect("append");
+}
+
+pub async fn spawn_junior(log: &Arc<dyn EventLog>, alias: &str, parent: &str) {
+    let e = VolkSpawned {
+        alias: alias.into(),
+        parent: parent.into(),
+        driver: "cli".into(),
+        purpose: "task".into(),
+        lifespan_ms: None,
+    };
+    log.append(&EventRecord::new("kernel", alias, e, ts())).await.expect("append");
+}
+
+pub async fn open_session(log: &Arc<dyn EventLog>, id: &str) {
+    let e = SessionOpened {
+        session_id: id.into(),
+        portfolio_id: "p1".into(),
+        goals: vec![],
+        opened_by: "U:Ox".into(),
+    };
+    log.append(&EventRecord::new("kernel", id, e, ts())).await.expect("append");
+}
+
+pub fn packet(from: &str, to: &str, thread: &str, subject: &str, session: &str) -> Packet {
+    Packet {
+        message_id: Uuid::new_v4(),
+        from_agent: from.into(),
+        to_agent: to.into(),
+        thread_id: thread.into(),
+        subject: subject.into(),
+        payload: PacketPayload::Json(Json(serde_json::json!({"task": "x"}))),
+        created_at: ts(),
+        priority: 5,
+        delivery_status: DeliveryStatus::Queued,
+        work_status: WorkStatus::Pending,
+        protocol_version: "1.0.0".into(),
+        in_reply_to: None,
+        metadata: Json(serde_json::json!({"session_id": session})),
+    }
+}
+
+pub async fn send(log: &Arc<dyn EventLog>, p: Packet) -> Uuid {
+    let id = p.message_id;
+    let e = orchestrata_schemas::events::cxp_traffic::PacketSent { packet: p };
+    log.append(&EventRecord::new("kernel", id.to_string(), e, ts())).await.expect("append");
+    id
+}
+
+/// A policy directory with one file.
+pub fn policy_dir(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).expect("write policy");
+    }
+    dir
+}
+
+/// The default policy's files plus/overriding `extra`.
+pub fn default_policy_dir_with(extra: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for file in orchestrata::governance::Policy::default_policy().files() {
+        std::fs::write(dir.path().join(&file.name), &file.text).expect("write policy");
+    }
+    for (name, text) in extra {
+        std::fs::write(dir.path().join(name), text).expect("write policy");
+    }
+    dir
+}
