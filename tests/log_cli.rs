@@ -21,6 +21,7 @@ fn start_up(data: &Path) -> (Child, String, BufReader<std::process::ChildStdout>
         .arg("up")
         .arg("--data-dir")
         .arg(data)
+        .args(["--listen", "127.0.0.1:0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

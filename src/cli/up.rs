@@ -17,6 +17,9 @@ use crate::log;
 pub struct UpArgs {
     #[command(flatten)]
     log: LogArgs,
+    /// Where the gateway listens (WebSocket on `/`, HTTP /health, /ready, /metrics).
+    #[arg(long, value_name = "HOST:PORT", env = "ORCHESTRATA_LISTEN", default_value = crate::gateway::DEFAULT_LISTEN)]
+    listen: String,
 }
 
 fn node() -> String {
@@ -45,6 +48,13 @@ pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
         .await
         .context("recording kernel started")?;
     let retention = log::spawn_retention(log.clone(), &config, Duration::from_secs(1));
+    let gateway = crate::gateway::launch::launch(crate::gateway::launch::Launch {
+        listen: Some(&args.listen),
+        config_file: args.log.config.as_deref(),
+        log_config: &config,
+        log: log.clone(),
+    })
+    .await?;
     let streams: Vec<&str> = Stream::ALL.iter().map(|s| s.as_str()).collect();
     say(&format!(
         "orchestrata {}: log ready at {} ({backend}), streams: {}",
@@ -53,10 +63,24 @@ pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
         streams.join(", ")
     ));
     say(&format!(
-        "kernel.events #{sequence}: kernel started. The kernel and the gateway arrive with later issues; \
-         for now only the log runs. Press Ctrl-C to stop."
+        "kernel.events #{sequence}: kernel started. Press Ctrl-C to stop."
     ));
+    say(&format!(
+        "gateway listening on ws://{}/ (HTTP /health /ready /metrics)",
+        gateway.running.local_addr()
+    ));
+    if let Some((token, path)) = &gateway.generated {
+        say(&format!(
+            "gateway token (shown once, also in {}): {token}",
+            path.display()
+        ));
+    }
     wait_for_stop().await?;
+    gateway
+        .running
+        .shutdown()
+        .await
+        .context("stopping the gateway")?;
     retention.abort();
     let stopped = EventRecord::new(
         "kernel",

@@ -69,11 +69,21 @@ pub async fn serve(gw: Arc<Shared>, socket: WebSocket, remote: Option<SocketAddr
     }
     gw.metrics.connected_clients.inc();
     gw.metrics.total_connections.inc();
-    let (sink, stream) = socket.split();
+    let (sink, mut stream) = socket.split();
     let writer = tokio::spawn(write_loop(gw.clone(), sink, rx, close_rx.clone()));
-    let reason = read_loop(&gw, &client, stream, close_rx).await;
+    let reason = read_loop(&gw, &client, &mut stream, close_rx).await;
     client.handle.request_close(1000, "bye");
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+    // Closing handshake: keep reading until the client answers our close frame, so its
+    // last writes (e.g. pongs) do not hit a reset socket.
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        while let Some(Ok(msg)) = stream.next().await {
+            if matches!(msg, Message::Close(_)) {
+                break;
+            }
+        }
+    })
+    .await;
     gw.clients().remove(&id);
     for hub in gw.hubs.values() {
         hub.remove_client(&id);
@@ -139,7 +149,7 @@ type Reason = (DisconnectReason, Option<String>);
 async fn read_loop(
     gw: &Arc<Shared>,
     client: &Arc<Client>,
-    mut stream: Source,
+    stream: &mut Source,
     mut close_rx: watch::Receiver<CloseRequest>,
 ) -> Reason {
     let handle = client.handle.clone();

@@ -33,6 +33,7 @@ pub mod connection;
 pub mod dispatch;
 pub mod error;
 pub mod handlers;
+pub mod launch;
 pub mod methods;
 pub mod metrics;
 pub mod rpc;

@@ -76,6 +76,11 @@ pub async fn start(
     services: Services,
 ) -> Result<RunningGateway, GatewayError> {
     let metrics = Arc::new(Metrics::new()?);
+    for (stream, _) in TOPICS {
+        // Export every topic's series from the start, at zero.
+        metrics.events_dropped.with_label_values(&[stream.as_str()]);
+        metrics.subscriptions.with_label_values(&[stream.as_str()]);
+    }
     let schemas = ParamsSchemas::compile(METHODS.iter().map(|m| (m.name, m.params_schema)))?;
     let log = services.log.clone();
     let index = Arc::new(PacketIndex::new(PACKET_INDEX_CAPACITY));

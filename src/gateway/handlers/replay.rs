@@ -10,7 +10,8 @@
 //! holds `total_matched` (matches in the scanned range), `buffer_range` (the log's
 //! oldest and newest sequence of the topic) and `epoch`. A scan reads at most
 //! `max_replay_scan` events; when it stops early `scan_truncated` is true and
-//! `next_sequence` says where to continue.
+//! `next_sequence` says where to continue. An explicit `sequence_from..sequence_to`
+//! range larger than that budget is refused up front with -32003 `replay_scan_budget`.
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
@@ -81,11 +82,24 @@ pub async fn replay(call: Call) -> RpcResult {
     if lo > hi {
         return Ok(empty(Vec::new()));
     }
+    let budget = call.gw.config.max_replay_scan;
+    if p.sequence_from.is_some() && p.sequence_to.is_some() && hi - lo + 1 > budget {
+        return Err(
+            RpcError::new(crate::gateway::error::ErrorCode::BudgetExceeded, "replay_scan_budget")
+                .with(
+                    "detail",
+                    format!(
+                        "the range holds {} events; one replay reads at most {budget}: split it",
+                        hi - lo + 1
+                    ),
+                )
+                .with("max_scan", budget),
+        );
+    }
     let by_time = |e: &TopicEvent| {
         let ts = e.envelope.record.timestamp;
         p.since.is_none_or(|s| ts >= s) && p.until.is_none_or(|u| ts <= u)
     };
-    let budget = call.gw.config.max_replay_scan;
     let limit = p.count.unwrap_or(MAX_EVENTS).min(MAX_EVENTS);
     let newest_first =
         p.count.is_some() && p.sequence_from.is_none() && p.since.is_none() && p.until.is_none();

@@ -1,0 +1,126 @@
+//! Starting the gateway for `orchestrata up`: settings from the config file, the
+//! `--listen` flag and `GATEWAY_TOKEN`, and the generated token when none is set.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::config::{parse_listen, GatewayConfig};
+use super::server::{start, RunningGateway};
+use super::state::Services;
+use crate::config::{Backend, LogConfig};
+use crate::log::EventLog;
+
+/// Name of the generated token file inside the data directory.
+pub const TOKEN_FILE: &str = "gateway.token";
+
+/// What `up` needs to start the gateway.
+pub struct Launch<'a> {
+    /// `--listen HOST:PORT`, overriding the file.
+    pub listen: Option<&'a str>,
+    /// The YAML config file, if any (its `gateway:` section).
+    pub config_file: Option<&'a Path>,
+    /// The log's configuration (for `config.get` and the token file's directory).
+    pub log_config: &'a LogConfig,
+    /// The open log.
+    pub log: Arc<dyn EventLog>,
+}
+
+/// A started gateway and, when one was generated, the token and where it was saved.
+pub struct Launched {
+    /// The gateway.
+    pub running: RunningGateway,
+    /// `Some((token, file))` when no token was configured and one was generated.
+    pub generated: Option<(String, PathBuf)>,
+}
+
+fn token_dir(log_config: &LogConfig) -> PathBuf {
+    match &log_config.backend {
+        Backend::Sled { data_dir } => data_dir.clone(),
+        Backend::Kafka { .. } => PathBuf::from(crate::config::DEFAULT_DATA_DIR),
+    }
+}
+
+/// Writes `token` to `path` readable by the owner only (mode 0600).
+fn write_token(path: &Path, token: &str) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    writeln!(file, "{token}")?;
+    Ok(())
+}
+
+/// Starts the gateway `orchestrata up` runs.
+///
+/// Token precedence: `gateway.static_token` / `gateway.tokens` of the file, then
+/// `GATEWAY_TOKEN`; with neither, a random token is generated, written to
+/// `<data-dir>/gateway.token` (mode 0600) and returned so `up` prints it once.
+pub async fn launch(l: Launch<'_>) -> anyhow::Result<Launched> {
+    let mut config = match l.config_file {
+        Some(path) => GatewayConfig::load(path)?,
+        None => GatewayConfig::default(),
+    };
+    if let Some(listen) = l.listen {
+        config.listen = parse_listen(listen)?;
+    }
+    let mut generated = None;
+    if config.tokens.is_empty() {
+        match std::env::var("GATEWAY_TOKEN") {
+            Ok(token) if !token.trim().is_empty() => {
+                config = config.with_static_token(token.trim());
+            }
+            _ => {
+                let token = format!("{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple());
+                let path = token_dir(l.log_config).join(TOKEN_FILE);
+                write_token(&path, &token)?;
+                config = config.with_static_token(token.clone());
+                generated = Some((token, path));
+            }
+        }
+    }
+    let view = json!({
+        "gateway": {
+            "listen": config.listen.to_string(),
+            "tokens": config.tokens.iter().map(|t| json!({"token": t.token, "scope": t.scope.as_str(), "name": t.name})).collect::<Vec<_>>(),
+            "max_clients": config.max_clients,
+            "max_message_size_bytes": config.max_message_size_bytes,
+            "max_batch": config.max_batch,
+            "auth_grace_ms": config.auth_grace.as_millis() as u64,
+            "max_subscriptions_per_client": config.max_subscriptions_per_client,
+            "event_buffer_per_client": config.event_buffer_per_client,
+            "rate_limit_per_second": config.rate_limit_per_second,
+            "heartbeat_interval_ms": config.heartbeat_interval.as_millis() as u64,
+            "heartbeat_max_misses": config.heartbeat_max_misses,
+        },
+        "log": {
+            "location": l.log.location(),
+            "topic_prefix": l.log_config.topic_prefix,
+            "fsync": l.log_config.fsync.to_string(),
+        },
+    });
+    let services = Services::new(l.log.clone()).with_config_view(view);
+    let running = start(config, services)
+        .await
+        .context("starting the gateway")?;
+    Ok(Launched { running, generated })
+}
