@@ -328,7 +328,8 @@ async fn a_prolog_error_fails_closed_uncached_and_recorded() {
     // a runaway rule is stopped by the inference limit and denied
     let looping = orchestrata::governance::Policy::default_policy().files().iter()
         .find(|f| f.name == "decide.pl").unwrap().text
-        .replace("%% --- Gateway (spec 014)", "decide(_, spin, _, _, R) :- !, spin_forever(R).\nspin_forever(R) :- spin_forever(R).\n%% --- Gateway (spec 014)");
+        .replace("%% --- Gateway (spec 014)", "decide(_, spin, _, _, R) :- !, spin_forever(R).\n%% --- Gateway (spec 014)")
+        + "\nspin_forever(R) :- spin_forever(R).\n";
     std::fs::write(dir.path().join("decide.pl"), looping).unwrap();
     g.load_policy_dir(dir.path()).await.unwrap();
     let d = g.decide(Request::volk("U:Ox", "spin", "x")).await.unwrap();
@@ -440,7 +441,7 @@ async fn a_dry_run_that_hits_a_prolog_error_returns_the_error() {
     let env = sled_env().await;
     let decide = orchestrata::governance::Policy::default_policy().files().iter()
         .find(|f| f.name == "decide.pl").unwrap().text
-        .replace("%% --- Gateway (spec 014)", "decide(_, broken, _, _, R) :- !, R is foo + 1.\n%% --- Gateway (spec 014)");
+        .replace("%% --- Gateway (spec 014)", "decide(_, broken, _, _, R) :- !, atom_length(123456, R), atom_length(R, foo).\n%% --- Gateway (spec 014)");
     let dir = default_policy_dir_with(&[("decide.pl", &decide)]);
     let g = governance_with(&env, GovernanceConfig { policy_dir: Some(dir.path().into()), ..Default::default() }).await;
     let d = g.evaluate(Request::volk("U:Ox", "broken", "x")).await.unwrap();

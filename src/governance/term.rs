@@ -98,7 +98,11 @@ impl fmt::Display for PlTerm {
             }
             PlTerm::Compound(name, args) if args.is_empty() => f.write_str(&quote_atom(name)),
             PlTerm::Compound(name, args) => {
-                f.write_str(&quote_atom(name))?;
+                if is_plain_name(name) {
+                    f.write_str(name)?;
+                } else {
+                    f.write_str(&quote_atom(name))?;
+                }
                 f.write_char('(')?;
                 for (i, arg) in args.iter().enumerate() {
                     if i > 0 {
@@ -110,6 +114,14 @@ impl fmt::Display for PlTerm {
             }
         }
     }
+}
+
+/// A name that needs no quotes as a functor: a lowercase letter, then letters, digits
+/// or `_`.
+fn is_plain_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// A JSON value as a Prolog term: strings become atoms, integers integers, booleans
