@@ -3,6 +3,7 @@
 //! - [`log`]: the persistent event log (sled or Kafka) every state change is appended to.
 //! - [`config`]: configuration of the log (backend, durability, retention).
 //! - [`kernel`]: commands become events; the Postman; sessions.
+//! - [`projection`]: the runner keeping the views folded, stored and readable.
 //! - [`cli`]: the `orchestrata` command line.
 
 pub mod cli;
@@ -10,3 +11,4 @@ pub mod config;
 pub mod gateway;
 pub mod kernel;
 pub mod log;
+pub mod projection;

@@ -1,0 +1,84 @@
+//! [`ViewHandle`]: shared, cheap reads of a live view, and read-your-write waits.
+
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::time::Duration;
+
+use orchestrata_projections::{Checkpoint, View};
+use orchestrata_schemas::events::Stream;
+use tokio::sync::watch;
+
+use super::ProjectionError;
+
+/// A handle on a view kept live by a runner. Clone freely; reads never block the
+/// runner for longer than one applied chunk of events.
+pub struct ViewHandle<V> {
+    pub(super) view: Arc<RwLock<V>>,
+    pub(super) progress: watch::Receiver<Checkpoint>,
+}
+
+impl<V> Clone for ViewHandle<V> {
+    fn clone(&self) -> Self {
+        ViewHandle {
+            view: self.view.clone(),
+            progress: self.progress.clone(),
+        }
+    }
+}
+
+impl<V: View> ViewHandle<V> {
+    /// Read access to the live view. Hold the guard briefly: the runner waits for it
+    /// before applying more events.
+    pub fn read(&self) -> RwLockReadGuard<'_, V> {
+        self.view.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How far the view has applied each stream.
+    pub fn checkpoint(&self) -> Checkpoint {
+        self.progress.borrow().clone()
+    }
+
+    /// Read-your-write: resolves once the view has applied `sequence` of `stream` (for
+    /// example the sequence `EventLog::append` returned), or fails with
+    /// [`ProjectionError::WaitTimeout`] after `timeout`. Fails at once with
+    /// [`ProjectionError::NotFolded`] for a stream the view does not fold, and with
+    /// [`ProjectionError::Stopped`] if the runner stops before getting there.
+    pub async fn wait_for(
+        &self,
+        stream: Stream,
+        sequence: u64,
+        timeout: Duration,
+    ) -> Result<(), ProjectionError> {
+        if !V::STREAMS.contains(&stream) {
+            return Err(ProjectionError::NotFolded {
+                view: V::NAME,
+                stream,
+                folds: V::STREAMS
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        let mut progress = self.progress.clone();
+        let waited = tokio::time::timeout(
+            timeout,
+            progress.wait_for(|c| c.has_passed(stream, sequence)),
+        )
+        .await;
+        match waited {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(ProjectionError::Stopped { view: V::NAME }),
+            Err(_) => Err(ProjectionError::WaitTimeout {
+                view: V::NAME,
+                stream,
+                sequence,
+                reached: self
+                    .progress
+                    .borrow()
+                    .last(stream)
+                    .map_or_else(|| "none".into(), |s| s.to_string()),
+                timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            }),
+        }
+    }
+}

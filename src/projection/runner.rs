@@ -1,0 +1,259 @@
+//! The live runner: tail, apply, commit in batches.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use futures::stream::{select_all, StreamExt};
+use futures::FutureExt;
+use orchestrata_projections::{Checkpoint, DecisionIndex, SessionView, ThreadView, View, VolkView};
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+
+use super::rebuild::stream_epochs;
+use super::{ProjectionError, ViewHandle, ViewStore};
+use crate::log::EventLog;
+
+/// Events applied under one write lock at most (keeps readers responsive).
+const CHUNK: usize = 1024;
+
+/// When the runner commits a view to its store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunnerConfig {
+    /// Commit after this many applied events...
+    pub batch_events: usize,
+    /// ...or this long after the first uncommitted event, whichever comes first.
+    pub batch_interval: Duration,
+}
+
+impl Default for RunnerConfig {
+    /// 10,000 events or 200 ms.
+    fn default() -> Self {
+        RunnerConfig {
+            batch_events: 10_000,
+            batch_interval: Duration::from_millis(200),
+        }
+    }
+}
+
+/// A view being kept up to date by a background task.
+pub struct RunningView<V> {
+    handle: ViewHandle<V>,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<(), ProjectionError>>,
+}
+
+impl<V: View> RunningView<V> {
+    /// A handle for reads and waits.
+    pub fn handle(&self) -> &ViewHandle<V> {
+        &self.handle
+    }
+
+    /// Commits what was applied and stops. Returns the task's error if it had failed
+    /// (e.g. the log became unreadable).
+    pub async fn stop(mut self) -> Result<(), ProjectionError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.task.await {
+            Ok(result) => result,
+            Err(e) => Err(ProjectionError::Task {
+                view: V::NAME,
+                reason: e.to_string(),
+            }),
+        }
+    }
+}
+
+/// Starts keeping `V` up to date: restores it from `store` (unless its epochs no longer
+/// match the log's, in which case it starts empty), then tails every stream it folds
+/// from its checkpoint.
+pub async fn spawn_view<V: View>(
+    log: Arc<dyn EventLog>,
+    store: ViewStore,
+    config: RunnerConfig,
+) -> Result<RunningView<V>, ProjectionError> {
+    let epochs = stream_epochs::<V>(log.as_ref()).await?;
+    let view = match store.load::<V>()? {
+        Some((view, stored)) if stored == epochs => view,
+        _ => V::default(),
+    };
+    let mut tails = Vec::new();
+    for stream in V::STREAMS {
+        let tail = log
+            .tail(*stream, view.checkpoint().next(*stream))
+            .await
+            .map_err(|source| ProjectionError::Log {
+                view: V::NAME,
+                source,
+            })?;
+        tails.push(tail);
+    }
+    let (progress_tx, progress) = watch::channel(view.checkpoint().clone());
+    let view = Arc::new(RwLock::new(view));
+    let handle = ViewHandle {
+        view: view.clone(),
+        progress,
+    };
+    let (stop, stopped) = oneshot::channel();
+    let fold = Fold {
+        view,
+        store,
+        epochs: Arc::new(epochs),
+        config,
+        progress: progress_tx,
+        last_commit_cost: Duration::ZERO,
+    };
+    let task = tokio::spawn(fold.run(select_all(tails), stopped));
+    Ok(RunningView {
+        handle,
+        stop: Some(stop),
+        task,
+    })
+}
+
+struct Fold<V> {
+    view: Arc<RwLock<V>>,
+    store: ViewStore,
+    epochs: Arc<std::collections::BTreeMap<orchestrata_schemas::events::Stream, String>>,
+    config: RunnerConfig,
+    progress: watch::Sender<Checkpoint>,
+    last_commit_cost: Duration,
+}
+
+impl<V: View> Fold<V> {
+    async fn run(
+        mut self,
+        mut events: futures::stream::SelectAll<crate::log::EnvelopeStream>,
+        mut stopped: oneshot::Receiver<()>,
+    ) -> Result<(), ProjectionError> {
+        let mut pending = 0usize;
+        let mut first_pending: Option<Instant> = None;
+        let mut last_commit = Instant::now();
+        loop {
+            // Commit when the batch is full or old, but never more often than 4x the
+            // cost of the last commit (large views commit less often, not slower).
+            let due = first_pending.map(|t| t + self.config.batch_interval);
+            let spaced = last_commit + self.last_commit_cost * 4;
+            if pending > 0
+                && (pending >= self.config.batch_events || due.is_some_and(|d| Instant::now() >= d))
+                && Instant::now() >= spaced
+            {
+                self.commit().await?;
+                pending = 0;
+                first_pending = None;
+                last_commit = Instant::now();
+                continue;
+            }
+            let wake = due.map(|d| d.max(spaced));
+            tokio::select! {
+                _ = &mut stopped => break,
+                _ = sleep_until(wake) => {}
+                next = events.next() => {
+                    let Some(first) = next else { break };
+                    let mut chunk = vec![first.map_err(|source| ProjectionError::Log { view: V::NAME, source })?];
+                    while chunk.len() < CHUNK {
+                        match events.next().now_or_never() {
+                            Some(Some(item)) => chunk.push(item.map_err(|source| ProjectionError::Log { view: V::NAME, source })?),
+                            _ => break,
+                        }
+                    }
+                    let checkpoint = {
+                        let mut view = self.view.write().unwrap_or_else(|p| p.into_inner());
+                        for envelope in &chunk {
+                            view.apply(envelope);
+                        }
+                        view.checkpoint().clone()
+                    };
+                    self.progress.send_replace(checkpoint);
+                    pending += chunk.len();
+                    first_pending.get_or_insert_with(Instant::now);
+                }
+            }
+        }
+        if pending > 0 {
+            self.commit().await?;
+        }
+        Ok(())
+    }
+
+    async fn commit(&mut self) -> Result<(), ProjectionError> {
+        let started = Instant::now();
+        let view = self.view.clone();
+        let store = self.store.clone();
+        let epochs = self.epochs.clone();
+        tokio::task::spawn_blocking(move || {
+            let view = view.read().unwrap_or_else(|p| p.into_inner());
+            store.save(&*view, &epochs)
+        })
+        .await
+        .map_err(|e| ProjectionError::Task {
+            view: V::NAME,
+            reason: e.to_string(),
+        })??;
+        self.last_commit_cost = started.elapsed();
+        tracing::debug!(view = %V::NAME, cost_ms = self.last_commit_cost.as_millis() as u64, "view committed");
+        Ok(())
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// All four views, kept live together on one log.
+pub struct Projections {
+    threads: RunningView<ThreadView>,
+    sessions: RunningView<SessionView>,
+    volks: RunningView<VolkView>,
+    decisions: RunningView<DecisionIndex>,
+}
+
+impl Projections {
+    /// Restores and starts every view (see [`spawn_view`]).
+    pub async fn start(
+        log: Arc<dyn EventLog>,
+        store: ViewStore,
+        config: RunnerConfig,
+    ) -> Result<Self, ProjectionError> {
+        Ok(Projections {
+            threads: spawn_view(log.clone(), store.clone(), config).await?,
+            sessions: spawn_view(log.clone(), store.clone(), config).await?,
+            volks: spawn_view(log.clone(), store.clone(), config).await?,
+            decisions: spawn_view(log, store, config).await?,
+        })
+    }
+
+    /// Packets and threads.
+    pub fn threads(&self) -> &ViewHandle<ThreadView> {
+        self.threads.handle()
+    }
+
+    /// Sessions and portfolios.
+    pub fn sessions(&self) -> &ViewHandle<SessionView> {
+        self.sessions.handle()
+    }
+
+    /// Volks.
+    pub fn volks(&self) -> &ViewHandle<VolkView> {
+        self.volks.handle()
+    }
+
+    /// Governance decisions.
+    pub fn decisions(&self) -> &ViewHandle<DecisionIndex> {
+        self.decisions.handle()
+    }
+
+    /// Commits and stops every view; the first error, if any.
+    pub async fn stop(self) -> Result<(), ProjectionError> {
+        let results = [
+            self.threads.stop().await,
+            self.sessions.stop().await,
+            self.volks.stop().await,
+            self.decisions.stop().await,
+        ];
+        results.into_iter().collect()
+    }
+}

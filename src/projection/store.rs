@@ -1,0 +1,168 @@
+//! [`ViewStore`]: views and their checkpoints in a sled database of their own.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use orchestrata_projections::{Checkpoint, View, ViewName};
+use orchestrata_schemas::events::Stream;
+use serde::{Deserialize, Serialize};
+
+use super::ProjectionError;
+use crate::config::{Backend, LogConfig};
+
+/// Where views are stored for a log configuration: `<data_dir>/views` for the embedded
+/// log; `./data/views` next to a Kafka log (views are always local).
+pub fn views_dir(config: &LogConfig) -> PathBuf {
+    match &config.backend {
+        Backend::Sled { data_dir } => data_dir.join("views"),
+        Backend::Kafka { .. } => PathBuf::from("data").join("views"),
+    }
+}
+
+/// A view's position as stored: its checkpoint and the epochs of the streams it was
+/// folded from (a changed epoch means the log was recreated and the view is void).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredCheckpoint {
+    /// Epoch per stream at the time of folding.
+    pub epochs: BTreeMap<Stream, String>,
+    /// Last applied sequence per stream.
+    pub checkpoint: Checkpoint,
+}
+
+#[derive(Serialize)]
+struct StoredRef<'a, V> {
+    epochs: &'a BTreeMap<Stream, String>,
+    view: &'a V,
+}
+
+#[derive(Deserialize)]
+struct Stored<V> {
+    epochs: BTreeMap<Stream, String>,
+    view: V,
+}
+
+/// The store: one sled tree, and for each view two keys written together in one atomic
+/// batch: `<name>` (epochs + the view as JSON) and `<name>.checkpoint` (epochs +
+/// checkpoint, so status reads are cheap).
+#[derive(Clone)]
+pub struct ViewStore {
+    tree: sled::Tree,
+    db: sled::Db,
+    path: PathBuf,
+}
+
+impl ViewStore {
+    /// Opens (creating) the store in `dir`. Fails if another process holds it.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self, ProjectionError> {
+        let path = dir.as_ref().to_path_buf();
+        let db = sled::Config::new()
+            .path(&path)
+            .flush_every_ms(None)
+            .open()
+            .map_err(|e| store_error(&path, e))?;
+        let tree = db.open_tree("views").map_err(|e| store_error(&path, e))?;
+        Ok(ViewStore { tree, db, path })
+    }
+
+    /// The store's directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes `view` with its checkpoint and `epochs` in one atomic, durable write.
+    pub fn save<V: View>(
+        &self,
+        view: &V,
+        epochs: &BTreeMap<Stream, String>,
+    ) -> Result<(), ProjectionError> {
+        let name = V::NAME.as_str();
+        let body = serde_json::to_vec(&StoredRef { epochs, view })
+            .map_err(|e| self.error(format!("encoding view {name}: {e}")))?;
+        let checkpoint = serde_json::to_vec(&StoredRef {
+            epochs,
+            view: view.checkpoint(),
+        })
+        .map_err(|e| self.error(format!("encoding checkpoint of {name}: {e}")))?;
+        let mut batch = sled::Batch::default();
+        batch.insert(name.as_bytes(), body);
+        batch.insert(format!("{name}.checkpoint").as_bytes(), checkpoint);
+        self.tree
+            .apply_batch(batch)
+            .map_err(|e| store_error(&self.path, e))?;
+        self.db.flush().map_err(|e| store_error(&self.path, e))?;
+        Ok(())
+    }
+
+    /// The stored view and the epochs it was folded from, if any.
+    pub fn load<V: View>(&self) -> Result<Option<(V, BTreeMap<Stream, String>)>, ProjectionError> {
+        let Some(bytes) = self
+            .tree
+            .get(V::NAME.as_str())
+            .map_err(|e| store_error(&self.path, e))?
+        else {
+            return Ok(None);
+        };
+        let stored: Stored<V> =
+            serde_json::from_slice(&bytes).map_err(|e| ProjectionError::Corrupt {
+                path: self.path.display().to_string(),
+                view: V::NAME,
+                reason: e.to_string(),
+            })?;
+        Ok(Some((stored.view, stored.epochs)))
+    }
+
+    /// The stored checkpoint of view `name`, without reading the view.
+    pub fn checkpoint(&self, name: ViewName) -> Result<Option<StoredCheckpoint>, ProjectionError> {
+        let key = format!("{name}.checkpoint");
+        let Some(bytes) = self.tree.get(key).map_err(|e| store_error(&self.path, e))? else {
+            return Ok(None);
+        };
+        #[derive(Deserialize)]
+        struct Owned {
+            epochs: BTreeMap<Stream, String>,
+            view: Checkpoint,
+        }
+        let owned: Owned =
+            serde_json::from_slice(&bytes).map_err(|e| ProjectionError::Corrupt {
+                path: self.path.display().to_string(),
+                view: name,
+                reason: e.to_string(),
+            })?;
+        Ok(Some(StoredCheckpoint {
+            epochs: owned.epochs,
+            checkpoint: owned.view,
+        }))
+    }
+
+    /// Removes view `name` and its checkpoint (atomically, durably).
+    pub fn remove(&self, name: ViewName) -> Result<(), ProjectionError> {
+        let mut batch = sled::Batch::default();
+        batch.remove(name.as_str().as_bytes());
+        batch.remove(format!("{name}.checkpoint").as_bytes());
+        self.tree
+            .apply_batch(batch)
+            .map_err(|e| store_error(&self.path, e))?;
+        self.db.flush().map_err(|e| store_error(&self.path, e))?;
+        Ok(())
+    }
+
+    fn error(&self, reason: String) -> ProjectionError {
+        ProjectionError::Store {
+            path: self.path.display().to_string(),
+            reason,
+        }
+    }
+}
+
+fn store_error(path: &Path, e: sled::Error) -> ProjectionError {
+    let reason = match &e {
+        sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
+            format!("locked by another process (is an orchestrata runner using it?): {io}")
+        }
+        other => other.to_string(),
+    };
+    ProjectionError::Store {
+        path: path.display().to_string(),
+        reason,
+    }
+}
