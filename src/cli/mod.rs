@@ -5,8 +5,10 @@
 //! same flags.
 
 mod args;
+mod audit;
 mod crash;
 mod info;
+mod projections;
 mod replay;
 mod up;
 
@@ -36,6 +38,14 @@ pub enum Command {
     },
     /// Print a stream's events as JSON lines (the gateway's event JSON).
     Replay(replay::ReplayArgs),
+    /// Rebuild, inspect and print the views folded from the log.
+    Projections {
+        /// What to do.
+        #[command(subcommand)]
+        command: projections::ProjectionsCommand,
+    },
+    /// Offline audit of governance decisions: list, verify, diff against a policy.
+    Audit(audit::AuditArgs),
     /// Test hook: append events with fsync on every append and print each acknowledged
     /// sequence, forever (the crash test kills it).
     #[command(name = "__crash-append", hide = true)]
@@ -57,6 +67,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             command: LogCommand::Info(args),
         } => info::run(args).await,
         Command::Replay(args) => replay::run(args).await,
+        Command::Projections { command } => projections::run(command).await,
+        Command::Audit(args) => audit::run(args).await,
         Command::CrashAppend(args) => crash::run(args).await,
     }
 }

@@ -1,0 +1,380 @@
+//! `orchestrata projections ...`: rebuild, inspect and print the views.
+//!
+//! - `rebuild [--view NAME|all] [--until SEQ]`: drop views and refold them from the log
+//!   (a progress bar with events/s and ETA on a terminal, plain lines otherwise).
+//! - `status`: each view's stored checkpoint and lag behind the log, per stream.
+//! - `show --view NAME [--id ID] [--as-of SEQ]`: a view (or one entry of it) as JSON,
+//!   caught up with the log, or folded from scratch up to `SEQ` (time travel).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use orchestrata_projections::{DecisionIndex, SessionView, ThreadView, View, ViewName, VolkView};
+use orchestrata_schemas::events::Stream;
+use serde_json::json;
+
+use super::LogArgs;
+use crate::log::{self, EventLog};
+use crate::projection::{self, Progress, Projections, RunnerConfig, ViewStore};
+
+/// `orchestrata projections ...`.
+#[derive(Debug, Subcommand)]
+pub enum ProjectionsCommand {
+    /// Drop views and refold them from the log.
+    Rebuild(RebuildArgs),
+    /// Each view's checkpoint and lag behind the log, per stream.
+    Status(StoreArgs),
+    /// Print a view, or one entry of it, as JSON.
+    Show(ShowArgs),
+    /// Test hook: run the live projection runner until killed, printing progress.
+    #[command(name = "__run", hide = true)]
+    Run(RunArgs),
+}
+
+/// The log flags plus where views are stored.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    #[command(flatten)]
+    log: LogArgs,
+    /// View store directory [default: <data-dir>/views, or ./data/views with --kafka].
+    #[arg(long, value_name = "DIR")]
+    views_dir: Option<PathBuf>,
+}
+
+impl StoreArgs {
+    async fn open(&self) -> anyhow::Result<(Arc<dyn EventLog>, ViewStore)> {
+        let config = self.log.config()?;
+        let log = log::open(&config).await.context("opening the event log")?;
+        let dir = self
+            .views_dir
+            .clone()
+            .unwrap_or_else(|| projection::views_dir(&config));
+        let store = ViewStore::open(&dir).context("opening the view store")?;
+        Ok((log, store))
+    }
+}
+
+/// Which views `rebuild` handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViewChoice {
+    /// Every view.
+    All,
+    /// One view.
+    One(ViewName),
+}
+
+fn parse_choice(s: &str) -> Result<ViewChoice, String> {
+    if s == "all" {
+        return Ok(ViewChoice::All);
+    }
+    s.parse()
+        .map(ViewChoice::One)
+        .map_err(|e| format!("{e}, or all"))
+}
+
+/// Arguments of `projections rebuild`.
+#[derive(Debug, Args)]
+pub struct RebuildArgs {
+    #[command(flatten)]
+    store: StoreArgs,
+    /// thread, session, volk, decision or all.
+    #[arg(long, default_value = "all", value_parser = parse_choice)]
+    view: ViewChoice,
+    /// Stop at this sequence (inclusive) of each stream a view folds.
+    #[arg(long, value_name = "SEQ")]
+    until: Option<u64>,
+}
+
+/// Arguments of `projections show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    store: StoreArgs,
+    /// thread, session, volk or decision.
+    #[arg(long)]
+    view: ViewName,
+    /// One entry: thread id, session id, Volk alias or decision id.
+    #[arg(long)]
+    id: Option<String>,
+    /// Fold from scratch up to this sequence (inclusive) of each stream: the view as it
+    /// was then.
+    #[arg(long, value_name = "SEQ")]
+    as_of: Option<u64>,
+}
+
+/// Arguments of the hidden `projections __run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    store: StoreArgs,
+    /// Commit after this many events.
+    #[arg(long, default_value_t = 10_000)]
+    batch_events: usize,
+    /// Or after this many milliseconds.
+    #[arg(long, default_value_t = 200)]
+    batch_ms: u64,
+}
+
+/// Runs `orchestrata projections ...`.
+pub(super) async fn run(command: ProjectionsCommand) -> anyhow::Result<()> {
+    match command {
+        ProjectionsCommand::Rebuild(args) => rebuild(args).await,
+        ProjectionsCommand::Status(args) => status(args).await,
+        ProjectionsCommand::Show(args) => show(args).await,
+        ProjectionsCommand::Run(args) => run_live(args).await,
+    }
+}
+
+async fn rebuild(args: RebuildArgs) -> anyhow::Result<()> {
+    let (log, store) = args.store.open().await?;
+    let names = match args.view {
+        ViewChoice::All => ViewName::ALL.to_vec(),
+        ViewChoice::One(name) => vec![name],
+    };
+    for name in names {
+        let started = Instant::now();
+        let mut reporter = Reporter::new(name);
+        let events = {
+            let log = log.as_ref();
+            let progress = &mut |p: Progress| reporter.report(p);
+            match name {
+                ViewName::Thread => {
+                    rebuilt::<ThreadView>(log, &store, args.until, progress).await?
+                }
+                ViewName::Session => {
+                    rebuilt::<SessionView>(log, &store, args.until, progress).await?
+                }
+                ViewName::Volk => rebuilt::<VolkView>(log, &store, args.until, progress).await?,
+                ViewName::Decision => {
+                    rebuilt::<DecisionIndex>(log, &store, args.until, progress).await?
+                }
+            }
+        };
+        reporter.finish();
+        let secs = started.elapsed().as_secs_f64();
+        println!(
+            "rebuilt {name}: {events} events in {secs:.2} s ({:.0} events/s)",
+            if secs > 0.0 {
+                events as f64 / secs
+            } else {
+                0.0
+            }
+        );
+    }
+    Ok(())
+}
+
+async fn rebuilt<V: View>(
+    log: &dyn EventLog,
+    store: &ViewStore,
+    until: Option<u64>,
+    progress: &mut dyn FnMut(Progress),
+) -> anyhow::Result<u64> {
+    let view: V = projection::rebuild_into_store(log, store, until, progress).await?;
+    Ok(view.checkpoint().iter().map(|(_, last)| last + 1).sum())
+}
+
+/// A progress bar on a terminal; a line per second otherwise.
+struct Reporter {
+    name: ViewName,
+    bar: Option<ProgressBar>,
+    last_line: Option<Instant>,
+}
+
+impl Reporter {
+    fn new(name: ViewName) -> Self {
+        let bar = std::io::stdout().is_terminal().then(|| {
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{prefix:>8} [{bar:40}] {pos}/{len} events {per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            bar.set_prefix(name.as_str());
+            bar
+        });
+        Reporter {
+            name,
+            bar,
+            last_line: None,
+        }
+    }
+
+    fn report(&mut self, p: Progress) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(p.total);
+            bar.set_position(p.done);
+            return;
+        }
+        let due = self
+            .last_line
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
+        if due || p.done == p.total {
+            self.last_line = Some(Instant::now());
+            let rate = p.rate();
+            let eta = if rate > 0.0 {
+                (p.total - p.done) as f64 / rate
+            } else {
+                0.0
+            };
+            println!(
+                "rebuild {}: {}/{} events, {:.0} events/s, eta {:.1} s",
+                self.name, p.done, p.total, rate, eta
+            );
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+async fn status(args: StoreArgs) -> anyhow::Result<()> {
+    let (log, store) = args.open().await?;
+    println!(
+        "views at {} for log at {}",
+        store.path().display(),
+        log.location()
+    );
+    println!(
+        "{:<10} {:<22} {:>12} {:>12} {:>10}  NOTE",
+        "VIEW", "STREAM", "CHECKPOINT", "LOG LAST", "LAG"
+    );
+    for name in ViewName::ALL {
+        let streams = match name {
+            ViewName::Thread => ThreadView::STREAMS,
+            ViewName::Session => SessionView::STREAMS,
+            ViewName::Volk => VolkView::STREAMS,
+            ViewName::Decision => DecisionIndex::STREAMS,
+        };
+        let stored = store.checkpoint(name)?;
+        for stream in streams {
+            let last = log.last_sequence(*stream).await?;
+            let epoch = log.epoch(*stream).await?;
+            let checkpoint = stored.as_ref().and_then(|s| s.checkpoint.last(*stream));
+            let next = checkpoint.map_or(0, |c| c + 1);
+            let lag = last.map_or(0, |l| (l + 1).saturating_sub(next));
+            let note = match &stored {
+                None => "not built",
+                Some(s) if s.epochs.get(stream) != Some(&epoch) => "stale: log epoch changed",
+                Some(_) => "",
+            };
+            let show = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+            println!(
+                "{:<10} {:<22} {:>12} {:>12} {:>10}  {note}",
+                name.as_str(),
+                stream.as_str(),
+                show(checkpoint),
+                show(last),
+                lag
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The view as stored, caught up with the log in memory; or folded up to `as_of`.
+async fn current<V: View>(
+    log: &dyn EventLog,
+    store: &ViewStore,
+    as_of: Option<u64>,
+) -> anyhow::Result<V> {
+    let quiet = &mut |_: Progress| {};
+    if as_of.is_some() {
+        return Ok(projection::rebuild(log, as_of, quiet).await?);
+    }
+    let epochs = projection::stream_epochs::<V>(log).await?;
+    let mut view = match store.load::<V>()? {
+        Some((view, stored)) if stored == epochs => view,
+        _ => V::default(),
+    };
+    projection::catch_up(log, &mut view, None, quiet).await?;
+    Ok(view)
+}
+
+async fn show(args: ShowArgs) -> anyhow::Result<()> {
+    let (log, store) = args.store.open().await?;
+    let log = log.as_ref();
+    let missing =
+        |what: &str, id: &str| anyhow::anyhow!("--id: no {what} `{id}` in the {} view", args.view);
+    let value = match (args.view, args.id.as_deref()) {
+        (ViewName::Thread, None) => {
+            serde_json::to_value(current::<ThreadView>(log, &store, args.as_of).await?)?
+        }
+        (ViewName::Thread, Some(id)) => {
+            let view: ThreadView = current(log, &store, args.as_of).await?;
+            let thread = view.thread(id).ok_or_else(|| missing("thread", id))?;
+            let packets: Vec<_> = view.thread_packets(id).collect();
+            json!({"thread": thread, "effective_status": view.thread_status(id), "packets": packets})
+        }
+        (ViewName::Session, None) => {
+            serde_json::to_value(current::<SessionView>(log, &store, args.as_of).await?)?
+        }
+        (ViewName::Session, Some(id)) => {
+            let view: SessionView = current(log, &store, args.as_of).await?;
+            serde_json::to_value(view.session(id).ok_or_else(|| missing("session", id))?)?
+        }
+        (ViewName::Volk, None) => {
+            serde_json::to_value(current::<VolkView>(log, &store, args.as_of).await?)?
+        }
+        (ViewName::Volk, Some(id)) => {
+            let view: VolkView = current(log, &store, args.as_of).await?;
+            let volk = view.volk(id).ok_or_else(|| missing("Volk", id))?;
+            json!({"volk": volk, "last_activity": view.last_activity(id)})
+        }
+        (ViewName::Decision, None) => {
+            serde_json::to_value(current::<DecisionIndex>(log, &store, args.as_of).await?)?
+        }
+        (ViewName::Decision, Some(id)) => {
+            let decision_id: uuid::Uuid = id
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--id: `{id}` is not a decision id (a UUID): {e}"))?;
+            let view: DecisionIndex = current(log, &store, args.as_of).await?;
+            serde_json::to_value(
+                view.decision(&decision_id)
+                    .ok_or_else(|| missing("decision", id))?,
+            )?
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Runs every view live, printing `progress cxp.traffic <seq>` as the thread view
+/// advances, until killed.
+async fn run_live(args: RunArgs) -> anyhow::Result<()> {
+    let (log, store) = args.store.open().await?;
+    let config = RunnerConfig {
+        batch_events: args.batch_events.max(1),
+        batch_interval: Duration::from_millis(args.batch_ms),
+    };
+    let views = Projections::start(log, store, config).await?;
+    let threads = views.threads();
+    let mut out = std::io::stdout();
+    loop {
+        let seq = threads.checkpoint().last(Stream::CxpTraffic);
+        if let Some(seq) = seq {
+            writeln!(out, "progress cxp.traffic {seq}")?;
+            out.flush()?;
+        }
+        let next = seq.map_or(0, |s| s + 1);
+        match threads
+            .wait_for(Stream::CxpTraffic, next, Duration::from_millis(50))
+            .await
+        {
+            Ok(()) | Err(projection::ProjectionError::WaitTimeout { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
