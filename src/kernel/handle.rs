@@ -53,7 +53,7 @@ impl Kernel {
         let events_folded = state.applied();
         let mut roster_registered = false;
         if config.register_roster && state.volk_aliases().is_empty() {
-            let records = roster::roster_records(clock.now());
+            let records = roster::roster_records(super::writer::log_time(clock.now()));
             load::append_all(&log, &records).await?;
             for r in &records {
                 state.apply(r);

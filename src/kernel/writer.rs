@@ -127,7 +127,7 @@ impl Writer {
         command_id: Option<uuid::Uuid>,
     ) -> Emitter<'a> {
         Emitter {
-            now: self.clock.now(),
+            now: log_time(self.clock.now()),
             state: &mut self.state,
             config: &self.config,
             retries: &mut self.retries,
@@ -137,7 +137,7 @@ impl Writer {
     }
 
     async fn fire_timers(&mut self) {
-        let due = self.retries.take_due(self.clock.now());
+        let due = self.retries.take_due(log_time(self.clock.now()));
         let mut out = Vec::new();
         {
             let mut em = self.emitter(&mut out, None);
@@ -211,7 +211,7 @@ impl Writer {
         if self.state.is_executed(&command.id) {
             return Ok(true);
         }
-        let now = self.clock.now();
+        let now = log_time(self.clock.now());
         let start = out.len();
         match decide::decide(&self.state, now, command) {
             Ok(records) => {
@@ -300,6 +300,13 @@ impl Writer {
             }
         }
     }
+}
+
+/// `t` at the log's precision (microseconds): the state folded in memory must equal
+/// the state folded from the log, byte for byte.
+pub(crate) fn log_time(t: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
+    use chrono::SubsecRound;
+    t.trunc_subsecs(6)
 }
 
 /// A failed append, answerable to every request of the batch.

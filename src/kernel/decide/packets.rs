@@ -47,6 +47,7 @@ pub(super) fn send(cx: &Ctx<'_>, packet: &Packet) -> Result<Vec<EventRecord>, Ke
         });
     }
     let mut packet = packet.clone();
+    packet.created_at = crate::kernel::writer::log_time(packet.created_at);
     if let Some(parent) = packet.in_reply_to {
         let parent = cx.packet(parent)?;
         let inherited = parent.packet.thread_id();
