@@ -76,7 +76,11 @@ fn scan(root: &Path, file: &Path, citations: &mut Citations) {
     let Ok(text) = fs::read_to_string(file) else {
         return;
     };
-    let rel = file.strip_prefix(root).unwrap_or(file).display().to_string();
+    let rel = file
+        .strip_prefix(root)
+        .unwrap_or(file)
+        .display()
+        .to_string();
     let mut pending: Vec<String> = Vec::new();
     for line in text.lines() {
         if let Some(ids) = requirement_ids(line) {
