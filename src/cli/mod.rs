@@ -5,6 +5,7 @@
 //! same flags.
 
 mod args;
+mod audit;
 mod crash;
 mod info;
 mod projections;
@@ -43,6 +44,8 @@ pub enum Command {
         #[command(subcommand)]
         command: projections::ProjectionsCommand,
     },
+    /// Offline audit of governance decisions: list, verify, diff against a policy.
+    Audit(audit::AuditArgs),
     /// Test hook: append events with fsync on every append and print each acknowledged
     /// sequence, forever (the crash test kills it).
     #[command(name = "__crash-append", hide = true)]
@@ -65,6 +68,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         } => info::run(args).await,
         Command::Replay(args) => replay::run(args).await,
         Command::Projections { command } => projections::run(command).await,
+        Command::Audit(args) => audit::run(args).await,
         Command::CrashAppend(args) => crash::run(args).await,
     }
 }

@@ -1,0 +1,170 @@
+//! `orchestrata audit decisions|verify|diff`: offline audit of governance decisions,
+//! read straight from the log (sled directory or Kafka) with no server running, so an
+//! auditor can run it on a copy of the data.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use clap::{Args, Subcommand};
+
+use super::LogArgs;
+use crate::governance::audit::{self, AuditLog};
+use crate::governance::Policy;
+use crate::log;
+
+/// Arguments of `orchestrata audit`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    #[command(flatten)]
+    log: LogArgs,
+    /// What to do.
+    #[command(subcommand)]
+    command: AuditCommand,
+}
+
+/// `orchestrata audit ...`.
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Recorded decisions: a table on a terminal, JSON lines otherwise.
+    Decisions(DecisionsArgs),
+    /// Re-evaluate every decision under its recorded policy; non-zero exit if any differs.
+    Verify,
+    /// Re-evaluate recorded decisions under a candidate policy and report changes.
+    Diff {
+        /// Directory of the candidate policy's `.pl` files.
+        #[arg(long, value_name = "DIR")]
+        policy: PathBuf,
+    },
+}
+
+/// Filters of `audit decisions`.
+#[derive(Debug, Args)]
+pub struct DecisionsArgs {
+    /// Only decisions at or after this time (RFC 3339).
+    #[arg(long, value_name = "T")]
+    since: Option<DateTime<Utc>>,
+    /// Only decisions at or before this time (RFC 3339).
+    #[arg(long, value_name = "T")]
+    until: Option<DateTime<Utc>>,
+    /// Only this subject (client id or Volk alias).
+    #[arg(long, value_name = "S")]
+    subject: Option<String>,
+    /// Only this result: allow, deny or escalate.
+    #[arg(long, value_name = "R", value_parser = ["allow", "deny", "escalate"])]
+    result: Option<String>,
+    /// JSON lines even on a terminal.
+    #[arg(long)]
+    json: bool,
+}
+
+fn result_name(r: &orchestrata_schemas::events::types::DecisionResult) -> String {
+    serde_json::to_value(r)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+pub(super) async fn run(args: AuditArgs) -> anyhow::Result<()> {
+    let config = args.log.config()?;
+    let log = log::open(&config).await.context("opening the event log")?;
+    let audit_log = AuditLog::read(log.as_ref()).await.context("reading decisions")?;
+    match args.command {
+        AuditCommand::Decisions(filter) => decisions(&audit_log, &filter),
+        AuditCommand::Verify => {
+            let report = audit::verify(&audit_log);
+            for m in &report.mismatches {
+                println!("MISMATCH seq={} decision={} {}", m.sequence, m.decision_id, m.reason);
+            }
+            println!(
+                "verified {} decisions ({} fail-closed skipped): {} mismatch(es)",
+                report.checked,
+                report.skipped,
+                report.mismatches.len()
+            );
+            if report.mismatches.is_empty() {
+                Ok(())
+            } else {
+                anyhow::bail!("{} decision(s) differ on re-evaluation", report.mismatches.len())
+            }
+        }
+        AuditCommand::Diff { policy } => {
+            let candidate = Policy::from_dir(&policy)?;
+            let report = audit::diff(&audit_log, &candidate)?;
+            for c in &report.changes {
+                println!(
+                    "CHANGED seq={} decision={} {} {} {}: {} -> {}",
+                    c.sequence, c.decision_id, c.subject, c.action, c.resource, c.recorded, c.candidate
+                );
+            }
+            for (action, n) in &report.by_action {
+                println!("by action  {action}: {n}");
+            }
+            for (subject, n) in &report.by_subject {
+                println!("by subject {subject}: {n}");
+            }
+            println!(
+                "{} of {} decisions would change under {}",
+                report.changes.len(),
+                report.compared,
+                candidate.hash()
+            );
+            Ok(())
+        }
+    }
+}
+
+fn decisions(audit_log: &AuditLog, f: &DecisionsArgs) -> anyhow::Result<()> {
+    let table = !f.json && std::io::stdout().is_terminal();
+    if table {
+        println!(
+            "{:<8} {:<20} {:<16} {:<18} {:<20} {:<9} {:<7} TRACE",
+            "SEQ", "TIME", "SUBJECT", "ACTION", "RESOURCE", "RESULT", "DRYRUN"
+        );
+    }
+    for rd in &audit_log.decisions {
+        let d = &rd.event;
+        let result = result_name(&d.result);
+        if f.since.is_some_and(|t| rd.timestamp < t)
+            || f.until.is_some_and(|t| rd.timestamp > t)
+            || f.subject.as_ref().is_some_and(|s| *s != d.subject)
+            || f.result.as_ref().is_some_and(|r| *r != result)
+        {
+            continue;
+        }
+        if table {
+            println!(
+                "{:<8} {:<20} {:<16} {:<18} {:<20} {:<9} {:<7} {}",
+                rd.sequence,
+                rd.timestamp.format("%Y-%m-%dT%H:%M:%S"),
+                d.subject,
+                d.action,
+                d.resource,
+                result,
+                d.dry_run,
+                d.rule_trace.join(" > ")
+            );
+        } else {
+            let line = serde_json::json!({
+                "sequence": rd.sequence,
+                "timestamp": rd.timestamp,
+                "decision_id": d.decision_id.to_string(),
+                "subject_kind": d.subject_kind,
+                "subject": d.subject,
+                "action": d.action,
+                "resource": d.resource,
+                "result": result,
+                "rule_trace": d.rule_trace,
+                "articles_applied": d.articles_applied,
+                "policy_hash": d.policy_hash,
+                "latency_us": d.latency_us,
+                "dry_run": d.dry_run,
+                "reason": d.reason,
+                "query": d.query,
+            });
+            println!("{line}");
+        }
+    }
+    Ok(())
+}
