@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod config;
 pub mod gateway;
+pub mod governance;
 pub mod kernel;
 pub mod log;
 pub mod projection;
