@@ -1,0 +1,51 @@
+//! Helpers of the projection tests: logs filled with a synthetic workload, view JSON.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use orchestrata::log::EventLog;
+use orchestrata::projection;
+use orchestrata_projections::sample::Workload;
+use orchestrata_projections::View;
+use orchestrata_schemas::events::{EventRecord, Stream};
+
+/// Appends `n` workload records (seed `seed`) to `log`, stream by stream in batches
+/// (order within each stream is kept). Returns the last sequence per stream.
+pub async fn fill(log: &Arc<dyn EventLog>, seed: u64, n: usize) -> BTreeMap<Stream, u64> {
+    let mut workload = Workload::new(seed);
+    let mut by_stream: BTreeMap<Stream, Vec<EventRecord>> = BTreeMap::new();
+    for _ in 0..n {
+        let r = workload.next_record();
+        by_stream.entry(r.stream()).or_default().push(r);
+    }
+    append_all(log, by_stream).await
+}
+
+/// Appends records grouped by stream; returns the last sequence per stream.
+pub async fn append_all(
+    log: &Arc<dyn EventLog>,
+    by_stream: BTreeMap<Stream, Vec<EventRecord>>,
+) -> BTreeMap<Stream, u64> {
+    let mut last = BTreeMap::new();
+    for (stream, records) in by_stream {
+        for chunk in records.chunks(2000) {
+            let first = log.append_batch(chunk).await.expect("append batch");
+            last.insert(stream, first + chunk.len() as u64 - 1);
+        }
+    }
+    last
+}
+
+/// The view rebuilt from scratch from the whole log, as JSON.
+pub async fn rebuilt_json<V: View>(log: &Arc<dyn EventLog>) -> String {
+    let view: V = projection::rebuild(log.as_ref(), None, &mut |_| {})
+        .await
+        .expect("rebuild");
+    serde_json::to_string(&view).expect("view serializes")
+}
+
+/// A view as JSON.
+pub fn json<V: serde::Serialize>(view: &V) -> String {
+    serde_json::to_string(view).expect("view serializes")
+}
