@@ -1,0 +1,202 @@
+//! `orchestrata projections ...` as a real binary on temp data directories.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use orchestrata::config::{FsyncPolicy, LogConfig};
+use orchestrata::log::{self, EventLog};
+use orchestrata::projection;
+use orchestrata_projections::{PageRequest, ThreadView};
+use orchestrata_schemas::events::Stream;
+
+mod projection_support;
+
+use projection_support::fill;
+
+fn orchestrata(args: &[&str], data: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_orchestrata"))
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .output()
+        .expect("run orchestrata")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+async fn open(dir: &Path) -> Arc<dyn EventLog> {
+    let mut config = LogConfig::sled(dir);
+    config.fsync = FsyncPolicy::EveryN(100_000);
+    log::open(&config).await.expect("open sled log")
+}
+
+/// Fills a log, then releases it for the binary. Returns a thread id and the fold.
+async fn prepared(dir: &Path, n: usize) -> (String, ThreadView, u64) {
+    let log = open(dir).await;
+    let last = fill(&log, 5, n).await;
+    log.flush().await.expect("flush");
+    let view: ThreadView = projection::rebuild(log.as_ref(), None, &mut |_| {})
+        .await
+        .expect("rebuild");
+    let thread = view
+        .threads(&Default::default(), &PageRequest::first(1))
+        .items
+        .first()
+        .map(|t| t.thread_id.clone())
+        .expect("a thread");
+    drop(log);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    (thread, view, last[&Stream::CxpTraffic])
+}
+
+fn status_line<'a>(out: &'a str, view: &str, stream: &str) -> Vec<&'a str> {
+    out.lines()
+        .find(|l| l.starts_with(view) && l.contains(stream))
+        .unwrap_or_else(|| panic!("no {view}/{stream} line in:\n{out}"))
+        .split_whitespace()
+        .collect()
+}
+
+// REQ-004-INTG-003 REQ-004-INTG-011
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rebuild_status_and_show_work_on_a_sled_data_dir() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (thread, view, last) = prepared(dir.path(), 3000).await;
+
+    let out = orchestrata(&["projections", "status"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let before = text(&out.stdout);
+    let cols = status_line(&before, "thread", "cxp.traffic");
+    assert_eq!(cols[2], "-", "nothing built yet:\n{before}");
+    assert_eq!(cols[4], (last + 1).to_string(), "lag = whole stream");
+    assert!(before.contains("not built"));
+
+    let out = orchestrata(&["projections", "rebuild"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for name in ["thread", "session", "volk", "decision"] {
+        assert!(stdout.contains(&format!("rebuilt {name}: ")), "{stdout}");
+    }
+    assert!(
+        stdout.contains("events/s, eta"),
+        "plain progress lines when not a terminal:\n{stdout}"
+    );
+
+    let out = orchestrata(&["projections", "status"], dir.path());
+    let after = text(&out.stdout);
+    let cols = status_line(&after, "thread", "cxp.traffic");
+    assert_eq!(
+        (cols[2], cols[3], cols[4]),
+        (last.to_string().as_str(), last.to_string().as_str(), "0"),
+        "{after}"
+    );
+
+    let out = orchestrata(
+        &["projections", "show", "--view", "thread", "--id", &thread],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let expected = view.thread(&thread).expect("thread");
+    assert_eq!(shown["thread"]["thread_id"], thread.as_str());
+    assert_eq!(shown["thread"]["message_count"], expected.message_count);
+    assert_eq!(
+        shown["packets"].as_array().map(Vec::len),
+        Some(expected.packets.len())
+    );
+}
+
+// REQ-004-US-008-005 REQ-004-INTG-011
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn until_and_as_of_fold_the_past() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_, _, _) = prepared(dir.path(), 1500).await;
+    let out = orchestrata(
+        &[
+            "projections",
+            "rebuild",
+            "--view",
+            "thread",
+            "--until",
+            "20",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = orchestrata(&["projections", "status"], dir.path());
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        status_line(&stdout, "thread", "cxp.traffic")[2],
+        "20",
+        "{stdout}"
+    );
+    assert_eq!(
+        status_line(&stdout, "session", "session.events")[2],
+        "-",
+        "only the thread view was rebuilt"
+    );
+
+    let out = orchestrata(
+        &["projections", "show", "--view", "thread", "--as-of", "20"],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let log = open(dir.path()).await;
+    let past: ThreadView = projection::rebuild(log.as_ref(), Some(20), &mut |_| {})
+        .await
+        .expect("rebuild");
+    assert_eq!(shown, serde_json::to_value(&past).expect("JSON"));
+    assert_eq!(past.checkpoint().last(Stream::CxpTraffic), Some(20));
+}
+
+// REQ-004-INTG-011
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_arguments_fail_with_clear_messages() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_, _, _) = prepared(dir.path(), 200).await;
+    let out = orchestrata(&["projections", "rebuild", "--view", "nope"], dir.path());
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("unknown view `nope`"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = orchestrata(
+        &["projections", "show", "--view", "thread", "--id", "missing"],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("no thread `missing`"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = orchestrata(
+        &[
+            "projections",
+            "show",
+            "--view",
+            "decision",
+            "--id",
+            "not-a-uuid",
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("not a decision id"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = orchestrata(
+        &["projections", "show", "--view", "volk", "--id", "U:Ox"],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(shown["volk"]["alias"], "U:Ox");
+}
