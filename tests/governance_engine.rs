@@ -210,6 +210,11 @@ async fn packet_facts_answer_queries_by_id_thread_sender_recipient_and_status() 
     // facts follow the log: a later packet shows up in the next query
     let d = send(&env.log, packet("U:Qa", "U:Ox", "t3", "task", "s1")).await;
     assert_eq!(g.packets_where(PacketField::Thread, "t3").await.unwrap(), ids(&[d]));
+    // a status change after start retracts the old status fact and asserts the new one
+    let delivered = PacketDelivered { message_id: a, thread_id: "t1".into(), to_agent: "U:Vz".into() };
+    env.log.append(&EventRecord::new("kernel", "t1", delivered, chrono::Utc::now())).await.unwrap();
+    assert_eq!(sorted(g.packets_where(PacketField::DeliveryStatus, "delivered").await.unwrap()), ids(&[a, b]));
+    assert_eq!(sorted(g.packets_where(PacketField::DeliveryStatus, "queued").await.unwrap()), ids(&[c, d]));
 }
 
 // REQ-005-US-005-001

@@ -27,6 +27,8 @@ decide(volk(V), 'cxp.send', To, Ctx, R) :- !,
 decide(volk(V), 'cxp.priority', MessageId, Ctx, R) :- !,
     rule(priority_authority),
     priority_verdict(V, MessageId, Ctx, R).
+decide(client(_), 'cxp.priority', _, _, allow) :- !,
+    rule(client_priority_authorized_by_gateway).
 decide(volk(V), 'cxp.escalate', Target, _, R) :- !,
     rule(escalation_authority),
     article('005 Article III'),
@@ -48,6 +50,11 @@ decide(_, 'session.open', Session, _, R) :- !,
     rule(session_open),
     (   session(Session, _, open, _) -> rule(session_already_open), R = deny
     ;   R = allow
+    ).
+decide(_, 'session.resume', Session, _, R) :- !,
+    rule(session_resume),
+    (   session(Session, _, _, _) -> R = allow
+    ;   rule(unknown_session), R = deny
     ).
 decide(_, 'session.close', Session, _, R) :- !,
     rule(session_close),
@@ -94,13 +101,18 @@ send_verdict(V, To, _, deny) :-
     junior(V),
     \+ volk_parent(V, To), !,
     rule(junior_parent_only), article('005 Article IX').
-send_verdict(V, To, _, escalate) :-
-    \+ may_talk(V, To), !,
-    rule(cross_hierarchy), article('005 Article IX').
 send_verdict(V, To, Ctx, deny) :-
     ctx(Ctx, subject, Subject),
     \+ subject_owned_by(Subject, V, To), !,
     rule(subject_not_owned), article('004 Article X').
+send_verdict(V, To, Ctx, allow) :-
+    ctx(Ctx, subject, Subject),
+    subject_route(Subject, _, _),
+    subject_owned_by(Subject, V, To), !,
+    rule(sanctioned_route), article('004 Article X').
+send_verdict(V, To, _, escalate) :-
+    \+ may_talk(V, To), !,
+    rule(cross_hierarchy), article('005 Article IX').
 send_verdict(_, _, _, allow) :-
     rule(send_allowed), article('005 Article IX'), article('004 Article X').
 

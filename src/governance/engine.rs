@@ -158,7 +158,11 @@ fn worker(rx: mpsc::Receiver<Job>, inference_limit: u64) {
 fn run_job(ev: &mut Evaluator, job: Job) {
     match job {
         Job::Apply(changes, reply) => {
-            let _ = reply.send(ev.apply(&changes));
+            let result = ev.apply(&changes);
+            if let Err(e) = &result {
+                tracing::error!(error = %e, "governance facts could not be applied");
+            }
+            let _ = reply.send(result);
         }
         Job::Reset(facts, reply) => {
             let _ = reply.send(ev.clear_facts().and_then(|()| ev.load_facts(&facts)));

@@ -231,7 +231,7 @@ impl Evaluator {
                 .iter()
                 .map(|c| match c {
                     FactChange::Assert(f) => format!("assertz({})", f.term()),
-                    FactChange::Retract(f) => format!("ignore(retract({}))", f.term()),
+                    FactChange::Retract(f) => format!("(retract({}) -> true ; true)", f.term()),
                 })
                 .collect::<Vec<_>>()
                 .join(",");

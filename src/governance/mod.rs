@@ -18,6 +18,7 @@ mod engine;
 mod error;
 mod evaluator;
 mod facts;
+pub mod kernel;
 mod policy;
 mod request;
 mod rules;

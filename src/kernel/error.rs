@@ -178,6 +178,24 @@ pub enum KernelError {
     /// The kernel's writer task has stopped.
     #[error("the kernel has stopped")]
     Stopped,
+    /// Governance did not allow the command (deny or escalate); nothing was appended
+    /// but the decision, which `decision_id` names on `governance.decisions`.
+    #[error("governance answered {result} to `{action}` on `{resource}` (decision {decision_id}, trace {trace:?})")]
+    Denied {
+        /// The recorded decision.
+        decision_id: uuid::Uuid,
+        /// `deny` or `escalate`.
+        result: String,
+        /// The governed action, e.g. `cxp.send`.
+        action: String,
+        /// What it was asked on.
+        resource: String,
+        /// The rule path that decided.
+        trace: Vec<String>,
+    },
+    /// Governance could not be asked (invalid request or log failure): fail closed.
+    #[error("governance unavailable: {0}")]
+    GovernanceFailed(String),
 }
 
 impl KernelError {
@@ -208,6 +226,8 @@ impl KernelError {
             KernelError::AppendFailed { .. } => "append_failed",
             KernelError::Corrupt { .. } => "corrupt_log",
             KernelError::Stopped => "kernel_stopped",
+            KernelError::Denied { .. } => "governance_denied",
+            KernelError::GovernanceFailed(_) => "governance_unavailable",
         }
     }
 

@@ -20,6 +20,7 @@ use crate::log::EventLog;
 pub struct Kernel {
     tx: mpsc::Sender<Request>,
     log: Arc<dyn EventLog>,
+    governance: Option<crate::governance::Governance>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -72,7 +73,11 @@ impl Kernel {
         };
         tokio::spawn(writer.run(rx));
         Ok((
-            Kernel { tx, log },
+            Kernel {
+                tx,
+                log,
+                governance: None,
+            },
             StartReport {
                 events_folded,
                 roster_registered,
@@ -86,10 +91,35 @@ impl Kernel {
         &self.log
     }
 
+    /// The same kernel, asking `governance` before every governed command
+    /// ([`crate::governance::kernel::request_for`]) it executes in-process.
+    pub fn with_governance(mut self, governance: crate::governance::Governance) -> Self {
+        self.governance = Some(governance);
+        self
+    }
+
     /// Validates `command` and appends the events it causes; on refusal appends nothing
     /// and returns the reason. A command id executed before is not executed again
-    /// (`Outcome::duplicate`).
+    /// (`Outcome::duplicate`). With governance attached, a governed command is first
+    /// decided; anything but allow is [`KernelError::Denied`] with the decision id.
     pub async fn execute(&self, command: Command) -> Result<Outcome, KernelError> {
+        if let Some(governance) = &self.governance {
+            if let Some(request) = crate::governance::kernel::request_for(&command) {
+                let decision = governance
+                    .decide(request.clone())
+                    .await
+                    .map_err(|e| KernelError::GovernanceFailed(e.to_string()))?;
+                if !decision.allowed() {
+                    return Err(KernelError::Denied {
+                        decision_id: decision.decision_id,
+                        result: format!("{:?}", decision.result).to_lowercase(),
+                        action: request.action,
+                        resource: request.resource,
+                        trace: decision.trace,
+                    });
+                }
+            }
+        }
         self.submit(command, false)
             .await?
             .await
