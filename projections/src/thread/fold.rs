@@ -239,8 +239,11 @@ impl ThreadView {
         else {
             return;
         };
-        thread.participants.insert(packet.from_agent.clone());
-        thread.participants.insert(packet.to_agent.clone());
+        for alias in [&packet.from_agent, &packet.to_agent] {
+            if !thread.participants.contains(alias) {
+                thread.participants.insert(alias.clone());
+            }
+        }
         thread.packets.push(packet.message_id);
         thread.message_count += 1;
         if thread.status == ThreadStatus::Resolved {
@@ -250,14 +253,8 @@ impl ThreadView {
                 .push(at.transition(ThreadStatus::Active, Some("new packet".into())));
         }
         self.by_sequence.insert(sequence, packet.message_id);
-        self.by_sender
-            .entry(packet.from_agent.clone())
-            .or_default()
-            .insert(sequence);
-        self.by_recipient
-            .entry(packet.to_agent.clone())
-            .or_default()
-            .insert(sequence);
+        index(&mut self.by_sender, &packet.from_agent, sequence);
+        index(&mut self.by_recipient, &packet.to_agent, sequence);
         let state = PacketState {
             sequence,
             sent_at: time,
@@ -345,4 +342,20 @@ fn age(thread: &mut ThreadState, at: &At<'_>) {
         });
     }
     thread.last_activity = thread.last_activity.max(now);
+}
+
+/// Adds `sequence` to `key`'s set, allocating the key only the first time.
+fn index(
+    map: &mut std::collections::BTreeMap<String, std::collections::BTreeSet<u64>>,
+    key: &str,
+    sequence: u64,
+) {
+    match map.get_mut(key) {
+        Some(set) => {
+            set.insert(sequence);
+        }
+        None => {
+            map.insert(key.to_owned(), std::collections::BTreeSet::from([sequence]));
+        }
+    }
 }

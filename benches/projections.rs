@@ -1,0 +1,124 @@
+//! Projection benchmarks: fold throughput per view (target >= 1,000,000 events/s),
+//! rebuild of 1,000,000 events from the sled log (target < 5 s), thread lookup
+//! (target < 10 µs). Run: `cargo bench --bench projections`.
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use orchestrata::config::{FsyncPolicy, LogConfig};
+use orchestrata::log::{self, EventLog};
+use orchestrata::projection;
+use orchestrata_projections::sample::Workload;
+use orchestrata_projections::{
+    fold, DecisionIndex, PageRequest, SessionView, ThreadView, View, VolkView,
+};
+use orchestrata_schemas::events::{Envelope, EventRecord, Stream};
+
+const FOLD_EVENTS: usize = 200_000;
+const REBUILD_EVENTS: usize = 1_000_000;
+
+/// Events of the streams `V` folds only, so throughput counts events the view handles.
+fn events_for<V: View>(all: &[Envelope]) -> Vec<Envelope> {
+    all.iter()
+        .filter(|e| V::STREAMS.contains(&e.stream))
+        .cloned()
+        .collect()
+}
+
+fn bench_fold<V: View>(c: &mut Criterion, all: &[Envelope]) {
+    let events = events_for::<V>(all);
+    let mut group = c.benchmark_group("fold");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(events.len() as u64));
+    group.bench_function(V::NAME.as_str(), |b| {
+        b.iter_batched(
+            || (),
+            |()| black_box(fold::<V>(black_box(&events))),
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+fn folds(c: &mut Criterion) {
+    let all = Workload::new(42).envelopes(FOLD_EVENTS);
+    bench_fold::<ThreadView>(c, &all);
+    bench_fold::<SessionView>(c, &all);
+    bench_fold::<VolkView>(c, &all);
+    bench_fold::<DecisionIndex>(c, &all);
+}
+
+fn lookup(c: &mut Criterion) {
+    let all = Workload::new(42).envelopes(FOLD_EVENTS);
+    let view: ThreadView = fold(&all);
+    let ids: Vec<String> = view
+        .threads(&Default::default(), &PageRequest::first(1000))
+        .items
+        .iter()
+        .map(|t| t.thread_id.clone())
+        .collect();
+    let mut group = c.benchmark_group("lookup");
+    let mut i = 0;
+    group.bench_function("thread", |b| {
+        b.iter(|| {
+            i = (i + 1) % ids.len();
+            black_box(view.thread(black_box(&ids[i])).map(|t| t.message_count))
+        })
+    });
+    group.bench_function("thread_packets", |b| {
+        b.iter(|| {
+            i = (i + 1) % ids.len();
+            black_box(view.thread_packets(black_box(&ids[i])).count())
+        })
+    });
+    group.finish();
+}
+
+fn rebuild(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log: Arc<dyn EventLog> = rt.block_on(async {
+        let mut config = LogConfig::sled(dir.path());
+        config.fsync = FsyncPolicy::EveryN(1_000_000);
+        let log = log::open(&config).await.expect("open sled log");
+        // Only cxp.traffic, so the thread view's rebuild reads exactly 1,000,000 events.
+        let mut workload = Workload::new(7);
+        let mut by_stream: BTreeMap<Stream, Vec<EventRecord>> = BTreeMap::new();
+        let mut count = 0;
+        while count < REBUILD_EVENTS {
+            let r = workload.next_record();
+            if r.stream() == Stream::CxpTraffic {
+                by_stream.entry(r.stream()).or_default().push(r);
+                count += 1;
+            }
+        }
+        for records in by_stream.values() {
+            for chunk in records.chunks(10_000) {
+                log.append_batch(chunk).await.expect("append");
+            }
+        }
+        log.flush().await.expect("flush");
+        log
+    });
+    let mut group = c.benchmark_group("rebuild");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(60));
+    group.throughput(Throughput::Elements(REBUILD_EVENTS as u64));
+    group.bench_function("thread_1m_from_sled", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let view: ThreadView = projection::rebuild(log.as_ref(), None, &mut |_| {})
+                    .await
+                    .expect("rebuild");
+                black_box(view.packet_count())
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, folds, lookup, rebuild);
+criterion_main!(benches);
