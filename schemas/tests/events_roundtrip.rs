@@ -122,6 +122,52 @@ fn command_kinds() -> Vec<CommandKind> {
             alias: s("U:Qa"),
             reason: s("retired"),
         },
+        CommandKind::SpawnVolk {
+            alias: s("U:Jr1"),
+            parent: s("U:Vz"),
+            driver: s("cli"),
+            purpose: s("write code"),
+            scope: vec![s("generate_code")],
+            lifespan_ms: Some(60_000),
+            task_id: Some(s("task-1")),
+            session_id: None,
+        },
+        CommandKind::TerminateVolk {
+            alias: s("U:Jr1"),
+            reason: s("task_completed"),
+        },
+        CommandKind::EscalateVolk {
+            alias: s("U:Jr1"),
+            to: s("U:Vz"),
+            path: vec![s("U:Jr1"), s("U:Vz")],
+            reason: s("stuck"),
+            thread_id: Some(s("t1")),
+            context: Json(json!({"cycle": 3})),
+        },
+        CommandKind::StartWorkflow {
+            workflow_id: s("w1"),
+            name: s("pipeline"),
+            params: Json(json!({"task": "x"})),
+            session_id: None,
+        },
+        CommandKind::PauseWorkflow {
+            workflow_id: s("w1"),
+            reason: Some(s("lunch")),
+        },
+        CommandKind::ResumeWorkflow {
+            workflow_id: s("w1"),
+        },
+        CommandKind::CancelWorkflow {
+            workflow_id: s("w1"),
+            reason: None,
+        },
+        CommandKind::RecordWorkflowStep {
+            workflow_id: s("w1"),
+            step: s("U:Vz"),
+            phase: s("started"),
+            assigned_to: Some(s("U:Vz")),
+            output: Json(json!(null)),
+        },
     ]
 }
 

@@ -150,4 +150,91 @@ pub enum CommandKind {
         /// Why.
         reason: String,
     },
+    /// Spawn a junior Volk under a parent (spec 005 US-001): lightweight state, no
+    /// process. Exactly one lifespan binding is expected: `lifespan_ms`, `task_id` or
+    /// `session_id`.
+    SpawnVolk {
+        /// The junior's alias.
+        alias: String,
+        /// The senior Volk that spawns it.
+        parent: String,
+        /// What runs it: `cli`, `api`, `browser`.
+        driver: String,
+        /// What it is for.
+        purpose: String,
+        /// Capabilities it may use; a subset of its parent's.
+        scope: Vec<String>,
+        /// Deadline: it dies this long after spawning.
+        lifespan_ms: Option<i64>,
+        /// Task-bound: it dies when this task completes.
+        task_id: Option<String>,
+        /// Session-bound: it dies when this session closes.
+        session_id: Option<String>,
+    },
+    /// Terminate a spawned Volk and its whole subtree.
+    TerminateVolk {
+        /// The Volk.
+        alias: String,
+        /// Why (task_completed, deadline, violation...).
+        reason: String,
+    },
+    /// Escalate a matter from a Volk to the next party on its escalation path.
+    EscalateVolk {
+        /// The Volk escalating.
+        alias: String,
+        /// The resolved target: a Volk alias or `human`.
+        to: String,
+        /// The full path, first party to last.
+        path: Vec<String>,
+        /// Why.
+        reason: String,
+        /// The thread concerned.
+        thread_id: Option<String>,
+        /// What the target needs to decide.
+        context: Json,
+    },
+    /// Start a workflow run.
+    StartWorkflow {
+        /// The run.
+        workflow_id: String,
+        /// Which workflow.
+        name: String,
+        /// Its parameters.
+        params: Json,
+        /// The session it runs in.
+        session_id: Option<String>,
+    },
+    /// Pause a running workflow.
+    PauseWorkflow {
+        /// The run.
+        workflow_id: String,
+        /// Why.
+        reason: Option<String>,
+    },
+    /// Resume a paused workflow.
+    ResumeWorkflow {
+        /// The run.
+        workflow_id: String,
+    },
+    /// Cancel a workflow.
+    CancelWorkflow {
+        /// The run.
+        workflow_id: String,
+        /// Why.
+        reason: Option<String>,
+    },
+    /// Record progress of a running workflow: a step starts, or a step ends (and with
+    /// it maybe the run).
+    RecordWorkflowStep {
+        /// The run.
+        workflow_id: String,
+        /// The step.
+        step: String,
+        /// `started`, `succeeded`, `failed`, or `completed` (the run is done).
+        phase: String,
+        /// The Volk doing it.
+        assigned_to: Option<String>,
+        /// What it produced.
+        output: Json,
+    },
 }
