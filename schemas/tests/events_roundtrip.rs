@@ -308,6 +308,15 @@ fn sample(kind: EventKind) -> Event {
             thread_id: None,
         }
         .into(),
+        EventKind::HumanEscalationQueued => HumanEscalationQueued {
+            escalation_id: s("e-1"),
+            alias: s("U:Ox"),
+            path: vec![s("U:Qa"), s("U:Ox"), s("human")],
+            reason: s("max review cycles"),
+            thread_id: Some(s("t1")),
+            context: Json(json!({"issues": 2})),
+        }
+        .into(),
         EventKind::DecisionRecorded => DecisionRecorded {
             decision_id: id(9),
             subject_kind: SubjectKind::Volk,

@@ -144,6 +144,7 @@ events! {
     VolkSpawned(volk_lifecycle::VolkSpawned) => VolkLifecycle, "spawned", "volk.lifecycle.VolkSpawned.avsc";
     VolkTerminated(volk_lifecycle::VolkTerminated) => VolkLifecycle, "terminated", "volk.lifecycle.VolkTerminated.avsc";
     VolkEscalated(volk_lifecycle::VolkEscalated) => VolkLifecycle, "escalated", "volk.lifecycle.VolkEscalated.avsc";
+    HumanEscalationQueued(volk_lifecycle::HumanEscalationQueued) => VolkLifecycle, "human_escalation_queued", "volk.lifecycle.HumanEscalationQueued.avsc";
     DecisionRecorded(governance::DecisionRecorded) => GovernanceDecisions, "decision_recorded", "governance.decisions.DecisionRecorded.avsc";
     PolicyLoaded(governance::PolicyLoaded) => GovernanceDecisions, "policy_loaded", "governance.decisions.PolicyLoaded.avsc";
     SessionOpened(session::SessionOpened) => SessionEvents, "opened", "session.events.SessionOpened.avsc";

@@ -129,3 +129,24 @@ pub struct VolkEscalated {
     /// The thread concerned, if any.
     pub thread_id: Option<String>,
 }
+
+/// An escalation went beyond the root of the hierarchy: it now waits in the human
+/// queue with the context it was escalated with (spec 005 US-005). The gateway lists
+/// the queue; nothing in the hierarchy decides it any more.
+///
+/// Stream `volk.lifecycle`, event type `human_escalation_queued`, Avro `schemas/avro/volk.lifecycle.HumanEscalationQueued.avsc`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HumanEscalationQueued {
+    /// The queue entry's id (the escalating command's id, or a fresh UUID).
+    pub escalation_id: String,
+    /// The Volk escalating (the root that could not decide).
+    pub alias: String,
+    /// The full escalation path, from the first party to `human`.
+    pub path: Vec<String>,
+    /// Why.
+    pub reason: String,
+    /// The thread concerned, if any.
+    pub thread_id: Option<String>,
+    /// What the human needs to decide, as escalated.
+    pub context: Json,
+}
