@@ -149,8 +149,9 @@ impl CxpPacket {
                 reason: "a packet must be a JSON object".into(),
             });
         }
-        let raw: RawPacket<Value> = serde_json::from_slice(bytes).map_err(json_err)?;
-        CxpPacket::try_from(raw)
+        let raw: RawPacket<'_, Value> = serde_json::from_slice(bytes).map_err(json_err)?;
+        // The payload's text is part of `bytes`, so `bytes.len()` bounds its length.
+        raw.into_packet(Some(bytes.len()), Payload::from_json_value)
     }
 
     /// Decode and validate a packet from a JSON value.
@@ -161,7 +162,7 @@ impl CxpPacket {
                 reason: "a packet must be a JSON object".into(),
             });
         }
-        let raw: RawPacket<Value> = serde_json::from_value(value).map_err(json_err)?;
+        let raw = RawPacket::<Value>::deserialize(value).map_err(json_err)?;
         CxpPacket::try_from(raw)
     }
 
@@ -201,12 +202,14 @@ impl CxpPacket {
     /// Decode, decompress and validate a packet from its MessagePack form
     /// (REQ-004-US-006-021, -024).
     pub fn from_bytes(bytes: &[u8]) -> Result<CxpPacket, CxpError> {
-        let raw: RawPacket<FrameIn<'_>> =
+        let raw: RawPacket<'_, FrameIn<'_>> =
             rmp_serde::from_slice(bytes).map_err(|e| CxpError::Decode {
                 format: "msgpack",
                 reason: e.to_string(),
             })?;
-        raw.into_packet(decode_frame)
+        // `decode_frame` refuses a frame whose text length differs from `n`.
+        let text_len = raw.payload.as_ref().and_then(|f| usize::try_from(f.n).ok());
+        raw.into_packet(text_len, decode_frame)
     }
 }
 

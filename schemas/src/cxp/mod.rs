@@ -10,6 +10,7 @@
 pub mod alias;
 pub mod codec;
 pub mod error;
+mod field;
 pub mod headers;
 pub mod packet;
 pub mod payload;

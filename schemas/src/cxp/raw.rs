@@ -1,6 +1,7 @@
 //! Decoding side of the codecs: a lenient wire shape whose fields are checked one by one,
 //! so every rejection names the field (serde's own errors only give a line and column).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
@@ -10,6 +11,7 @@ use uuid::Uuid;
 
 use super::alias::VolkAlias;
 use super::error::CxpError;
+use super::field::Field;
 use super::packet::CxpPacket;
 use super::payload::{json_type_name, Payload};
 use super::priority::Priority;
@@ -19,51 +21,56 @@ use super::version::parse_version;
 
 /// A packet as it arrives, before any field is trusted. `P` is the payload's wire shape
 /// (a JSON value in JSON, a frame in MessagePack). Unknown fields are ignored.
+///
+/// The text fields are [`Field`]s, borrowed from the input where the format allows, so
+/// the happy path allocates only for `thread_id` and `subject` (which the packet keeps).
 #[derive(Debug, Deserialize)]
-pub(crate) struct RawPacket<P> {
-    #[serde(default, deserialize_with = "present")]
-    pub message_id: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub from_agent: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub to_agent: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub thread_id: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub subject: Option<Value>,
+pub(crate) struct RawPacket<'a, P> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub message_id: Option<Field<'a>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub from_agent: Option<Field<'a>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub to_agent: Option<Field<'a>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub thread_id: Option<Field<'a>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub subject: Option<Field<'a>>,
     pub payload: Option<P>,
-    #[serde(default, deserialize_with = "present")]
-    pub timestamp: Option<Value>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub timestamp: Option<Field<'a>>,
     #[serde(default, deserialize_with = "present")]
     pub priority: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub delivery_status: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub work_status: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub protocol_version: Option<Value>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub delivery_status: Option<Field<'a>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub work_status: Option<Field<'a>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub protocol_version: Option<Field<'a>>,
     #[serde(default, deserialize_with = "present")]
     pub metadata: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub content_type: Option<Value>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub content_type: Option<Field<'a>>,
     #[serde(default, deserialize_with = "present")]
     pub tracking: Option<Value>,
 }
 
 /// Deserialize a present field as `Some(value)`, keeping an explicit `null` as
-/// `Some(Value::Null)` (plain `Option` would turn it into "absent").
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
+/// `Some(null)` (plain `Option` would turn it into "absent").
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 fn required<T>(v: Option<T>, field: &'static str) -> Result<T, CxpError> {
     v.ok_or(CxpError::MissingField(field))
 }
 
-fn string(v: Value, field: &'static str) -> Result<String, CxpError> {
+fn string<'a>(v: Field<'a>, field: &'static str) -> Result<Cow<'a, str>, CxpError> {
     match v {
-        Value::String(s) => Ok(s),
-        other => Err(CxpError::invalid(
+        Field::Str(s) => Ok(s),
+        Field::Other(other) => Err(CxpError::invalid(
             field,
             format!("expected a string, got {}", json_type_name(&other)),
         )),
@@ -110,11 +117,17 @@ pub(crate) fn parse_timestamp(s: &str) -> Result<DateTime<Utc>, CxpError> {
         .map_err(|e| bad(e.to_string()))
 }
 
-impl<P> RawPacket<P> {
+impl<P> RawPacket<'_, P> {
     /// Check every field and build the packet; `payload` turns the wire payload into a
-    /// [`Payload`]. Runs the full [`CxpPacket::validate`] at the end.
+    /// [`Payload`]. The result passes [`CxpPacket::validate`]: the per-field checks run
+    /// here as each field is read, then the payload, cross-field and review checks.
+    ///
+    /// `payload_text_len` is the length of the JSON text the payload was parsed from, when
+    /// known (any upper bound will do): small texts skip re-measuring the payload's size
+    /// (see [`fields::payload_parsed_from`]).
     pub fn into_packet(
         self,
+        payload_text_len: Option<usize>,
         payload: impl FnOnce(P) -> Result<Payload, CxpError>,
     ) -> Result<CxpPacket, CxpError> {
         let message_id = string(required(self.message_id, "message_id")?, "message_id")?;
@@ -125,8 +138,10 @@ impl<P> RawPacket<P> {
         let to_agent = VolkAlias::parse_field(&to_agent, "to_agent")?;
         let thread_id = string(required(self.thread_id, "thread_id")?, "thread_id")?;
         fields::thread_id(&thread_id)?;
+        let thread_id = thread_id.into_owned();
         let subject = string(required(self.subject, "subject")?, "subject")?;
         fields::subject(&subject)?;
+        let subject = subject.into_owned();
         let payload = payload(required(self.payload, "payload")?)?;
         let timestamp = string(required(self.timestamp, "timestamp")?, "timestamp")?;
         let timestamp = parse_timestamp(&timestamp)?;
@@ -177,7 +192,7 @@ impl<P> RawPacket<P> {
             Some(v) => {
                 let c = string(v, "content_type")?;
                 fields::content_type(&c)?;
-                Some(c)
+                Some(c.into_owned())
             }
         };
         let tracking = match self.tracking {
@@ -201,15 +216,19 @@ impl<P> RawPacket<P> {
             content_type,
             tracking,
         };
-        packet.validate()?;
+        // Subject, thread id and content type were checked above: of
+        // `CxpPacket::validate_fields` only the payload rule is left.
+        fields::payload_parsed_from(&packet.payload, payload_text_len)?;
+        packet.validate_cross_fields()?;
+        super::review::validate_review_payload(&packet)?;
         Ok(packet)
     }
 }
 
-impl TryFrom<RawPacket<Value>> for CxpPacket {
+impl TryFrom<RawPacket<'_, Value>> for CxpPacket {
     type Error = CxpError;
-    fn try_from(raw: RawPacket<Value>) -> Result<Self, Self::Error> {
-        raw.into_packet(Payload::from_json_value)
+    fn try_from(raw: RawPacket<'_, Value>) -> Result<Self, Self::Error> {
+        raw.into_packet(None, Payload::from_json_value)
     }
 }
 

@@ -128,7 +128,12 @@ pub enum ReviewPayload {
     ReviewComplete(ReviewComplete),
 }
 
+/// Parse a typed payload. The happy path deserializes directly; only a failure runs again
+/// through `serde_path_to_error` to name the path of the offending field.
 fn parse<T: for<'de> Deserialize<'de>>(v: &serde_json::Value) -> Result<T, CxpError> {
+    if let Ok(t) = T::deserialize(v) {
+        return Ok(t);
+    }
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
         CxpError::InvalidPayloadField {

@@ -74,15 +74,7 @@ pub fn content_type(s: &str) -> Result<(), CxpError> {
 pub fn payload(p: &Payload) -> Result<(), CxpError> {
     match p {
         Payload::Json(v) => {
-            if !(v.is_object() || v.is_array()) {
-                return Err(CxpError::invalid(
-                    "payload",
-                    format!(
-                        "a JSON payload must be an object or an array, got {}",
-                        json_type_name(v)
-                    ),
-                ));
-            }
+            json_shape(v)?;
             let size = json_size(v);
             if size > MAX_JSON_PAYLOAD_BYTES {
                 return Err(CxpError::PayloadTooLarge {
@@ -103,6 +95,43 @@ pub fn payload(p: &Payload) -> Result<(), CxpError> {
             }
             Ok(())
         }
+    }
+}
+
+/// How many times longer the compact encoding of a parsed JSON value can be than the
+/// text it was parsed from. Whitespace, escapes (`\u00e9` becomes `é`, `\/` becomes `/`)
+/// and duplicate keys only shrink; integers keep their digits; only numbers grow: the
+/// shortest float-bearing token is 3 bytes (`1e9`, `0.5`) and a float prints in at most
+/// 24 (`-2.2250738585072014e-308`), `-0` (2 bytes) prints as `-0.0` (4). So 24 / 3 = 8.
+pub const MAX_COMPACT_EXPANSION: usize = 8;
+
+/// [`payload`] for a payload just parsed from `text_len` bytes of JSON text (or from a
+/// longer text containing it). When `text_len` × [`MAX_COMPACT_EXPANSION`] is within the
+/// 10 MB limit the compact encoding cannot exceed it, so the size is not measured again;
+/// otherwise, or when the length is unknown, this is exactly [`payload`].
+pub fn payload_parsed_from(p: &Payload, text_len: Option<usize>) -> Result<(), CxpError> {
+    match (p, text_len) {
+        (Payload::Json(v), Some(n))
+            if n.saturating_mul(MAX_COMPACT_EXPANSION) <= MAX_JSON_PAYLOAD_BYTES =>
+        {
+            json_shape(v)
+        }
+        _ => payload(p),
+    }
+}
+
+/// A JSON payload is an object or an array.
+fn json_shape(v: &serde_json::Value) -> Result<(), CxpError> {
+    if v.is_object() || v.is_array() {
+        Ok(())
+    } else {
+        Err(CxpError::invalid(
+            "payload",
+            format!(
+                "a JSON payload must be an object or an array, got {}",
+                json_type_name(v)
+            ),
+        ))
     }
 }
 
@@ -135,4 +164,94 @@ pub fn json_size(v: &serde_json::Value) -> usize {
     // always serializes.
     let _ = serde_json::to_writer(&mut c, v);
     c.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cxp::{CxpPacket, VolkAlias};
+
+    // REQ-004-US-003-007 REQ-004-US-003-018
+    #[test]
+    fn compact_json_never_exceeds_the_expansion_bound_of_its_source() {
+        for text in [
+            "[1e15]",
+            "[1e9]",
+            "[-0]",
+            "[0.5]",
+            "[1e-7]",
+            "[-1e-300]",
+            "[1E16,2e15,3e-5]",
+            "[2.2250738585072014e-308]",
+            "[123456789012345678901234567890]",
+            "[-12345678901234567890]",
+            r#"{"a":"\u00e9\/\n\u0001","a":1}"#,
+            r#"[ "\ud83d\ude00" , { } ]"#,
+        ] {
+            let v: serde_json::Value = serde_json::from_str(text).unwrap();
+            let compact = json_size(&v);
+            assert_eq!(compact, serde_json::to_vec(&v).unwrap().len());
+            assert!(
+                compact <= MAX_COMPACT_EXPANSION * text.len(),
+                "{text}: {compact} bytes compact"
+            );
+        }
+        // The bound is tight enough to matter: a number token can grow fourfold.
+        let v: serde_json::Value = serde_json::from_str("1e15").unwrap();
+        assert!(json_size(&v) >= 4 * 4, "{v}");
+    }
+
+    // REQ-004-US-003-007 REQ-004-US-003-018
+    #[test]
+    fn a_small_text_whose_compact_payload_exceeds_10_mb_is_refused() {
+        // 560k × `1e15,` is 2.8 MB of text but over 10 MB once compact (each number prints
+        // as 1000000000000000.0), so decoding must measure instead of trusting the length.
+        let mut payload = String::from("[");
+        for i in 0..560_000 {
+            if i > 0 {
+                payload.push(',');
+            }
+            payload.push_str("1e15");
+        }
+        payload.push(']');
+        let small = CxpPacket::new(
+            VolkAlias::parse("U:Ox").unwrap(),
+            VolkAlias::parse("U:Vz").unwrap(),
+            "numbers",
+            serde_json::json!([]),
+        )
+        .unwrap()
+        .to_json()
+        .unwrap();
+        let doc = small.replace("\"payload\":[]", &format!("\"payload\":{payload}"));
+        assert!(doc.len() < 3 << 20, "{}", doc.len());
+        let err = CxpPacket::from_json(&doc).unwrap_err();
+        assert!(
+            matches!(err, CxpError::PayloadTooLarge { kind: "json", size, .. } if size > MAX_JSON_PAYLOAD_BYTES),
+            "{err}"
+        );
+        // Within the limit the same shape decodes.
+        let ok = small.replace("\"payload\":[]", "\"payload\":[1e15,2e-5]");
+        let p = CxpPacket::from_json(&ok).unwrap();
+        assert_eq!(p.payload_json().unwrap()[1], serde_json::json!(2e-5));
+        // A bad shape is still refused on the fast path.
+        let bad = small.replace("\"payload\":[]", "\"payload\":7");
+        assert_eq!(
+            CxpPacket::from_json(&bad).unwrap_err().field(),
+            Some("payload")
+        );
+    }
+
+    // REQ-004-US-003-007 REQ-004-US-003-015
+    #[test]
+    fn payload_parsed_from_agrees_with_payload() {
+        let obj = Payload::Json(serde_json::json!({"k": [1, 2.5, "x"]}));
+        let num = Payload::Json(serde_json::json!(3));
+        let bin = Payload::Binary(vec![1, 2, 3]);
+        for p in [&obj, &num, &bin] {
+            for len in [None, Some(10), Some(MAX_JSON_PAYLOAD_BYTES)] {
+                assert_eq!(payload_parsed_from(p, len), payload(p), "{p:?} {len:?}");
+            }
+        }
+    }
 }
