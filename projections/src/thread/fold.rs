@@ -255,15 +255,21 @@ impl ThreadView {
         self.by_sequence.insert(sequence, packet.message_id);
         index(&mut self.by_sender, &packet.from_agent, sequence);
         index(&mut self.by_recipient, &packet.to_agent, sequence);
+        let first = At {
+            time,
+            sequence,
+            by: None,
+        };
         let state = PacketState {
             sequence,
             sent_at: time,
             priority: packet.priority,
             delivery_status: packet.delivery_status,
-            delivery_history: vec![at.transition(packet.delivery_status, None)],
+            // The initial entries are by the sender, who is in the packet: not repeated.
+            delivery_history: vec![first.transition(packet.delivery_status, None)],
             work_status: packet.work_status,
-            work_history: vec![at.transition(packet.work_status, None)],
-            priority_history: vec![at.transition(packet.priority, None)],
+            work_history: vec![first.transition(packet.work_status, None)],
+            priority_history: vec![first.transition(packet.priority, None)],
             assigned_to: None,
             resolution: None,
             failure_reason: None,
