@@ -4,8 +4,10 @@
 //! - [`config`]: configuration of the log (backend, durability, retention).
 //! - [`kernel`]: commands become events; the Postman; sessions.
 //! - [`projection`]: the runner keeping the views folded, stored and readable.
+//! - [`agents`]: multi-agent coordination (spec 005): hierarchy, escalation, juniors.
 //! - [`cli`]: the `orchestrata` command line.
 
+pub mod agents;
 pub mod cli;
 pub mod config;
 pub mod gateway;
