@@ -8,13 +8,17 @@
 //! review loop) hold no state of their own beyond what they read back from the kernel.
 //!
 //! - [`tree`]: [`AgentTree`], the hierarchy as a pure fold.
+//! - [`driver`]: the [`Driver`] trait every junior runtime implements; [`drivers`]: CLI, API.
 //! - [`escalation`]: deterministic resolution of the next party on an escalation path.
 
+pub mod driver;
+pub mod drivers;
 pub mod error;
 pub mod escalation;
 pub mod limits;
 pub mod tree;
 
+pub use driver::{Driver, DriverError, Task};
 pub use error::AgentError;
 pub use escalation::{EscalationPaths, Resolution};
 pub use tree::{AgentKind, AgentNode, AgentTree, HumanEscalation, Lifespan, JUNIOR, KIND_KEY};

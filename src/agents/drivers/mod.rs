@@ -1,0 +1,4 @@
+//! The junior runtimes behind [`crate::agents::driver::Driver`].
+
+pub mod api;
+pub mod cli;
