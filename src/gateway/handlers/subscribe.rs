@@ -128,7 +128,15 @@ async fn open(call: Call, stream: Stream, p: SubscribeParams) -> RpcResult {
         }
     }
     let skip_below = match &p.since {
-        None => 0,
+        // Live from now: whatever the log holds already is history, even if the hub's
+        // tail has not pushed it yet.
+        None => gw
+            .services
+            .log
+            .bounds(stream)
+            .await
+            .map_err(|e| RpcError::internal("log_unavailable", e))?
+            .next(),
         Some(since) => {
             if since.epoch != hub.epoch {
                 return Err(RpcError::invalid_params(
