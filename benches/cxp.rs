@@ -73,6 +73,12 @@ fn one_kb(c: &mut Criterion) {
     g.bench_function("header_extraction", |b| {
         b.iter(|| black_box(&p).get_headers())
     });
+    // Floor of both decodes: `Payload::Json` holds a `serde_json::Value`, so decoding
+    // must at least build the payload's tree from its text.
+    let payload_text = serde_json::to_string(p.payload()).expect("encodes");
+    g.bench_function("payload_value_parse_floor", |b| {
+        b.iter(|| serde_json::from_str::<Value>(black_box(&payload_text)))
+    });
     g.finish();
 }
 
@@ -82,6 +88,10 @@ fn ten_mb(c: &mut Criterion) {
     g.sample_size(10);
     g.bench_function("json_encode", |b| b.iter(|| black_box(&p).to_json()));
     g.bench_function("msgpack_encode", |b| b.iter(|| black_box(&p).to_bytes()));
+    // The first stage of the MessagePack encode (the rest is lz4 and framing).
+    g.bench_function("payload_json_text", |b| {
+        b.iter(|| serde_json::to_vec(black_box(p.payload())))
+    });
     g.finish();
 }
 

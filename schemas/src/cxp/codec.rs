@@ -137,20 +137,23 @@ impl CxpPacket {
 
     /// Decode and validate a packet from JSON text.
     pub fn from_json(text: &str) -> Result<CxpPacket, CxpError> {
-        Self::from_json_slice(text.as_bytes())
+        object_start(text.as_bytes())?;
+        let raw: RawPacket<'_, Value> = serde_json::from_str(text).map_err(json_err)?;
+        // The payload's text is part of `text`, so `text.len()` bounds its length.
+        raw.into_packet(Some(text.len()), Payload::from_json_value)
     }
 
     /// Decode and validate a packet from JSON bytes (UTF-8).
+    ///
+    /// Valid UTF-8 is checked once for the whole input and then parsed as text (serde_json
+    /// would otherwise re-check every string); other input takes the byte parser, whose
+    /// error names the position of the bad sequence.
     pub fn from_json_slice(bytes: &[u8]) -> Result<CxpPacket, CxpError> {
-        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-        if first != Some(&b'{') {
-            return Err(CxpError::Decode {
-                format: "json",
-                reason: "a packet must be a JSON object".into(),
-            });
+        if let Ok(text) = std::str::from_utf8(bytes) {
+            return Self::from_json(text);
         }
+        object_start(bytes)?;
         let raw: RawPacket<'_, Value> = serde_json::from_slice(bytes).map_err(json_err)?;
-        // The payload's text is part of `bytes`, so `bytes.len()` bounds its length.
         raw.into_packet(Some(bytes.len()), Payload::from_json_value)
     }
 
@@ -193,10 +196,16 @@ impl CxpPacket {
         };
         let mut buf = uuid::Uuid::encode_buffer();
         let id = self.message_id.hyphenated().encode_lower(&mut buf);
-        rmp_serde::to_vec_named(&self.view(id, Some(frame))).map_err(|e| CxpError::Encode {
-            format: "msgpack",
-            reason: e.to_string(),
-        })
+        // The frame's bytes dominate; sizing the output up front saves re-copying them as
+        // the vector grows (headers are a few hundred bytes).
+        let mut out = Vec::with_capacity(frame.d.len() + 512);
+        rmp_serde::encode::write_named(&mut out, &self.view(id, Some(frame))).map_err(|e| {
+            CxpError::Encode {
+                format: "msgpack",
+                reason: e.to_string(),
+            }
+        })?;
+        Ok(out)
     }
 
     /// Decode, decompress and validate a packet from its MessagePack form
@@ -210,6 +219,27 @@ impl CxpPacket {
         // `decode_frame` refuses a frame whose text length differs from `n`.
         let text_len = raw.payload.as_ref().and_then(|f| usize::try_from(f.n).ok());
         raw.into_packet(text_len, decode_frame)
+    }
+}
+
+/// Refuse input that is not a JSON object before parsing it.
+fn object_start(bytes: &[u8]) -> Result<(), CxpError> {
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+        Ok(())
+    } else {
+        Err(CxpError::Decode {
+            format: "json",
+            reason: "a packet must be a JSON object".into(),
+        })
+    }
+}
+
+/// Parse JSON bytes as text when they are valid UTF-8 (one check for the whole input
+/// instead of one per string), else with the byte parser for its positioned error.
+fn parse_json_bytes(raw: &[u8]) -> serde_json::Result<Value> {
+    match std::str::from_utf8(raw) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(raw),
     }
 }
 
@@ -245,7 +275,7 @@ fn decode_frame(frame: FrameIn<'_>) -> Result<Payload, CxpError> {
         )));
     }
     match frame.k {
-        KIND_JSON => serde_json::from_slice(raw)
+        KIND_JSON => parse_json_bytes(raw)
             .map(Payload::Json)
             .map_err(|e| CxpError::invalid("payload", format!("invalid JSON: {e}"))),
         _ => Ok(Payload::Binary(raw.to_vec())),
