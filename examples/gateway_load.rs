@@ -42,9 +42,8 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-type Ws = tokio_tungstenite::WebSocketStream<
-    tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
->;
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn client(url: &str) -> anyhow::Result<Ws> {
     let (mut ws, _) = tokio_tungstenite::connect_async(url).await?;
@@ -85,7 +84,12 @@ fn packet(i: u64) -> EventRecord {
     EventRecord::new("load", "t", PacketSent { packet: p }, Utc::now())
 }
 
-async fn rpc_latency(url: &str, clients: u64, pings: u64, method: &'static str) -> anyhow::Result<Vec<f64>> {
+async fn rpc_latency(
+    url: &str,
+    clients: u64,
+    pings: u64,
+    method: &'static str,
+) -> anyhow::Result<Vec<f64>> {
     let mut tasks = Vec::new();
     for _ in 0..clients {
         let url = url.to_owned();
@@ -156,10 +160,15 @@ async fn main() -> anyhow::Result<()> {
             let mut first: Option<Instant> = None;
             while (lat.len() as u64) < events {
                 let v = next_json(&mut ws).await?;
-                let Some(ts) = v["params"]["timestamp"].as_str() else { continue };
+                let Some(ts) = v["params"]["timestamp"].as_str() else {
+                    continue;
+                };
                 first.get_or_insert_with(Instant::now);
                 let sent = chrono::DateTime::parse_from_rfc3339(ts)?;
-                let ms = (Utc::now() - sent.with_timezone(&Utc)).num_microseconds().unwrap_or(0) as f64 / 1e3;
+                let ms = (Utc::now() - sent.with_timezone(&Utc))
+                    .num_microseconds()
+                    .unwrap_or(0) as f64
+                    / 1e3;
                 lat.push(ms);
             }
             let secs = first.map_or(0.0, |f| f.elapsed().as_secs_f64());
@@ -198,8 +207,12 @@ async fn main() -> anyhow::Result<()> {
         "fan-out: {events} events at {:.0} ev/s appended ({:.2} s) to {subscribers} subscribers: \
          delivered to each at >= {:.0} ev/s; delivery p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms \
          (worst subscriber p99 {:.2} ms)",
-        events as f64 / write_secs, write_secs, slowest_rate,
-        percentile(&all, 0.5), percentile(&all, 0.95), percentile(&all, 0.99),
+        events as f64 / write_secs,
+        write_secs,
+        slowest_rate,
+        percentile(&all, 0.5),
+        percentile(&all, 0.95),
+        percentile(&all, 0.99),
         p99s.last().copied().unwrap_or(f64::NAN)
     );
     running.shutdown().await?;

@@ -25,8 +25,14 @@ fn start_up(data: &Path, port: u16) -> Child {
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let line = lines.next().expect("up prints its banner").expect("read line");
-        assert!(!line.contains("gateway token"), "no token is generated when GATEWAY_TOKEN is set");
+        let line = lines
+            .next()
+            .expect("up prints its banner")
+            .expect("read line");
+        assert!(
+            !line.contains("gateway token"),
+            "no token is generated when GATEWAY_TOKEN is set"
+        );
         if line.contains("gateway listening on") {
             break;
         }
@@ -52,7 +58,10 @@ fn terminate(child: &mut Child) -> std::process::ExitStatus {
 
 async fn replay(ws: &mut Ws, topic: &str) -> Vec<(u64, String, String)> {
     let r = ws
-        .ok("gateway.replay", json!({"topic": topic, "sequence_from": 0}))
+        .ok(
+            "gateway.replay",
+            json!({"topic": topic, "sequence_from": 0}),
+        )
         .await;
     r["events"]
         .as_array()
@@ -85,14 +94,21 @@ async fn events_replayed_after_a_restart_keep_their_sequences_and_epoch() {
     assert!(!presence_before.is_empty(), "our connect is on the log");
     assert!(terminate(&mut up).success(), "up exits 0 on SIGTERM");
     let closed = ws.closed().await;
-    assert_eq!((closed.code, closed.reason.as_str()), (1001, "server_shutdown"));
+    assert_eq!(
+        (closed.code, closed.reason.as_str()),
+        (1001, "server_shutdown")
+    );
 
     let mut up = start_up(&data, port);
     let mut ws = Ws::connect(&url).await;
     ws.auth(TOKEN).await;
     let kernel_after = replay(&mut ws, "kernel.events").await;
     let presence_after = replay(&mut ws, "gateway.presence").await;
-    assert_eq!(kernel_after[..1], kernel_before[..], "same sequence, epoch and event");
+    assert_eq!(
+        kernel_after[..1],
+        kernel_before[..],
+        "same sequence, epoch and event"
+    );
     assert_eq!(
         kernel_after.iter().map(|e| e.0).collect::<Vec<_>>(),
         [0, 1, 2],
@@ -103,6 +119,9 @@ async fn events_replayed_after_a_restart_keep_their_sequences_and_epoch() {
         presence_before[..],
         "presence history unchanged"
     );
-    assert!(presence_after.iter().all(|e| e.1 == presence_before[0].1), "one epoch");
+    assert!(
+        presence_after.iter().all(|e| e.1 == presence_before[0].1),
+        "one epoch"
+    );
     assert!(terminate(&mut up).success());
 }

@@ -65,9 +65,15 @@ async fn static_token_authenticates_with_read_write_scope_by_default() {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert!(caps.contains(&"cxp") && caps.contains(&"gateway"), "{caps:?}");
+    assert!(
+        caps.contains(&"cxp") && caps.contains(&"gateway"),
+        "{caps:?}"
+    );
     let (_, metrics) = gw.http_get("/metrics").await;
-    assert!(metrics.contains("orchestrata_gateway_auth_success_total 1"), "{metrics}");
+    assert!(
+        metrics.contains("orchestrata_gateway_auth_success_total 1"),
+        "{metrics}"
+    );
 }
 
 // REQ-014-092 REQ-014-093 REQ-014-149
@@ -76,11 +82,23 @@ async fn wrong_empty_and_missing_tokens_are_rejected_with_a_reason() {
     let gw = gateway().await;
     let mut c = gw.connect().await;
     let cases = [
-        (json!({"strategy": "static_token", "token": "nope"}), "invalid_token"),
-        (json!({"strategy": "static_token", "token": format!("{TOKEN}x")}), "invalid_token"),
-        (json!({"strategy": "static_token", "token": ""}), "empty_token"),
+        (
+            json!({"strategy": "static_token", "token": "nope"}),
+            "invalid_token",
+        ),
+        (
+            json!({"strategy": "static_token", "token": format!("{TOKEN}x")}),
+            "invalid_token",
+        ),
+        (
+            json!({"strategy": "static_token", "token": ""}),
+            "empty_token",
+        ),
         (json!({"strategy": "static_token"}), "missing_token"),
-        (json!({"strategy": "hmac", "client_id": "x"}), "unsupported_strategy"),
+        (
+            json!({"strategy": "hmac", "client_id": "x"}),
+            "unsupported_strategy",
+        ),
     ];
     for (params, expected) in cases {
         let e = c.err("auth.authenticate", params.clone()).await;
@@ -91,7 +109,10 @@ async fn wrong_empty_and_missing_tokens_are_rejected_with_a_reason() {
     let e = c.err("gateway.ping", json!({})).await;
     assert_eq!(reason(&e), "authentication_required");
     let (_, metrics) = gw.http_get("/metrics").await;
-    assert!(metrics.contains("orchestrata_gateway_auth_failure_total 5"), "{metrics}");
+    assert!(
+        metrics.contains("orchestrata_gateway_auth_failure_total 5"),
+        "{metrics}"
+    );
 }
 
 // REQ-014-171 REQ-014-172 REQ-014-173 REQ-014-200
@@ -99,12 +120,15 @@ async fn wrong_empty_and_missing_tokens_are_rejected_with_a_reason() {
 async fn a_request_gets_a_response_with_its_id_and_ping_returns_the_server_time() {
     let gw = gateway().await;
     let mut c = gw.client(TOKEN).await;
-    c.send_text(r#"{"jsonrpc":"2.0","id":"abc","method":"gateway.ping"}"#).await;
+    c.send_text(r#"{"jsonrpc":"2.0","id":"abc","method":"gateway.ping"}"#)
+        .await;
     let r = c.response(json!("abc")).await;
     assert_eq!(r["jsonrpc"], "2.0");
     let ts = r["result"]["server_timestamp"].as_str().expect("timestamp");
     let parsed = chrono::DateTime::parse_from_rfc3339(ts).expect("RFC 3339");
-    let skew = (chrono::Utc::now() - parsed.with_timezone(&chrono::Utc)).num_seconds().abs();
+    let skew = (chrono::Utc::now() - parsed.with_timezone(&chrono::Utc))
+        .num_seconds()
+        .abs();
     assert!(skew < 5, "server time is now");
     assert!(r.get("error").is_none());
 }
@@ -114,8 +138,10 @@ async fn a_request_gets_a_response_with_its_id_and_ping_returns_the_server_time(
 async fn notifications_without_id_get_no_response() {
     let gw = gateway().await;
     let mut c = gw.client(TOKEN).await;
-    c.send_text(r#"{"jsonrpc":"2.0","method":"gateway.ping"}"#).await;
-    c.send_text(r#"{"jsonrpc":"2.0","method":"gateway.ping","id":null}"#).await;
+    c.send_text(r#"{"jsonrpc":"2.0","method":"gateway.ping"}"#)
+        .await;
+    c.send_text(r#"{"jsonrpc":"2.0","method":"gateway.ping","id":null}"#)
+        .await;
     c.assert_silent(Duration::from_millis(300)).await;
 }
 
@@ -138,11 +164,20 @@ async fn malformed_requests_are_invalid_requests_naming_the_field() {
     let gw = gateway().await;
     let mut c = gw.client(TOKEN).await;
     let cases = [
-        (r#"{"jsonrpc":"1.0","id":1,"method":"gateway.ping"}"#, "jsonrpc"),
+        (
+            r#"{"jsonrpc":"1.0","id":1,"method":"gateway.ping"}"#,
+            "jsonrpc",
+        ),
         (r#"{"jsonrpc":"2.0","id":2}"#, "method"),
         (r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#, "method"),
-        (r#"{"jsonrpc":"2.0","id":4,"method":"gateway.ping","params":5}"#, "params"),
-        (r#"{"jsonrpc":"2.0","id":5,"method":"gateway.ping","extra":true}"#, "extra"),
+        (
+            r#"{"jsonrpc":"2.0","id":4,"method":"gateway.ping","params":5}"#,
+            "params",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":5,"method":"gateway.ping","extra":true}"#,
+            "extra",
+        ),
         (r#""just a string""#, "request"),
         (r#"[]"#, ""),
     ];
@@ -173,7 +208,10 @@ async fn params_failing_the_schema_are_invalid_params_naming_the_field() {
     let gw = gateway().await;
     let mut c = gw.client(TOKEN).await;
     let e = c
-        .err("gateway.replay", json!({"topic": "cxp.traffic", "count": 0}))
+        .err(
+            "gateway.replay",
+            json!({"topic": "cxp.traffic", "count": 0}),
+        )
         .await;
     assert_eq!(e["code"], -32602);
     assert_eq!(e["data"]["field"], "params.count", "{e}");
@@ -185,7 +223,10 @@ async fn params_failing_the_schema_are_invalid_params_naming_the_field() {
     let e = c.err("gateway.subscribe", json!({"topic": "nope"})).await;
     assert_eq!(e["code"], -32602, "{e}");
     let e = c
-        .err("gateway.replay", json!({"topic": "cxp.traffic", "since": "yesterday"}))
+        .err(
+            "gateway.replay",
+            json!({"topic": "cxp.traffic", "since": "yesterday"}),
+        )
         .await;
     assert_eq!(e["code"], -32602, "{e}");
 }
@@ -259,7 +300,9 @@ async fn clients_over_the_rate_limit_get_rate_limited_with_retry_after() {
     assert_eq!(e["code"], -32002);
     assert_eq!(e["message"], "Rate limited");
     assert_eq!(reason(&e), "rate_limited");
-    let retry = e["data"]["retry_after_ms"].as_u64().expect("retry_after_ms");
+    let retry = e["data"]["retry_after_ms"]
+        .as_u64()
+        .expect("retry_after_ms");
     assert!(retry <= 1000);
     tokio::time::sleep(Duration::from_millis(retry + 50)).await;
     assert!(c.ok("gateway.ping", json!({})).await["server_timestamp"].is_string());
@@ -303,7 +346,10 @@ async fn scopes_are_enforced_and_each_decision_is_recorded_on_the_log() {
     let gw = gateway().await;
     let mut viewer = gw.client(READ_ONLY_TOKEN).await;
     let e = viewer
-        .err("gateway.subscribe", json!({"topic": "governance.decisions"}))
+        .err(
+            "gateway.subscribe",
+            json!({"topic": "governance.decisions"}),
+        )
         .await;
     assert_eq!(e["code"], -32001);
     assert_eq!(reason(&e), "insufficient_scope");
@@ -334,9 +380,18 @@ async fn scopes_are_enforced_and_each_decision_is_recorded_on_the_log() {
             )
         })
         .collect();
-    assert!(results.contains(&("subscribe:governance.decisions", "deny")), "{results:?}");
-    assert!(results.contains(&("subscribe:kernel.events", "deny")), "{results:?}");
-    assert!(results.contains(&("subscribe:volk.lifecycle", "allow")), "{results:?}");
+    assert!(
+        results.contains(&("subscribe:governance.decisions", "deny")),
+        "{results:?}"
+    );
+    assert!(
+        results.contains(&("subscribe:kernel.events", "deny")),
+        "{results:?}"
+    );
+    assert!(
+        results.contains(&("subscribe:volk.lifecycle", "allow")),
+        "{results:?}"
+    );
 }
 
 // REQ-014-199 REQ-014-201 REQ-014-202 REQ-014-198 REQ-014-203
@@ -396,11 +451,15 @@ async fn config_get_is_read_only_redacts_secrets_and_reads_paths() {
     assert_eq!(r["config"]["gateway"]["static_token"], "<redacted>");
     assert!(!r.to_string().contains(TOKEN), "no secret anywhere: {r}");
     assert!(r["last_updated"].is_string());
-    let r = c.ok("config.get", json!({"path": "gateway.max_clients"})).await;
+    let r = c
+        .ok("config.get", json!({"path": "gateway.max_clients"}))
+        .await;
     assert_eq!(r["value"], 100);
     let e = c.err("config.get", json!({"path": "gateway.nope"})).await;
     assert_eq!(reason(&e), "unknown_config_path");
-    let e = c.err("config.set", json!({"path": "gateway.max_clients"})).await;
+    let e = c
+        .err("config.set", json!({"path": "gateway.max_clients"}))
+        .await;
     assert_eq!(e["code"], -32601, "there is no way to change config");
 }
 
@@ -513,9 +572,17 @@ async fn shutdown_closes_clients_with_1001_and_records_their_disconnect() {
     assert_eq!(closed.code, 1001);
     assert_eq!(closed.reason, "server_shutdown");
     let _gw = stop.await.expect("stopped");
-    assert!(tokio::net::TcpStream::connect(addr).await.is_err(), "no longer listening");
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "no longer listening"
+    );
     let presence = log
-        .read(orchestrata_schemas::events::Stream::GatewayPresence, 0, None, 100)
+        .read(
+            orchestrata_schemas::events::Stream::GatewayPresence,
+            0,
+            None,
+            100,
+        )
         .await
         .expect("read presence");
     let kinds: Vec<&str> = presence.iter().map(|e| e.record.event_type()).collect();

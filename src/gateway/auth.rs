@@ -98,10 +98,12 @@ pub fn check_static_token<'g>(
         .and_then(|s| s.as_str())
         .unwrap_or("");
     if strategy != "static_token" {
-        return Err(RpcError::new(ErrorCode::Unauthorized, "unsupported_strategy").with(
-            "detail",
-            format!("strategy `{strategy}` is not enabled on this gateway; use static_token"),
-        ));
+        return Err(
+            RpcError::new(ErrorCode::Unauthorized, "unsupported_strategy").with(
+                "detail",
+                format!("strategy `{strategy}` is not enabled on this gateway; use static_token"),
+            ),
+        );
     }
     let token = match params.get("token") {
         None | Some(serde_json::Value::Null) => {

@@ -64,7 +64,11 @@ pub async fn serve(gw: Arc<Shared>, socket: WebSocket, remote: Option<SocketAddr
         room
     };
     if !admitted {
-        tracing::warn!(max = gw.config.max_clients, ?remote, "connection refused: max_clients reached");
+        tracing::warn!(
+            max = gw.config.max_clients,
+            ?remote,
+            "connection refused: max_clients reached"
+        );
         return refuse(socket, CLOSE_TRY_LATER, "max_clients").await;
     }
     gw.metrics.connected_clients.inc();

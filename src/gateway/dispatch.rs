@@ -84,7 +84,10 @@ fn rate_limit(gw: &Shared, client: &Client) -> Result<(), RpcError> {
     if count >= limit {
         let retry = Duration::from_secs(1).saturating_sub(elapsed);
         return Err(RpcError::new(ErrorCode::RateLimited, "rate_limited")
-            .with("retry_after_ms", u64::try_from(retry.as_millis()).unwrap_or(1000))
+            .with(
+                "retry_after_ms",
+                u64::try_from(retry.as_millis()).unwrap_or(1000),
+            )
             .with("limit_per_second", limit));
     }
     st.window = (start, count + 1);
@@ -106,13 +109,24 @@ async fn call(
         (_, None) => return Err(RpcError::authentication_required()),
         (None, Some(_)) => {
             return Err(RpcError::new(ErrorCode::MethodNotFound, "method_not_found")
-                .with("detail", format!("no method `{name}`; see gateway.info capabilities"))
+                .with(
+                    "detail",
+                    format!("no method `{name}`; see gateway.info capabilities"),
+                )
                 .with("method", name))
         }
         (Some(row), Some(have)) => {
             if let Some(need) = row.scope {
-                authz::decide(gw, client.id(), have, need, row.name, "gateway", row.mutates)
-                    .await?;
+                authz::decide(
+                    gw,
+                    client.id(),
+                    have,
+                    need,
+                    row.name,
+                    "gateway",
+                    row.mutates,
+                )
+                .await?;
             }
             row
         }

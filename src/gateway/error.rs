@@ -106,7 +106,10 @@ impl RpcError {
     /// -32001 `insufficient_scope` for `what` (a method or topic).
     pub fn insufficient_scope(what: &str, have: &str, need: &str) -> Self {
         RpcError::new(ErrorCode::Unauthorized, "insufficient_scope")
-            .with("detail", format!("`{what}` needs scope {need}; this client has {have}"))
+            .with(
+                "detail",
+                format!("`{what}` needs scope {need}; this client has {have}"),
+            )
             .with("required_scope", need)
             .with("scope", have)
     }

@@ -48,8 +48,7 @@ fn token_dir(log_config: &LogConfig) -> PathBuf {
 /// Writes `token` to `path` readable by the owner only (mode 0600).
 fn write_token(path: &Path, token: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
@@ -76,10 +75,8 @@ fn write_token(path: &Path, token: &str) -> anyhow::Result<()> {
 /// `GATEWAY_TOKEN`; with neither, a random token is generated, written to
 /// `<data-dir>/gateway.token` (mode 0600) and returned so `up` prints it once.
 pub async fn launch(l: Launch<'_>) -> anyhow::Result<Launched> {
-    let mut config = match l.config_file {
-        Some(path) => GatewayConfig::load(path)?,
-        None => GatewayConfig::default(),
-    };
+    // The file's `gateway:` section with the environment's ORCHESTRATA_GATEWAY__* overrides.
+    let mut config = GatewayConfig::from_yaml(&crate::config::merged_yaml(l.config_file)?)?;
     if let Some(listen) = l.listen {
         config.listen = parse_listen(listen)?;
     }

@@ -66,11 +66,10 @@ impl ParamsSchemas {
             } else {
                 format!("params{}", pointer.replace('/', "."))
             };
-            return Err(RpcError::invalid_params(
-                "invalid_params",
-                format!("{field}: {error}"),
-            )
-            .with("field", field));
+            return Err(
+                RpcError::invalid_params("invalid_params", format!("{field}: {error}"))
+                    .with("field", field),
+            );
         }
         Ok(())
     }

@@ -239,7 +239,9 @@ async fn health(State(gw): State<Arc<Shared>>) -> Response {
     if !stalled.is_empty() {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "degraded", "stalled_topics": stalled, "uptime_seconds": uptime})),
+            Json(
+                json!({"status": "degraded", "stalled_topics": stalled, "uptime_seconds": uptime}),
+            ),
         )
             .into_response();
     }
@@ -296,7 +298,11 @@ async fn metrics_text(State(gw): State<Arc<Shared>>) -> Response {
             gw.metrics
                 .log_last_sequence
                 .with_label_values(&[stream.as_str()])
-                .set(bounds.last.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX)));
+                .set(
+                    bounds
+                        .last
+                        .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX)),
+                );
         }
     }
     (

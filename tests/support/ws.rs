@@ -138,9 +138,11 @@ impl TestGateway {
 pub async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = TcpStream::connect(addr).await.expect("connect");
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .expect("write request");
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .expect("write request");
     let mut buf = Vec::new();
     tokio::time::timeout(WAIT, s.read_to_end(&mut buf))
         .await
@@ -290,7 +292,11 @@ impl Ws {
 
     /// Asserts nothing arrives within `quiet`.
     pub async fn assert_silent(&mut self, quiet: Duration) {
-        assert!(self.notifications.is_empty(), "unexpected: {:?}", self.notifications);
+        assert!(
+            self.notifications.is_empty(),
+            "unexpected: {:?}",
+            self.notifications
+        );
         if let Ok(Some(msg)) = tokio::time::timeout(quiet, self.socket.next()).await {
             panic!("expected silence, got {msg:?}");
         }

@@ -8,7 +8,14 @@ use crate::gateway::methods::RpcResult;
 use crate::gateway::state::Call;
 
 /// Key names whose values are never shown.
-const SECRET_WORDS: [&str; 6] = ["token", "secret", "password", "key", "credential", "signature"];
+const SECRET_WORDS: [&str; 6] = [
+    "token",
+    "secret",
+    "password",
+    "key",
+    "credential",
+    "signature",
+];
 
 /// Replaces the value of every key that names a secret with `"<redacted>"`.
 pub fn redact(value: &Value) -> Value {

@@ -84,17 +84,18 @@ pub async fn replay(call: Call) -> RpcResult {
     }
     let budget = call.gw.config.max_replay_scan;
     if p.sequence_from.is_some() && p.sequence_to.is_some() && hi - lo + 1 > budget {
-        return Err(
-            RpcError::new(crate::gateway::error::ErrorCode::BudgetExceeded, "replay_scan_budget")
-                .with(
-                    "detail",
-                    format!(
-                        "the range holds {} events; one replay reads at most {budget}: split it",
-                        hi - lo + 1
-                    ),
-                )
-                .with("max_scan", budget),
-        );
+        return Err(RpcError::new(
+            crate::gateway::error::ErrorCode::BudgetExceeded,
+            "replay_scan_budget",
+        )
+        .with(
+            "detail",
+            format!(
+                "the range holds {} events; one replay reads at most {budget}: split it",
+                hi - lo + 1
+            ),
+        )
+        .with("max_scan", budget));
     }
     let by_time = |e: &TopicEvent| {
         let ts = e.envelope.record.timestamp;
@@ -112,7 +113,10 @@ pub async fn replay(call: Call) -> RpcResult {
         let mut end = hi;
         loop {
             let start = end.saturating_sub(CHUNK as u64 - 1).max(lo);
-            let chunk = log.read(stream, start, Some(end), CHUNK).await.map_err(internal)?;
+            let chunk = log
+                .read(stream, start, Some(end), CHUNK)
+                .await
+                .map_err(internal)?;
             scanned += chunk.len() as u64;
             for envelope in chunk.into_iter().rev() {
                 let Ok(event) = TopicEvent::new(envelope, &call.gw.index) else {
@@ -140,7 +144,10 @@ pub async fn replay(call: Call) -> RpcResult {
                 next_sequence = Some(next);
                 break;
             }
-            let chunk = log.read(stream, next, Some(hi), CHUNK).await.map_err(internal)?;
+            let chunk = log
+                .read(stream, next, Some(hi), CHUNK)
+                .await
+                .map_err(internal)?;
             let Some(tail) = chunk.last() else { break };
             next = tail.sequence + 1;
             scanned += chunk.len() as u64;

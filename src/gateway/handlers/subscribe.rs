@@ -115,16 +115,18 @@ async fn open(call: Call, stream: Stream, p: SubscribeParams) -> RpcResult {
             }));
         }
         if st.subscriptions.len() >= gw.config.max_subscriptions_per_client {
-            return Err(RpcError::new(ErrorCode::InvalidParams, "subscription_limit")
-                .with(
-                    "detail",
-                    format!(
-                        "at most {} subscriptions per client",
-                        gw.config.max_subscriptions_per_client
-                    ),
-                )
-                .with("current_count", st.subscriptions.len())
-                .with("max", gw.config.max_subscriptions_per_client));
+            return Err(
+                RpcError::new(ErrorCode::InvalidParams, "subscription_limit")
+                    .with(
+                        "detail",
+                        format!(
+                            "at most {} subscriptions per client",
+                            gw.config.max_subscriptions_per_client
+                        ),
+                    )
+                    .with("current_count", st.subscriptions.len())
+                    .with("max", gw.config.max_subscriptions_per_client),
+            );
         }
     }
     let skip_below = match &p.since {
@@ -158,9 +160,7 @@ async fn open(call: Call, stream: Stream, p: SubscribeParams) -> RpcResult {
                 if from < first {
                     return Err(RpcError::invalid_params(
                         "position_truncated",
-                        format!(
-                            "events from {from} are no longer retained; the oldest is {first}"
-                        ),
+                        format!("events from {from} are no longer retained; the oldest is {first}"),
                     )
                     .with("first_sequence", first)
                     .with("field", "params.since.sequence"));

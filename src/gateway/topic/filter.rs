@@ -43,11 +43,10 @@ impl Filter {
             None | Some(Value::Null) => return Ok(Filter::default()),
             Some(Value::Object(map)) => map.clone(),
             Some(_) => {
-                return Err(RpcError::invalid_params(
-                    "invalid_filter",
-                    "filters must be an object",
+                return Err(
+                    RpcError::invalid_params("invalid_filter", "filters must be an object")
+                        .with("field", "filters"),
                 )
-                .with("field", "filters"))
             }
         };
         let volk = match (text(&map, "volk_id")?, text(&map, "volk_alias")?) {
