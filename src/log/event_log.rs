@@ -5,7 +5,7 @@ use std::sync::Arc;
 use futures::stream::{BoxStream, StreamExt};
 use orchestrata_schemas::events::{self, Envelope, EventRecord, Stream};
 
-use super::raw::{Bounds, RawEntry, RawLog};
+use super::raw::{Bounds, RawEntry, RawLog, RawRef};
 use super::LogError;
 
 /// A live stream of envelopes (see [`EventLog::tail`]).
@@ -95,8 +95,8 @@ fn encode(record: &EventRecord) -> Result<(String, Vec<u8>), LogError> {
     Ok((record.key.clone(), bytes))
 }
 
-fn decode(stream: Stream, epoch: &str, entry: RawEntry) -> Result<Envelope, LogError> {
-    let record = events::decode(&entry.value).map_err(|e| LogError::Corrupt {
+fn decode(stream: Stream, epoch: &str, entry: RawRef<'_>) -> Result<Envelope, LogError> {
+    let record = events::decode(entry.value).map_err(|e| LogError::Corrupt {
         stream,
         sequence: entry.sequence,
         reason: format!("cannot decode the event: {e}"),
@@ -107,6 +107,19 @@ fn decode(stream: Stream, epoch: &str, entry: RawEntry) -> Result<Envelope, LogE
         epoch: epoch.to_owned(),
         record,
     })
+}
+
+fn decode_owned(stream: Stream, epoch: &str, entry: RawEntry) -> Result<Envelope, LogError> {
+    decode(
+        stream,
+        epoch,
+        RawRef {
+            sequence: entry.sequence,
+            key: &entry.key,
+            value: &entry.value,
+            stored_at_ms: entry.stored_at_ms,
+        },
+    )
 }
 
 #[async_trait::async_trait]
@@ -144,12 +157,15 @@ impl EventLog for TypedLog {
         limit: usize,
     ) -> Result<Vec<Envelope>, LogError> {
         let epoch = self.raw.epoch(stream).await?;
+        // Decode straight from the backend's bytes: no intermediate RawEntry copies.
+        let mut out = Vec::with_capacity(limit.min(4096));
         self.raw
-            .read_raw(stream, from, to, limit)
-            .await?
-            .into_iter()
-            .map(|entry| decode(stream, &epoch, entry))
-            .collect()
+            .read_each(stream, from, to, limit, &mut |entry| {
+                out.push(decode(stream, &epoch, entry)?);
+                Ok(())
+            })
+            .await?;
+        Ok(out)
     }
 
     async fn bounds(&self, stream: Stream) -> Result<Bounds, LogError> {
@@ -164,7 +180,7 @@ impl EventLog for TypedLog {
         let epoch = self.raw.epoch(stream).await?;
         let raw = self.raw.tail_raw(stream, from).await?;
         Ok(raw
-            .map(move |entry| entry.and_then(|entry| decode(stream, &epoch, entry)))
+            .map(move |entry| entry.and_then(|entry| decode_owned(stream, &epoch, entry)))
             .boxed())
     }
 

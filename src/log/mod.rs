@@ -23,4 +23,4 @@ pub use error::LogError;
 pub use event_log::{EnvelopeStream, EventLog, TypedLog};
 pub use kafka::KafkaLog;
 pub use open::{open, open_raw, spawn_retention};
-pub use raw::{Bounds, RawEntry, RawLog, RawTail};
+pub use raw::{Bounds, RawEntry, RawLog, RawRef, RawTail, Visit};

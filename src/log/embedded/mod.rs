@@ -2,25 +2,25 @@
 //!
 //! - Tree keys are big-endian u64 sequences; values are laid out by [`record`].
 //! - The epoch is a UUID created with the database and stored in its `__meta` tree.
-//! - Appends to a stream are serialized by a per-stream lock that assigns sequences;
-//!   durability follows the [`FsyncPolicy`](crate::config::FsyncPolicy) with group commit
-//!   ([`durability`]).
+//! - Every append goes through one writer thread that assigns sequences, writes whole
+//!   groups of concurrent appends as one batch and flushes once per group as the
+//!   [`FsyncPolicy`](crate::config::FsyncPolicy) says ([`writer`]).
 //! - Retention deletes the oldest keys; the newest event of a stream is always kept, so
 //!   the next sequence can be recovered from the tree after a restart.
 
-mod durability;
 mod record;
+mod writer;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use orchestrata_schemas::events::Stream;
 use tokio::sync::watch;
 
-use self::durability::Durability;
-use super::raw::{Bounds, RawEntry, RawLog, RawTail};
+use self::writer::{StreamSlot, Writer};
+use super::raw::{Bounds, RawEntry, RawLog, RawTail, Visit};
 use super::LogError;
 use crate::config::{FsyncPolicy, RetentionPolicy};
 
@@ -29,17 +29,16 @@ const EPOCH_KEY: &str = "epoch";
 
 struct StreamState {
     tree: sled::Tree,
-    /// The next sequence to assign; the lock serializes appenders of this stream.
-    next: Mutex<u64>,
-    /// The next sequence a tail may read (appended and, under `every_append`, flushed).
-    visible: watch::Sender<u64>,
+    /// The next sequence a tail may read (appended and, under `every_append`, flushed);
+    /// the writer thread moves it.
+    visible: Arc<watch::Sender<u64>>,
 }
 
 struct Inner {
     path: PathBuf,
     epoch: String,
     streams: HashMap<Stream, StreamState>,
-    durability: Arc<Durability>,
+    writer: Writer,
     retention: HashMap<Stream, RetentionPolicy>,
 }
 
@@ -58,8 +57,8 @@ fn now_ms() -> i64 {
 
 impl SledLog {
     /// Opens (or creates) the database in `dir`. Fails with
-    /// [`LogError::Locked`] if another process holds it. Must run inside a tokio runtime
-    /// (the `every_ms` policy spawns its flusher).
+    /// [`LogError::Locked`] if another process holds it. Starts the database's writer
+    /// thread; dropping the last clone of the log stops it and closes the database.
     pub async fn open(
         dir: &Path,
         fsync: FsyncPolicy,
@@ -87,29 +86,31 @@ impl SledLog {
             }
         };
         let mut streams = HashMap::new();
+        let mut slots = HashMap::new();
         for stream in Stream::ALL {
             let tree = db.open_tree(stream.as_str()).map_err(sled_err)?;
             let next = match tree.last().map_err(sled_err)? {
                 Some((key, _)) => record::decode_sequence(stream, &key)? + 1,
                 None => 0,
             };
-            let (visible, _) = watch::channel(next);
-            streams.insert(
+            let visible = Arc::new(watch::channel(next).0);
+            slots.insert(
                 stream,
-                StreamState {
-                    tree,
-                    next: Mutex::new(next),
-                    visible,
+                StreamSlot {
+                    tree: tree.clone(),
+                    next,
+                    visible: visible.clone(),
                 },
             );
+            streams.insert(stream, StreamState { tree, visible });
         }
-        let durability = Durability::new(db, path.clone(), fsync);
+        let writer = Writer::start(db, path.clone(), fsync, slots)?;
         Ok(SledLog {
             inner: Arc::new(Inner {
                 path,
                 epoch,
                 streams,
-                durability,
+                writer,
                 retention: retention.into_iter().collect(),
             }),
         })
@@ -124,64 +125,17 @@ impl SledLog {
         LogError::sled(&self.inner.path, e)
     }
 
-    fn first(&self, stream: Stream) -> Result<Option<u64>, LogError> {
-        match self.state(stream).tree.first().map_err(|e| self.err(e))? {
-            Some((key, _)) => Ok(Some(record::decode_sequence(stream, &key)?)),
-            None => Ok(None),
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl RawLog for SledLog {
-    async fn append_raw(
-        &self,
-        stream: Stream,
-        entries: Vec<(String, Vec<u8>)>,
-    ) -> Result<u64, LogError> {
-        let state = self.state(stream);
-        let count = entries.len() as u64;
-        let stored_at_ms = now_ms();
-        let (first, ticket) = {
-            let mut next = state.next.lock().unwrap_or_else(|p| p.into_inner());
-            let first = *next;
-            let mut batch = sled::Batch::default();
-            for (i, (key, value)) in entries.iter().enumerate() {
-                let seq = first + i as u64;
-                batch.insert(
-                    &seq.to_be_bytes(),
-                    record::encode_value(stored_at_ms, key, value),
-                );
-            }
-            state.tree.apply_batch(batch).map_err(|e| self.err(e))?;
-            *next = first + count;
-            let ticket = self.inner.durability.note_written(count);
-            if !self.inner.durability.visible_after_flush() {
-                state.visible.send_replace(first + count);
-            }
-            (first, ticket)
-        };
-        self.inner.durability.after_write(ticket).await?;
-        if self.inner.durability.visible_after_flush() {
-            state.visible.send_if_modified(|v| {
-                let end = first + count;
-                let moved = end > *v;
-                if moved {
-                    *v = end;
-                }
-                moved
-            });
-        }
-        Ok(first)
-    }
-
-    async fn read_raw(
+    /// Hands `(sequence, stored value)` of `from..=to` (at most `limit`) to `visit`
+    /// straight from sled's pages; returns how many. Checks the range like
+    /// [`RawLog::read_raw`] promises.
+    fn scan(
         &self,
         stream: Stream,
         from: u64,
         to: Option<u64>,
         limit: usize,
-    ) -> Result<Vec<RawEntry>, LogError> {
+        visit: &mut dyn FnMut((u64, &[u8])) -> Result<(), LogError>,
+    ) -> Result<usize, LogError> {
         if let Some(to) = to {
             if from > to {
                 return Err(LogError::InvalidRange { stream, from, to });
@@ -202,24 +156,70 @@ impl RawLog for SledLog {
             Some(to) => tree.range(start..=to.to_be_bytes()),
             None => tree.range(start..),
         };
-        let mut out = Vec::with_capacity(limit.min(4096));
+        let mut count = 0;
         for item in iter.take(limit) {
             let (key, value) = item.map_err(|e| self.err(e))?;
-            let seq = record::decode_sequence(stream, &key)?;
-            out.push(record::decode_entry(stream, seq, &value)?);
-        }
-        // Retention may have removed keys between the bound check and the scan: a range
-        // that does not start at `from` would hide a gap, so report it as truncated.
-        if let Some(head) = out.first() {
-            if head.sequence != from {
+            let sequence = record::decode_sequence(stream, &key)?;
+            // Retention may have removed keys between the bound check and the scan: a
+            // range that does not start at `from` would hide a gap, so report it as
+            // truncated.
+            if count == 0 && sequence != from {
                 return Err(LogError::Truncated {
                     stream,
                     requested: from,
-                    first: head.sequence,
+                    first: sequence,
                 });
             }
+            visit((sequence, &value))?;
+            count += 1;
         }
+        Ok(count)
+    }
+
+    fn first(&self, stream: Stream) -> Result<Option<u64>, LogError> {
+        match self.state(stream).tree.first().map_err(|e| self.err(e))? {
+            Some((key, _)) => Ok(Some(record::decode_sequence(stream, &key)?)),
+            None => Ok(None),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl RawLog for SledLog {
+    async fn append_raw(
+        &self,
+        stream: Stream,
+        entries: Vec<(String, Vec<u8>)>,
+    ) -> Result<u64, LogError> {
+        self.inner.writer.append(stream, entries).await
+    }
+
+    async fn read_raw(
+        &self,
+        stream: Stream,
+        from: u64,
+        to: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<RawEntry>, LogError> {
+        let mut out = Vec::with_capacity(limit.min(4096));
+        self.scan(stream, from, to, limit, &mut |raw| {
+            out.push(record::decode_entry(stream, raw.0, raw.1)?);
+            Ok(())
+        })?;
         Ok(out)
+    }
+
+    async fn read_each(
+        &self,
+        stream: Stream,
+        from: u64,
+        to: Option<u64>,
+        limit: usize,
+        visit: &mut Visit<'_>,
+    ) -> Result<usize, LogError> {
+        self.scan(stream, from, to, limit, &mut |(sequence, value)| {
+            visit(record::decode_ref(stream, sequence, value)?)
+        })
     }
 
     async fn bounds(&self, stream: Stream) -> Result<Bounds, LogError> {
@@ -286,13 +286,13 @@ impl RawLog for SledLog {
                 batch.remove(&seq.to_be_bytes());
             }
             tree.apply_batch(batch).map_err(|e| self.err(e))?;
-            self.inner.durability.flush_all().await?;
+            self.inner.writer.flush().await?;
         }
         Ok(Some(keep_from))
     }
 
     async fn flush(&self) -> Result<(), LogError> {
-        self.inner.durability.flush_all().await
+        self.inner.writer.flush().await
     }
 
     fn location(&self) -> String {

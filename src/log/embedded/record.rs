@@ -3,7 +3,7 @@
 
 use orchestrata_schemas::events::Stream;
 
-use crate::log::raw::RawEntry;
+use crate::log::raw::{RawEntry, RawRef};
 use crate::log::LogError;
 
 const HEADER: usize = 12;
@@ -38,12 +38,12 @@ pub(super) fn stored_at(stream: Stream, sequence: u64, raw: &[u8]) -> Result<i64
     Ok(i64::from_be_bytes(head))
 }
 
-/// Decodes a stored value into an entry.
-pub(super) fn decode_entry(
+/// Splits a stored value into its parts, borrowing the key and the record bytes.
+pub(super) fn decode_ref(
     stream: Stream,
     sequence: u64,
     raw: &[u8],
-) -> Result<RawEntry, LogError> {
+) -> Result<RawRef<'_>, LogError> {
     if raw.len() < HEADER {
         return Err(corrupt(stream, sequence, "value shorter than its header"));
     }
@@ -56,13 +56,27 @@ pub(super) fn decode_entry(
         .filter(|end| *end <= raw.len())
         .ok_or_else(|| corrupt(stream, sequence, "key length runs past the value"))?;
     let key = std::str::from_utf8(&raw[HEADER..key_end])
-        .map_err(|_| corrupt(stream, sequence, "key is not UTF-8"))?
-        .to_owned();
-    Ok(RawEntry {
+        .map_err(|_| corrupt(stream, sequence, "key is not UTF-8"))?;
+    Ok(RawRef {
         sequence,
         key,
-        value: raw[key_end..].to_vec(),
+        value: &raw[key_end..],
         stored_at_ms,
+    })
+}
+
+/// Decodes a stored value into an owned entry.
+pub(super) fn decode_entry(
+    stream: Stream,
+    sequence: u64,
+    raw: &[u8],
+) -> Result<RawEntry, LogError> {
+    let entry = decode_ref(stream, sequence, raw)?;
+    Ok(RawEntry {
+        sequence,
+        key: entry.key.to_owned(),
+        value: entry.value.to_vec(),
+        stored_at_ms: entry.stored_at_ms,
     })
 }
 
