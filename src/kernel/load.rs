@@ -12,9 +12,10 @@ use crate::log::EventLog;
 
 /// The streams the aggregate folds, in fold order (sessions before the packets that
 /// name them).
-pub const FOLDED: [Stream; 4] = [
+pub const FOLDED: [Stream; 5] = [
     Stream::VolkLifecycle,
     Stream::SessionEvents,
+    Stream::WorkflowEvents,
     Stream::CxpTraffic,
     Stream::KernelEvents,
 ];

@@ -5,10 +5,12 @@
 //! order. The writer then folds them into the state and lets the Postman react (see
 //! `postman`). One module per area.
 
+mod agents;
 pub(crate) mod packets;
 mod sessions;
 mod threads;
 mod volks;
+mod workflows;
 
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::events::{Command, CommandKind, Event, EventRecord};
@@ -131,6 +133,76 @@ pub(crate) fn decide(
             metadata,
         ),
         CommandKind::DeregisterVolk { alias, reason } => volks::deregister(&cx, alias, reason),
+        CommandKind::SpawnVolk {
+            alias,
+            parent,
+            driver,
+            purpose,
+            scope,
+            lifespan_ms,
+            task_id,
+            session_id,
+        } => agents::spawn(
+            &cx,
+            agents::Spawn {
+                alias,
+                parent,
+                driver,
+                purpose,
+                scope,
+                lifespan_ms: *lifespan_ms,
+                task_id: task_id.as_deref(),
+                session_id: session_id.as_deref(),
+            },
+        ),
+        CommandKind::TerminateVolk { alias, reason } => agents::terminate(&cx, alias, reason),
+        CommandKind::EscalateVolk {
+            alias,
+            to,
+            path,
+            reason,
+            thread_id,
+            context,
+        } => agents::escalate(
+            &cx,
+            agents::Escalate {
+                alias,
+                to,
+                path,
+                reason,
+                thread_id: thread_id.as_deref(),
+                context,
+            },
+        ),
+        CommandKind::StartWorkflow {
+            workflow_id,
+            name,
+            params,
+            session_id,
+        } => workflows::start(&cx, workflow_id, name, params, session_id.as_deref()),
+        CommandKind::PauseWorkflow {
+            workflow_id,
+            reason,
+        } => workflows::pause(&cx, workflow_id, reason.clone()),
+        CommandKind::ResumeWorkflow { workflow_id } => workflows::resume(&cx, workflow_id),
+        CommandKind::CancelWorkflow {
+            workflow_id,
+            reason,
+        } => workflows::cancel(&cx, workflow_id, reason.clone()),
+        CommandKind::RecordWorkflowStep {
+            workflow_id,
+            step,
+            phase,
+            assigned_to,
+            output,
+        } => workflows::step(
+            &cx,
+            workflow_id,
+            step,
+            phase,
+            assigned_to.as_deref(),
+            output,
+        ),
     }
 }
 

@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::{
     KernelState, PacketState, SessionState, SessionStatus, ThreadState, ThreadStatus, VolkState,
+    WorkflowStatus,
 };
 use crate::kernel::convert;
 
@@ -23,6 +24,7 @@ impl KernelState {
             self.executed.insert(id);
         }
         let at = record.timestamp;
+        self.agents.apply(record);
         match &record.event {
             Event::PacketSent(e) => self.packet_sent(&e.packet, at),
             Event::PacketDelivered(e) => self.on_packet(e.message_id, at, |p, at| {
@@ -135,6 +137,46 @@ impl KernelState {
                 Some(v) => v.health = e.new,
                 None => skip(record, "the Volk was never registered"),
             },
+            Event::VolkSpawned(e) => {
+                self.volks.insert(
+                    e.alias.clone(),
+                    VolkState {
+                        registered: true,
+                        health: Health::Healthy,
+                        parent: Some(e.parent.clone()),
+                        capabilities: Vec::new(),
+                    },
+                );
+            }
+            Event::VolkTerminated(e) => {
+                if let Some(v) = self.volks.get_mut(&e.alias) {
+                    v.registered = false;
+                }
+            }
+            Event::WorkflowStarted(e) => {
+                self.workflows
+                    .insert(e.workflow_id.clone(), WorkflowStatus::Running);
+            }
+            Event::WorkflowResumed(e) => {
+                self.workflows
+                    .insert(e.workflow_id.clone(), WorkflowStatus::Running);
+            }
+            Event::WorkflowPaused(e) => {
+                self.workflows
+                    .insert(e.workflow_id.clone(), WorkflowStatus::Paused);
+            }
+            Event::WorkflowCancelled(e) => {
+                self.workflows
+                    .insert(e.workflow_id.clone(), WorkflowStatus::Finished);
+            }
+            Event::WorkflowCompleted(e) => {
+                self.workflows
+                    .insert(e.workflow_id.clone(), WorkflowStatus::Finished);
+            }
+            Event::WorkflowFailed(e) => {
+                self.workflows
+                    .insert(e.workflow_id.clone(), WorkflowStatus::Finished);
+            }
             _ => {}
         }
     }

@@ -127,6 +127,29 @@ impl VolkState {
     }
 }
 
+/// Where a workflow run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkflowStatus {
+    /// Started or resumed.
+    Running,
+    /// Paused.
+    Paused,
+    /// Cancelled, completed or failed.
+    Finished,
+}
+
+impl WorkflowStatus {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkflowStatus::Running => "running",
+            WorkflowStatus::Paused => "paused",
+            WorkflowStatus::Finished => "finished",
+        }
+    }
+}
+
 /// One packet and the bookkeeping around it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PacketState {
@@ -150,6 +173,8 @@ pub struct KernelState {
     packets: HashMap<Uuid, PacketState>,
     threads: HashMap<String, ThreadState>,
     sessions: HashMap<String, SessionState>,
+    workflows: HashMap<String, WorkflowStatus>,
+    agents: crate::agents::AgentTree,
     executed: HashSet<Uuid>,
     queues: HashMap<VolkAlias, PriorityQueue>,
     queued: HashMap<VolkAlias, usize>,
@@ -166,6 +191,8 @@ impl KernelState {
             packets: HashMap::new(),
             threads: HashMap::new(),
             sessions: HashMap::new(),
+            workflows: HashMap::new(),
+            agents: crate::agents::AgentTree::new(),
             executed: HashSet::new(),
             queues: HashMap::new(),
             queued: HashMap::new(),
@@ -207,6 +234,16 @@ impl KernelState {
     /// A session by id.
     pub fn session(&self, id: &str) -> Option<&SessionState> {
         self.sessions.get(id)
+    }
+
+    /// A workflow run's status.
+    pub fn workflow(&self, id: &str) -> Option<WorkflowStatus> {
+        self.workflows.get(id).copied()
+    }
+
+    /// The agent hierarchy (spec 005): parents, juniors, lifespans, the human queue.
+    pub fn agents(&self) -> &crate::agents::AgentTree {
+        &self.agents
     }
 
     /// A Volk by alias (registered or not).

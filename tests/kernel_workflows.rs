@@ -1,0 +1,91 @@
+//! Workflow runs through the kernel (spec 005, REQ-014-076..080): happy path and
+//! refusals (typed code, nothing appended). Real sled log.
+
+mod kernel_common;
+
+use kernel_common::{config, harness, positions, Harness};
+use orchestrata::kernel::cmd;
+use orchestrata_schemas::events::fields::Json;
+use orchestrata_schemas::events::{Command, CommandKind};
+
+async fn refused(h: &Harness, command: Command, code: &str) {
+    let before = positions(&h.log).await;
+    let err = h.kernel.execute(command).await.expect_err("refused");
+    assert_eq!(err.code(), code, "{err}");
+    assert_eq!(positions(&h.log).await, before);
+}
+
+// REQ-005-US-005-001
+#[tokio::test]
+async fn workflow_runs_move_through_their_lifecycle() {
+    let h = harness(config()).await;
+    let c = |k: CommandKind| cmd::command("U:Ox", k);
+    let start = c(CommandKind::StartWorkflow {
+        workflow_id: "w-1".into(),
+        name: "review".into(),
+        params: Json(serde_json::json!({})),
+        session_id: None,
+    });
+    h.kernel.execute(start.clone()).await.expect("started");
+    refused(
+        &h,
+        cmd::command("U:Ox", start.action.clone()),
+        "invalid_field",
+    )
+    .await;
+    let step = |phase: &str| {
+        c(CommandKind::RecordWorkflowStep {
+            workflow_id: "w-1".into(),
+            step: "lint".into(),
+            phase: phase.into(),
+            assigned_to: Some("U:Qa".into()),
+            output: Json(serde_json::json!({})),
+        })
+    };
+    h.kernel
+        .execute(step("started"))
+        .await
+        .expect("step started");
+    refused(&h, step("exploded"), "invalid_field").await;
+    h.kernel
+        .execute(c(CommandKind::PauseWorkflow {
+            workflow_id: "w-1".into(),
+            reason: None,
+        }))
+        .await
+        .expect("paused");
+    refused(&h, step("succeeded"), "invalid_transition").await;
+    h.kernel
+        .execute(c(CommandKind::ResumeWorkflow {
+            workflow_id: "w-1".into(),
+        }))
+        .await
+        .expect("resumed");
+    h.kernel
+        .execute(step("succeeded"))
+        .await
+        .expect("step done");
+    let out = h
+        .kernel
+        .execute(step("completed"))
+        .await
+        .expect("completed");
+    assert_eq!(out.event_types(), ["completed"]);
+    refused(
+        &h,
+        c(CommandKind::CancelWorkflow {
+            workflow_id: "w-1".into(),
+            reason: None,
+        }),
+        "invalid_transition",
+    )
+    .await;
+    refused(
+        &h,
+        c(CommandKind::ResumeWorkflow {
+            workflow_id: "w-9".into(),
+        }),
+        "invalid_field",
+    )
+    .await;
+}
