@@ -4,7 +4,7 @@
 //! order, the cursor being its sequence), indexed by decision id, subject and action;
 //! every `policy_loaded` is kept by its hash so a decision's policy can be looked up.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::events::governance::DecisionRecorded;
@@ -67,13 +67,18 @@ impl DecisionQuery {
 }
 
 /// The governance decisions index.
+///
+/// Decisions are kept in a `Vec` in log order: the view folds one stream, whose
+/// checkpoint admits only increasing sequences, so appending keeps it sorted and a
+/// lookup by sequence is a binary search. The subject and action indexes hold sorted
+/// sequence lists for the same reason (appends, no tree rebalancing per event).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DecisionIndex {
     checkpoint: Checkpoint,
-    decisions: BTreeMap<u64, DecisionEntry>,
+    decisions: Vec<DecisionEntry>,
     by_id: BTreeMap<Uuid, u64>,
-    by_subject: BTreeMap<String, BTreeSet<u64>>,
-    by_action: BTreeMap<String, BTreeSet<u64>>,
+    by_subject: BTreeMap<String, Vec<u64>>,
+    by_action: BTreeMap<String, Vec<u64>>,
     policies: BTreeMap<String, PolicyEntry>,
 }
 
@@ -96,22 +101,13 @@ impl View for DecisionIndex {
         match &envelope.record.event {
             Event::DecisionRecorded(d) if !self.by_id.contains_key(&d.decision_id) => {
                 self.by_id.insert(d.decision_id, sequence);
-                self.by_subject
-                    .entry(d.subject.clone())
-                    .or_default()
-                    .insert(sequence);
-                self.by_action
-                    .entry(d.action.clone())
-                    .or_default()
-                    .insert(sequence);
-                self.decisions.insert(
+                index(&mut self.by_subject, &d.subject, sequence);
+                index(&mut self.by_action, &d.action, sequence);
+                self.decisions.push(DecisionEntry {
                     sequence,
-                    DecisionEntry {
-                        sequence,
-                        at,
-                        decision: d.clone(),
-                    },
-                );
+                    at,
+                    decision: d.clone(),
+                });
             }
             Event::PolicyLoaded(p) if !self.policies.contains_key(&p.policy_hash) => {
                 self.policies.insert(
@@ -135,7 +131,15 @@ impl DecisionIndex {
     pub fn decision(&self, decision_id: &Uuid) -> Option<&DecisionEntry> {
         self.by_id
             .get(decision_id)
-            .and_then(|s| self.decisions.get(s))
+            .and_then(|s| self.at_sequence(*s))
+    }
+
+    /// The decision recorded by the event at `sequence`.
+    fn at_sequence(&self, sequence: u64) -> Option<&DecisionEntry> {
+        self.decisions
+            .binary_search_by_key(&sequence, |e| e.sequence)
+            .ok()
+            .map(|i| &self.decisions[i])
     }
 
     /// Number of decisions.
@@ -162,17 +166,33 @@ impl DecisionIndex {
             .as_ref()
             .map(|s| self.by_subject.get(s))
             .or_else(|| query.action.as_ref().map(|a| self.by_action.get(a)));
-        let candidates: Box<dyn Iterator<Item = u64> + '_> = match index {
-            Some(Some(set)) => Box::new(set.range(start..).copied()),
+        let candidates: Box<dyn Iterator<Item = &DecisionEntry> + '_> = match index {
+            Some(Some(list)) => {
+                let from = list.partition_point(|s| *s < start);
+                Box::new(list[from..].iter().filter_map(|s| self.at_sequence(*s)))
+            }
             Some(None) => Box::new(std::iter::empty()),
-            None => Box::new(self.decisions.range(start..).map(|(s, _)| *s)),
+            None => {
+                let from = self.decisions.partition_point(|e| e.sequence < start);
+                Box::new(self.decisions[from..].iter())
+            }
         };
         page.collect(
             candidates
-                .filter_map(|s| self.decisions.get(&s))
                 .filter(|e| query.matches(e))
                 .map(|e| (e.sequence, e)),
         )
+    }
+}
+
+/// Appends `sequence` to `key`'s list, allocating the key only the first time.
+/// Sequences arrive in increasing order, so the list stays sorted.
+fn index(map: &mut BTreeMap<String, Vec<u64>>, key: &str, sequence: u64) {
+    match map.get_mut(key) {
+        Some(list) => list.push(sequence),
+        None => {
+            map.insert(key.to_owned(), vec![sequence]);
+        }
     }
 }
 

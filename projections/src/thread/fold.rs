@@ -252,7 +252,7 @@ impl ThreadView {
                 .status_history
                 .push(at.transition(ThreadStatus::Active, Some("new packet".into())));
         }
-        self.by_sequence.insert(sequence, packet.message_id);
+        self.by_sequence.push((sequence, packet.message_id));
         index(&mut self.by_sender, &packet.from_agent, sequence);
         index(&mut self.by_recipient, &packet.to_agent, sequence);
         let first = At {
@@ -277,7 +277,7 @@ impl ThreadView {
             updated_at: time,
             packet: packet.clone(),
         };
-        self.packets.insert(packet.message_id, state);
+        self.packets.insert(packet.message_id, Box::new(state));
     }
 
     fn delivery(
@@ -289,7 +289,7 @@ impl ThreadView {
         note: Option<String>,
     ) -> Option<&mut PacketState> {
         self.touch_thread(thread_id, at);
-        let p = self.packets.get_mut(message_id)?;
+        let p: &mut PacketState = self.packets.get_mut(message_id)?;
         p.delivery_status = status;
         p.delivery_history.push(at.transition(status, note));
         p.updated_at = at.time;
@@ -350,18 +350,13 @@ fn age(thread: &mut ThreadState, at: &At<'_>) {
     thread.last_activity = thread.last_activity.max(now);
 }
 
-/// Adds `sequence` to `key`'s set, allocating the key only the first time.
-fn index(
-    map: &mut std::collections::BTreeMap<String, std::collections::BTreeSet<u64>>,
-    key: &str,
-    sequence: u64,
-) {
+/// Appends `sequence` to `key`'s list, allocating the key only the first time.
+/// Sequences arrive in increasing order, so the list stays sorted.
+fn index(map: &mut std::collections::BTreeMap<String, Vec<u64>>, key: &str, sequence: u64) {
     match map.get_mut(key) {
-        Some(set) => {
-            set.insert(sequence);
-        }
+        Some(list) => list.push(sequence),
         None => {
-            map.insert(key.to_owned(), std::collections::BTreeSet::from([sequence]));
+            map.insert(key.to_owned(), vec![sequence]);
         }
     }
 }

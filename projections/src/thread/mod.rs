@@ -125,9 +125,14 @@ pub struct ThreadView {
     /// Latest event time folded: the view's notion of "now".
     clock: Option<DateTime<Utc>>,
     threads: BTreeMap<String, ThreadState>,
-    packets: BTreeMap<Uuid, PacketState>,
-    /// Send sequence -> packet: the global packet order.
-    by_sequence: BTreeMap<u64, Uuid>,
-    by_sender: BTreeMap<String, BTreeSet<u64>>,
-    by_recipient: BTreeMap<String, BTreeSet<u64>>,
+    /// Boxed: a packet's state is large, and tree nodes shift their values on every
+    /// insert of a random message id; moving a pointer instead of the state is what
+    /// keeps `packet_sent` cheap.
+    packets: BTreeMap<Uuid, Box<PacketState>>,
+    /// (send sequence, packet) in send order: the global packet order. The view folds
+    /// one stream whose checkpoint admits only increasing sequences, so this and the
+    /// sender/recipient lists below are appended to and stay sorted (binary search).
+    by_sequence: Vec<(u64, Uuid)>,
+    by_sender: BTreeMap<String, Vec<u64>>,
+    by_recipient: BTreeMap<String, Vec<u64>>,
 }

@@ -1,8 +1,5 @@
 //! What the [`ThreadView`] answers: the reads the gateway serves.
 
-use std::collections::BTreeSet;
-use std::ops::Bound;
-
 use chrono::{DateTime, Duration, Utc};
 use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
 use serde::{Deserialize, Serialize};
@@ -105,7 +102,7 @@ impl ThreadView {
 
     /// The packet with this message id (REQ-004-INTG-002).
     pub fn packet(&self, message_id: &Uuid) -> Option<&PacketState> {
-        self.packets.get(message_id)
+        self.packets.get(message_id).map(|p| &**p)
     }
 
     /// The thread's packets in send order (REQ-004-US-008-005, -006); empty for an
@@ -115,7 +112,8 @@ impl ThreadView {
         thread_id: &str,
     ) -> impl Iterator<Item = &'a PacketState> + 'a {
         let ids: &'a [Uuid] = self.threads.get(thread_id).map_or(&[], |t| &t.packets);
-        ids.iter().filter_map(|id| self.packets.get(id))
+        ids.iter()
+            .filter_map(|id| self.packets.get(id).map(|p| &**p))
     }
 
     /// Packets matching `query`, in send order, one page at a time.
@@ -126,7 +124,7 @@ impl ThreadView {
         let start = page.start();
         let by_seq = |seqs: &mut dyn Iterator<Item = u64>| -> Page<&PacketState> {
             page.collect(
-                seqs.filter_map(|s| self.by_sequence.get(&s).and_then(|id| self.packets.get(id)))
+                seqs.filter_map(|s| self.sent_at_sequence(s))
                     .filter(|p| query.matches(p))
                     .map(|p| (p.sequence, p)),
             )
@@ -142,27 +140,28 @@ impl ThreadView {
                 thread
                     .packets
                     .iter()
-                    .filter_map(|id| self.packets.get(id))
+                    .filter_map(|id| self.packets.get(id).map(|p| &**p))
                     .filter(|p| p.sequence >= start && query.matches(p))
                     .map(|p| (p.sequence, p)),
             );
         }
-        let index = |map: &std::collections::BTreeMap<String, BTreeSet<u64>>, key: &str| {
-            map.get(key)
-                .map(|set| {
-                    set.range((Bound::Included(start), Bound::Unbounded))
-                        .copied()
-                        .collect::<Vec<_>>()
-                })
-                .unwrap_or_default()
-        };
         if let Some(sender) = &query.sender {
-            return by_seq(&mut index(&self.by_sender, sender).into_iter());
+            return by_seq(&mut from_start(self.by_sender.get(sender), start));
         }
         if let Some(recipient) = &query.recipient {
-            return by_seq(&mut index(&self.by_recipient, recipient).into_iter());
+            return by_seq(&mut from_start(self.by_recipient.get(recipient), start));
         }
-        by_seq(&mut self.by_sequence.range(start..).map(|(s, _)| *s))
+        let from = self.by_sequence.partition_point(|(s, _)| *s < start);
+        by_seq(&mut self.by_sequence[from..].iter().map(|(s, _)| *s))
+    }
+
+    /// The packet whose `packet_sent` is at `sequence`.
+    fn sent_at_sequence(&self, sequence: u64) -> Option<&PacketState> {
+        let i = self
+            .by_sequence
+            .binary_search_by_key(&sequence, |(s, _)| *s)
+            .ok()?;
+        self.packets.get(&self.by_sequence[i].1).map(|p| &**p)
     }
 
     /// Threads matching `query`, in order of thread id, one page at a time (the cursor
@@ -186,6 +185,13 @@ impl ThreadView {
                 .map(|(i, t)| (i as u64, t)),
         )
     }
+}
+
+/// The sequences of a sorted index list from `start` on (none for a missing key).
+fn from_start(list: Option<&Vec<u64>>, start: u64) -> impl Iterator<Item = u64> + '_ {
+    let list: &[u64] = list.map_or(&[], Vec::as_slice);
+    let from = list.partition_point(|s| *s < start);
+    list[from..].iter().copied()
 }
 
 /// The status of `thread` at `now`: archived if idle for more than 30 days.
