@@ -112,7 +112,8 @@ pub struct PortfolioStats {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionView {
     checkpoint: Checkpoint,
-    sessions: BTreeMap<String, SessionState>,
+    /// Boxed so tree nodes move pointers, not whole session states, on insert.
+    sessions: BTreeMap<String, Box<SessionState>>,
     /// Sequence of `opened` -> session id (the list order and cursor).
     by_sequence: BTreeMap<u64, String>,
     by_portfolio: BTreeMap<String, BTreeSet<String>>,
@@ -147,13 +148,18 @@ impl View for SessionView {
                     return true; // opened twice: the first one counts
                 }
                 self.by_sequence.insert(sequence, e.session_id.clone());
-                self.by_portfolio
-                    .entry(e.portfolio_id.clone())
-                    .or_default()
-                    .insert(e.session_id.clone());
+                match self.by_portfolio.get_mut(&e.portfolio_id) {
+                    Some(ids) => {
+                        ids.insert(e.session_id.clone());
+                    }
+                    None => {
+                        let ids = BTreeSet::from([e.session_id.clone()]);
+                        self.by_portfolio.insert(e.portfolio_id.clone(), ids);
+                    }
+                }
                 self.sessions.insert(
                     e.session_id.clone(),
-                    SessionState {
+                    Box::new(SessionState {
                         session_id: e.session_id.clone(),
                         portfolio_id: e.portfolio_id.clone(),
                         goals: e.goals.clone(),
@@ -173,7 +179,7 @@ impl View for SessionView {
                         carryover: Vec::new(),
                         duration_ms: 0,
                         open_since: Some(at),
-                    },
+                    }),
                 );
             }
             Event::SessionClosed(e) => {
@@ -239,7 +245,7 @@ impl View for SessionView {
 impl SessionView {
     /// The session with this id.
     pub fn session(&self, session_id: &str) -> Option<&SessionState> {
-        self.sessions.get(session_id)
+        self.sessions.get(session_id).map(|s| &**s)
     }
 
     /// Sessions in the order they were opened, optionally only those with `status`.
@@ -251,7 +257,7 @@ impl SessionView {
         page.collect(
             self.by_sequence
                 .range(page.start()..)
-                .filter_map(|(seq, id)| self.sessions.get(id).map(|s| (*seq, s)))
+                .filter_map(|(seq, id)| self.sessions.get(id).map(|s| (*seq, &**s)))
                 .filter(|(_, s)| status.is_none_or(|st| st == s.status)),
         )
     }
@@ -269,6 +275,7 @@ impl SessionView {
             mean_duration_ms: 0,
         };
         for s in ids.iter().filter_map(|id| self.sessions.get(id)) {
+            let s: &SessionState = s;
             stats.total += 1;
             stats.total_duration_ms += s.duration_ms;
             match s.status {
