@@ -9,16 +9,30 @@
 //!
 //! - [`tree`]: [`AgentTree`], the hierarchy as a pure fold.
 //! - [`driver`]: the [`Driver`] trait every junior runtime implements; [`drivers`]: CLI, API.
+//! - [`service`]: [`Agents`], spawn / terminate / escalate / task and session ends.
+//! - [`lifespan`]: the deadline supervisor. [`metrics`]: Prometheus series.
+//! - [`delegation`]: one junior or a fan-out of up to five, with synthesis.
+//! - [`review`]: the review-fix loop (`review_code` -> `fix_issues` -> `review_complete`).
+//! - [`workflow`]: the built-in pipeline run; [`workflow_view`]: its state from the log.
 //! - [`escalation`]: deterministic resolution of the next party on an escalation path.
 
+pub mod delegation;
 pub mod driver;
 pub mod drivers;
 pub mod error;
 pub mod escalation;
+pub mod lifespan;
 pub mod limits;
+pub mod metrics;
+pub mod review;
+pub mod service;
 pub mod tree;
+pub mod workflow;
+pub mod workflow_view;
 
 pub use driver::{Driver, DriverError, Task};
 pub use error::AgentError;
 pub use escalation::{EscalationPaths, Resolution};
+pub use metrics::AgentMetrics;
+pub use service::{Agents, LifespanSpec, SpawnSpec};
 pub use tree::{AgentKind, AgentNode, AgentTree, HumanEscalation, Lifespan, JUNIOR, KIND_KEY};

@@ -252,7 +252,10 @@ impl AgentTree {
 
     /// Article II/XII: only the owner writes its facts, and a junior has none to write.
     pub fn may_write_facts(&self, writer: &str, owner: &str) -> bool {
-        writer == owner && self.live(writer).is_some_and(|n| n.kind == AgentKind::Senior)
+        writer == owner
+            && self
+                .live(writer)
+                .is_some_and(|n| n.kind == AgentKind::Senior)
     }
 
     /// Article IX: direct communication is parent <-> child only.

@@ -131,6 +131,11 @@ impl Metrics {
         })
     }
 
+    /// The registry, for other components' series (e.g. the agents' metrics).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
         let mut out = Vec::new();

@@ -81,6 +81,10 @@ pub async fn start(
         metrics.events_dropped.with_label_values(&[stream.as_str()]);
         metrics.subscriptions.with_label_values(&[stream.as_str()]);
     }
+    if let Some(w) = &services.workflows {
+        // Already registered when a gateway restarts over the same agents: keep those.
+        let _ = w.agents().metrics().register(metrics.registry());
+    }
     let schemas = ParamsSchemas::compile(METHODS.iter().map(|m| (m.name, m.params_schema)))?;
     let log = services.log.clone();
     let index = Arc::new(PacketIndex::new(PACKET_INDEX_CAPACITY));

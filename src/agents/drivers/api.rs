@@ -149,7 +149,10 @@ impl ApiDriver {
             if let Some(key) = &key {
                 req = req.bearer_auth(key);
             }
-            let resp = req.send().await.map_err(|e| request_error(e, task.timeout))?;
+            let resp = req
+                .send()
+                .await
+                .map_err(|e| request_error(e, task.timeout))?;
             let status = resp.status();
             if status.as_u16() == 429 {
                 let retry_after_ms = resp
@@ -177,11 +180,18 @@ impl ApiDriver {
                     .await;
                 continue;
             }
-            let text = resp.text().await.map_err(|e| request_error(e, task.timeout))?;
+            let text = resp
+                .text()
+                .await
+                .map_err(|e| request_error(e, task.timeout))?;
             if !status.is_success() {
                 let end = text.len().min(500);
                 return Err(DriverError::Crashed {
-                    reason: format!("{}: HTTP {status}: {}", p.name, text.get(..end).unwrap_or("")),
+                    reason: format!(
+                        "{}: HTTP {status}: {}",
+                        p.name,
+                        text.get(..end).unwrap_or("")
+                    ),
                 });
             }
             let parsed: Completion =

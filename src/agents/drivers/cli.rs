@@ -183,7 +183,7 @@ impl Driver for CliDriver {
                 } else {
                     let err = String::from_utf8_lossy(&err);
                     let start = err.len().saturating_sub(STDERR_TAIL);
-                    let tail = err.get(start..).unwrap_or(&err).trim();
+                    let tail = err.get(start..).unwrap_or(err.as_ref()).trim();
                     Err(DriverError::Crashed {
                         reason: format!("{status}: {tail}"),
                     })

@@ -1,4 +1,6 @@
 //! The junior runtimes behind [`crate::agents::driver::Driver`].
 
 pub mod api;
+pub mod browser;
+pub mod cdp;
 pub mod cli;

@@ -17,7 +17,7 @@ use super::{non_empty, Ctx};
 use crate::agents::limits::{
     DRIVERS, ESCALATION_SUBJECT, HUMAN, MAX_DEPTH, MAX_JUNIORS, TERMINATED_SUBJECT,
 };
-use crate::agents::{AgentKind, JUNIOR, KIND_KEY};
+use crate::agents::{AgentKind, JUNIOR};
 use crate::kernel::convert::{self, SESSION_KEY};
 use crate::kernel::postman::POSTMAN;
 use crate::kernel::state::{SessionStatus, ThreadStatus};
@@ -52,35 +52,53 @@ pub(super) fn spawn(cx: &Ctx<'_>, s: Spawn<'_>) -> Result<Vec<EventRecord>, Kern
         });
     }
     let tree = cx.state.agents();
-    let parent = tree.live(s.parent).ok_or_else(|| KernelError::UnknownVolk {
-        field: "parent",
-        alias: s.parent.to_owned(),
-    })?;
+    let parent = tree
+        .live(s.parent)
+        .ok_or_else(|| KernelError::UnknownVolk {
+            field: "parent",
+            alias: s.parent.to_owned(),
+        })?;
     if parent.kind == AgentKind::Junior {
         return Err(KernelError::invalid(
             "parent",
-            format!("`{}` is a junior Volk and cannot spawn (005 Article XII)", s.parent),
+            format!(
+                "`{}` is a junior Volk and cannot spawn (005 Article XII)",
+                s.parent
+            ),
         ));
     }
     if tree.depth(s.parent) + 1 > MAX_DEPTH {
         return Err(KernelError::invalid(
             "parent",
-            format!("a child of `{}` would exceed the depth limit {MAX_DEPTH} (005 Article VI)", s.parent),
+            format!(
+                "a child of `{}` would exceed the depth limit {MAX_DEPTH} (005 Article VI)",
+                s.parent
+            ),
         ));
     }
     if tree.live_juniors_of(s.parent) >= MAX_JUNIORS {
         return Err(KernelError::invalid(
             "parent",
-            format!("`{}` already has {MAX_JUNIORS} live juniors (005 Article XII)", s.parent),
+            format!(
+                "`{}` already has {MAX_JUNIORS} live juniors (005 Article XII)",
+                s.parent
+            ),
         ));
     }
-    if let Some(outside) = s.scope.iter().find(|c| !parent.scope.contains(c)) {
+    if let Some(outside) = s.scope.iter().find(|c| !parent.scope.contains(*c)) {
         return Err(KernelError::invalid(
             "scope",
-            format!("capability `{outside}` is outside the scope of `{}` (005 Article II)", s.parent),
+            format!(
+                "capability `{outside}` is outside the scope of `{}` (005 Article II)",
+                s.parent
+            ),
         ));
     }
-    let bindings = [s.lifespan_ms.is_some(), s.task_id.is_some(), s.session_id.is_some()];
+    let bindings = [
+        s.lifespan_ms.is_some(),
+        s.task_id.is_some(),
+        s.session_id.is_some(),
+    ];
     if bindings.iter().filter(|b| **b).count() != 1 {
         return Err(KernelError::invalid(
             "lifespan_ms",
@@ -111,7 +129,7 @@ pub(super) fn spawn(cx: &Ctx<'_>, s: Spawn<'_>) -> Result<Vec<EventRecord>, Kern
         }
     }
     let metadata = serde_json::json!({
-        KIND_KEY: JUNIOR,
+        "kind": JUNIOR,
         "driver": s.driver,
         "purpose": s.purpose,
         "task_id": s.task_id,
@@ -132,7 +150,10 @@ pub(super) fn spawn(cx: &Ctx<'_>, s: Spawn<'_>) -> Result<Vec<EventRecord>, Kern
         purpose: s.purpose.to_owned(),
         lifespan_ms: s.lifespan_ms,
     };
-    Ok(vec![cx.record(s.alias, registered), cx.record(s.alias, spawned)])
+    Ok(vec![
+        cx.record(s.alias, registered),
+        cx.record(s.alias, spawned),
+    ])
 }
 
 /// `terminate_volk`: the Volk and its live subtree (deepest first); its parent, if
@@ -174,7 +195,14 @@ pub(super) fn terminate(
     ));
     if let Some(parent) = parent.filter(|p| tree.live(p).is_some() && p != POSTMAN) {
         let body = serde_json::json!({ "alias": alias, "reason": reason });
-        records.extend(notice(cx, POSTMAN, &parent, TERMINATED_SUBJECT, body, None)?);
+        records.extend(notice(
+            cx,
+            POSTMAN,
+            &parent,
+            TERMINATED_SUBJECT,
+            body,
+            None,
+        )?);
     }
     Ok(records)
 }
@@ -199,7 +227,10 @@ pub(super) fn escalate(cx: &Ctx<'_>, e: Escalate<'_>) -> Result<Vec<EventRecord>
         field: "alias",
         alias: e.alias.to_owned(),
     })?;
-    if !matches!(e.context.0, serde_json::Value::Object(_) | serde_json::Value::Null) {
+    if !matches!(
+        e.context.0,
+        serde_json::Value::Object(_) | serde_json::Value::Null
+    ) {
         return Err(KernelError::invalid("context", "must be a JSON object"));
     }
     if e.path.last().map(String::as_str) != Some(e.to) || !e.path.iter().any(|p| p == e.alias) {
@@ -213,13 +244,19 @@ pub(super) fn escalate(cx: &Ctx<'_>, e: Escalate<'_>) -> Result<Vec<EventRecord>
         if let Some(p) = live_parent {
             return Err(KernelError::invalid(
                 "to",
-                format!("`{}` has a live parent `{p}`: escalate to it first", e.alias),
+                format!(
+                    "`{}` has a live parent `{p}`: escalate to it first",
+                    e.alias
+                ),
             ));
         }
     } else if !tree.ancestors(e.alias).iter().any(|a| a == e.to) || tree.live(e.to).is_none() {
         return Err(KernelError::invalid(
             "to",
-            format!("`{}` is not a live ancestor of `{}` (005 Article IX)", e.to, e.alias),
+            format!(
+                "`{}` is not a live ancestor of `{}` (005 Article IX)",
+                e.to, e.alias
+            ),
         ));
     }
     let mut records = vec![cx.record(
@@ -233,10 +270,7 @@ pub(super) fn escalate(cx: &Ctx<'_>, e: Escalate<'_>) -> Result<Vec<EventRecord>
         },
     )];
     if e.to == HUMAN {
-        let id = cx
-            .command_id
-            .unwrap_or_else(uuid::Uuid::new_v4)
-            .to_string();
+        let id = cx.command_id.unwrap_or_else(uuid::Uuid::new_v4).to_string();
         records.push(cx.record(
             e.alias,
             HumanEscalationQueued {
@@ -255,7 +289,14 @@ pub(super) fn escalate(cx: &Ctx<'_>, e: Escalate<'_>) -> Result<Vec<EventRecord>
             "context": e.context.0,
             "thread_id": e.thread_id,
         });
-        records.extend(notice(cx, e.alias, e.to, ESCALATION_SUBJECT, body, e.thread_id)?);
+        records.extend(notice(
+            cx,
+            e.alias,
+            e.to,
+            ESCALATION_SUBJECT,
+            body,
+            e.thread_id,
+        )?);
     }
     Ok(records)
 }
@@ -273,9 +314,15 @@ fn notice(
     let alias = |a: &str, f: &'static str| {
         VolkAlias::parse_field(a, f).map_err(|e| KernelError::invalid(f, e.to_string()))
     };
-    let mut packet = CxpPacket::new_at(alias(from, "alias")?, alias(to, "to")?, subject, body, cx.now)
-        .map_err(|e| KernelError::invalid("context", e.to_string()))?
-        .with_priority(Priority::HIGH);
+    let mut packet = CxpPacket::new_at(
+        alias(from, "alias")?,
+        alias(to, "to")?,
+        subject,
+        body,
+        cx.now,
+    )
+    .map_err(|e| KernelError::invalid("context", e.to_string()))?
+    .with_priority(Priority::HIGH);
     let existing = thread
         .and_then(|t| cx.state.thread(t).map(|s| (t, s)))
         .filter(|(_, s)| s.status == ThreadStatus::Active);
@@ -286,9 +333,10 @@ fn notice(
                 .with_thread_id(t)
                 .map_err(|e| KernelError::invalid("thread_id", e.to_string()))?;
             if let Some(session) = &state.session {
-                packet
-                    .metadata_mut()
-                    .insert(SESSION_KEY.into(), serde_json::Value::String(session.clone()));
+                packet.metadata_mut().insert(
+                    SESSION_KEY.into(),
+                    serde_json::Value::String(session.clone()),
+                );
             }
         }
         None => records.push(cx.record(

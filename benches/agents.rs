@@ -1,0 +1,181 @@
+//! Agents (spec 005): spawn, escalation resolution, delegation fan-out, and memory per
+//! agent. Real sled log and kernel for spawn and fan-out; the resolution is the pure
+//! function the kernel's escalation path runs.
+//!
+//! `cargo bench --bench agents`. Memory per agent is measured with a counting global
+//! allocator while folding 1,000 spawned juniors into an [`AgentTree`], and printed.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use criterion::{criterion_group, criterion_main, Criterion};
+use orchestrata::agents::delegation::fan_out;
+use orchestrata::agents::drivers::cli::{CliConfig, CliDriver};
+use orchestrata::agents::{
+    AgentMetrics, AgentTree, Agents, Driver, EscalationPaths, LifespanSpec, SpawnSpec, Task,
+};
+use orchestrata::config::LogConfig;
+use orchestrata::kernel::{Kernel, KernelConfig, TokioClock};
+use orchestrata_schemas::events::fields::Json;
+use orchestrata_schemas::events::volk_lifecycle::{VolkRegistered, VolkSpawned};
+use orchestrata_schemas::events::EventRecord;
+
+struct Counting;
+
+static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+        System.dealloc(ptr, layout)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn alias(i: usize) -> String {
+    let hi = (b'A' + (i / 26 % 26) as u8) as char;
+    let lo = (b'a' + (i % 26) as u8) as char;
+    format!("U:{hi}{lo}")
+}
+
+fn spawn_records(tree: &mut AgentTree, parent: &str, child: &str, i: usize) {
+    let at = Utc::now();
+    let reg = VolkRegistered {
+        alias: child.into(),
+        capabilities: vec!["generate_code".into()],
+        parent: Some(parent.into()),
+        protocols: vec!["cxp/1.0".into()],
+        session_id: None,
+        metadata: Json(serde_json::json!({
+            "kind": "junior", "driver": "cli", "purpose": "write code", "task_id": format!("task-{i}"),
+        })),
+    };
+    tree.apply(&EventRecord::new("kernel", child, reg, at));
+    let sp = VolkSpawned {
+        alias: child.into(),
+        parent: parent.into(),
+        driver: "cli".into(),
+        purpose: "write code".into(),
+        lifespan_ms: None,
+    };
+    tree.apply(&EventRecord::new("kernel", child, sp, at));
+}
+
+/// A chain U:Ra -> U:Rb -> ... of `depth` Volks plus a junior at the bottom.
+fn deep_tree(depth: usize) -> (AgentTree, String) {
+    let mut tree = AgentTree::new();
+    let names: Vec<String> = (0..depth).map(|i| format!("U:R{}", (b'a' + i as u8) as char)).collect();
+    for (i, n) in names.iter().enumerate() {
+        let reg = VolkRegistered {
+            alias: n.clone(),
+            capabilities: vec!["generate_code".into()],
+            parent: (i > 0).then(|| names[i - 1].clone()),
+            protocols: vec![],
+            session_id: None,
+            metadata: Json(serde_json::json!({})),
+        };
+        tree.apply(&EventRecord::new("kernel", n, reg, Utc::now()));
+    }
+    let leaf = "U:Jz".to_string();
+    spawn_records(&mut tree, names.last().unwrap(), &leaf, 0);
+    (tree, leaf)
+}
+
+fn memory_per_agent() {
+    let mut tree = AgentTree::new();
+    let before = ALLOCATED.load(Ordering::Relaxed);
+    for i in 0..1000 {
+        spawn_records(&mut tree, "U:Vz", &alias(i), i);
+    }
+    let after = ALLOCATED.load(Ordering::Relaxed);
+    println!(
+        "agents/memory_per_agent: {} bytes per junior in the tree (1000 juniors, {} live)",
+        (after - before) / 1000,
+        tree.live_count()
+    );
+}
+
+fn bench(c: &mut Criterion) {
+    memory_per_agent();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let agents = rt.block_on(async {
+        let log = orchestrata::log::open(&LogConfig::sled(dir.path())).await.unwrap();
+        let (kernel, _) = Kernel::start(log, KernelConfig::default(), Arc::new(TokioClock::new()))
+            .await
+            .unwrap();
+        Agents::new(kernel, EscalationPaths::default(), AgentMetrics::new().unwrap())
+    });
+
+    let mut g = c.benchmark_group("agents");
+    g.bench_function("spawn", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let mut total = Duration::ZERO;
+                for i in 0..iters {
+                    let spec = SpawnSpec {
+                        parent: "U:Vz".into(),
+                        driver: "cli".into(),
+                        purpose: "bench".into(),
+                        scope: vec![],
+                        lifespan: LifespanSpec::Task(format!("t{i}")),
+                        alias: None,
+                    };
+                    let t = Instant::now();
+                    let a = agents.spawn(spec).await.unwrap();
+                    total += t.elapsed();
+                    agents.terminate(&a, "bench").await.unwrap();
+                }
+                total
+            })
+        })
+    });
+
+    for depth in [3, 5] {
+        let (tree, leaf) = deep_tree(depth);
+        let paths = EscalationPaths::default();
+        let prior: Vec<String> = Vec::new();
+        g.bench_function(format!("escalation_resolution/depth{depth}"), |b| {
+            b.iter(|| paths.resolve(&tree, &leaf, &prior).unwrap())
+        });
+    }
+
+    let script = dir.path().join("echo.sh");
+    std::fs::write(&script, "#!/bin/sh\ncat\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    g.sample_size(10);
+    g.bench_function("delegation_fan_out/5_cli_juniors", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let mut total = Duration::ZERO;
+                for i in 0..iters {
+                    let drivers: Vec<(String, Box<dyn Driver>)> = (0..5)
+                        .map(|_| ("cli".to_string(), Box::new(CliDriver::new(CliConfig::new(&script))) as Box<dyn Driver>))
+                        .collect();
+                    let task = Task { id: format!("fan{i}"), prompt: "x".into(), timeout: Duration::from_secs(10) };
+                    let merge = |a: &[&str]| a.join("");
+                    let t = Instant::now();
+                    fan_out(&agents, "U:Vz", drivers, &task, &merge).await.unwrap();
+                    total += t.elapsed();
+                }
+                total
+            })
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

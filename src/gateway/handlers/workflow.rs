@@ -1,0 +1,105 @@
+//! `workflow.start / pause / resume / cancel / get` (REQ-014-076..080) and
+//! `agents.escalations` (the human queue of spec 005).
+//!
+//! Every mutation is a kernel command issued by the calling client, so it is governed
+//! and on the log; `workflow.get` folds `workflow.events` from the log (the run's state
+//! is a projection, not gateway memory).
+
+use orchestrata_schemas::events::Stream;
+use serde_json::{json, Value};
+
+use crate::agents::workflow::Workflows;
+use crate::agents::workflow_view::WorkflowView;
+use crate::agents::AgentError;
+use crate::gateway::error::{ErrorCode, RpcError};
+use crate::gateway::methods::RpcResult;
+use crate::gateway::state::Call;
+use crate::kernel::KernelError;
+
+fn workflows(call: &Call) -> Result<Workflows, RpcError> {
+    call.gw
+        .services
+        .workflows
+        .clone()
+        .ok_or_else(|| RpcError::new(ErrorCode::InternalError, "workflows_unavailable"))
+}
+
+fn text<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
+    params.get(key).and_then(Value::as_str)
+}
+
+/// Agent errors as RPC errors: bad input and refusals are `invalid_params` (with the
+/// kernel's code), anything else internal.
+fn rpc(e: AgentError) -> RpcError {
+    match &e {
+        AgentError::Invalid { field, .. } | AgentError::Config { field, .. } => {
+            RpcError::invalid_params("invalid_field", e.to_string()).with("field", *field)
+        }
+        AgentError::Kernel(k @ (KernelError::Stopped | KernelError::GovernanceFailed(_))) => {
+            RpcError::internal("kernel_failed", k)
+        }
+        AgentError::Kernel(k) => RpcError::invalid_params(k.code(), k.to_string()),
+        _ => RpcError::invalid_params("refused", e.to_string()),
+    }
+}
+
+/// Starts a run; answers its id at once (the run proceeds in the background).
+pub async fn start(call: Call) -> RpcResult {
+    let w = workflows(&call)?;
+    let name = text(&call.params, "name").unwrap_or_default();
+    let params = call.params.get("params").cloned().unwrap_or(Value::Null);
+    let session = text(&call.params, "session_id").map(str::to_owned);
+    let (id, _run) = w
+        .start(call.client.id(), name, params, session)
+        .await
+        .map_err(rpc)?;
+    Ok(json!({ "workflow_id": id, "status": "running" }))
+}
+
+/// Pauses a run.
+pub async fn pause(call: Call) -> RpcResult {
+    let w = workflows(&call)?;
+    let id = text(&call.params, "workflow_id").unwrap_or_default();
+    let reason = text(&call.params, "reason").map(str::to_owned);
+    w.pause(call.client.id(), id, reason).await.map_err(rpc)?;
+    Ok(json!({ "workflow_id": id, "status": "paused" }))
+}
+
+/// Resumes a run.
+pub async fn resume(call: Call) -> RpcResult {
+    let w = workflows(&call)?;
+    let id = text(&call.params, "workflow_id").unwrap_or_default();
+    w.resume(call.client.id(), id).await.map_err(rpc)?;
+    Ok(json!({ "workflow_id": id, "status": "running" }))
+}
+
+/// Cancels a run.
+pub async fn cancel(call: Call) -> RpcResult {
+    let w = workflows(&call)?;
+    let id = text(&call.params, "workflow_id").unwrap_or_default();
+    let reason = text(&call.params, "reason").map(str::to_owned);
+    w.cancel(call.client.id(), id, reason).await.map_err(rpc)?;
+    Ok(json!({ "workflow_id": id, "status": "cancelled" }))
+}
+
+/// A run's state, folded from `workflow.events`.
+pub async fn get(call: Call) -> RpcResult {
+    let id = text(&call.params, "workflow_id").unwrap_or_default();
+    let events = call
+        .gw
+        .services
+        .log
+        .read(Stream::WorkflowEvents, 0, None, usize::MAX)
+        .await
+        .map_err(|e| RpcError::internal("log_failed", e))?;
+    let view = WorkflowView::fold(id, events.iter().map(|e| &e.record))
+        .ok_or_else(|| RpcError::invalid_params("unknown_workflow", format!("no workflow `{id}`")))?;
+    serde_json::to_value(view).map_err(|e| RpcError::internal("encoding_failed", e))
+}
+
+/// The human escalation queue, oldest first.
+pub async fn escalations(call: Call) -> RpcResult {
+    let w = workflows(&call)?;
+    let queue = w.agents().human_queue().await.map_err(rpc)?;
+    Ok(json!({ "escalations": queue, "total": queue.len() }))
+}
