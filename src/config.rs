@@ -1,7 +1,9 @@
-//! Configuration of the event log: which backend, how durable, how long to keep events.
+//! The configuration: one YAML file whose sections each component reads
+//! ([`SystemConfig`] gathers them all; [`env`] documents the `ORCHESTRATA_<SECTION>__<KEY>`
+//! environment overrides), and here the event log's own section: which backend, how
+//! durable, how long to keep events.
 //!
-//! Read from the `log:` section of a YAML config file (other top-level sections are
-//! ignored here; later components read their own), then overridden by command-line flags:
+//! The log reads the `log:` section (file, then environment, then command-line flags):
 //!
 //! ```yaml
 //! log:
@@ -14,6 +16,13 @@
 //!   retention:
 //!     cxp.traffic: { max_events: 1000000, max_age_ms: 604800000 }
 //! ```
+
+pub mod env;
+pub mod sections;
+pub mod system;
+
+pub use sections::{LogFormat, LoggingConfig, ProjectionsSection};
+pub use system::{merged_yaml, redact, SystemConfig, SystemConfigError, SECTIONS};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -202,11 +211,15 @@ impl LogConfig {
         }
     }
 
-    /// Reads the `log:` section of a YAML file (a missing section means defaults).
+    /// Reads the `log:` section of a YAML file (a missing section means defaults), with
+    /// the environment's `ORCHESTRATA_LOG__<KEY>` overrides applied.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.display().to_string(),
-            source,
+        let text = merged_yaml(Some(path)).map_err(|e| match e {
+            SystemConfigError::Read { path, source } => ConfigError::Read { path, source },
+            other => ConfigError::Parse {
+                path: path.display().to_string(),
+                reason: other.to_string(),
+            },
         })?;
         Self::from_yaml(&text).map_err(|e| match e {
             ConfigError::Parse { reason, .. } => ConfigError::Parse {

@@ -5,6 +5,7 @@
 //! - [`kernel`]: commands become events; the Postman; sessions.
 //! - [`projection`]: the runner keeping the views folded, stored and readable.
 //! - [`agents`]: multi-agent coordination (spec 005): hierarchy, escalation, juniors.
+//! - [`roles`]: what `orchestrata up --role` runs in one process of a split deployment.
 //! - [`cli`]: the `orchestrata` command line.
 
 pub mod agents;
@@ -15,3 +16,4 @@ pub mod governance;
 pub mod kernel;
 pub mod log;
 pub mod projection;
+pub mod roles;

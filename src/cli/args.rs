@@ -27,7 +27,8 @@ impl LogArgs {
         let mut config = match &self.config {
             Some(path) => LogConfig::load(path)
                 .with_context(|| format!("loading config file {}", path.display()))?,
-            None => LogConfig::default(),
+            // No file: defaults with the environment's ORCHESTRATA_LOG__* overrides.
+            None => LogConfig::from_yaml(&crate::config::merged_yaml(None)?)?,
         };
         config.override_with(self.data_dir.clone(), self.kafka.clone());
         Ok(config)

@@ -6,6 +6,7 @@
 
 mod args;
 mod audit;
+mod config;
 mod crash;
 mod info;
 mod projections;
@@ -44,6 +45,12 @@ pub enum Command {
         #[command(subcommand)]
         command: projections::ProjectionsCommand,
     },
+    /// Validate a config file, or print the effective configuration.
+    Config {
+        /// What to do.
+        #[command(subcommand)]
+        command: config::ConfigCommand,
+    },
     /// Offline audit of governance decisions: list, verify, diff against a policy.
     Audit(audit::AuditArgs),
     /// Test hook: append events with fsync on every append and print each acknowledged
@@ -69,6 +76,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replay(args) => replay::run(args).await,
         Command::Projections { command } => projections::run(command).await,
         Command::Audit(args) => audit::run(args).await,
+        Command::Config { command } => config::run(command).await,
         Command::CrashAppend(args) => crash::run(args).await,
     }
 }
