@@ -80,7 +80,7 @@ fn up_records_start_and_stop_and_info_and_replay_show_them() {
 
     assert!(terminate(&mut child).success(), "up exits 0 on SIGTERM");
     let mut goodbye = String::new();
-    rest.read_line(&mut goodbye).expect("read goodbye");
+    while !goodbye.contains("kernel stopped") && rest.read_line(&mut goodbye).expect("read") > 0 {}
     assert!(goodbye.contains("kernel stopped; log flushed"), "{goodbye}");
 
     let info = orchestrata(&["log", "info"], &data);

@@ -51,6 +51,9 @@ struct KernelPart {
 }
 
 pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
+    // Installed first: a stop requested while the components start is honoured once
+    // they are up, instead of killing the process half-started.
+    let stop = StopSignals::install()?;
     let system = SystemConfig::load(args.log.config.as_deref())?;
     let config = args.log.config()?;
     let role = args.role;
@@ -104,7 +107,7 @@ pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
     if !role.runs_kernel() {
         say("ready. Press Ctrl-C to stop.");
     }
-    wait_for_stop().await?;
+    stop.wait().await;
     tracing::info!(role = role.as_str(), "stopping");
     if let Some(gateway) = gateway {
         gateway.shutdown().await.context("stopping the gateway")?;
@@ -244,12 +247,25 @@ fn say(line: &str) {
     let _ = writeln!(out, "{line}").and_then(|()| out.flush());
 }
 
-async fn wait_for_stop() -> anyhow::Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
-        _ = term.recv() => {}
+/// SIGTERM and SIGINT (Ctrl-C), listened to from the start of `up`.
+struct StopSignals {
+    term: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn install() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(StopSignals {
+            term: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+            interrupt: signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")?,
+        })
     }
-    Ok(())
+
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+    }
 }
