@@ -90,6 +90,10 @@ methods! {
     "cxp.subscribe" => handlers::subscribe::cxp_subscribe, RO, mutates: false, exposed: false, "Subscribe to cxp.traffic with packet filters.";
     "cxp.unsubscribe" => handlers::subscribe::unsubscribe, RO, mutates: false, exposed: false, "End a cxp.traffic subscription.";
     "config.get" => handlers::config::get, RO, mutates: false, exposed: true, "Effective configuration (secrets redacted), or one key path.";
+    "cxp.send" => handlers::cxp::send, RW, mutates: true, exposed: true, "Send a CXP packet through the kernel (governed, routed by the Postman).";
+    "cxp.status" => handlers::cxp::status, RO, mutates: false, exposed: true, "A thread's packets with delivery and work status and their transitions.";
+    "cxp.ack" => handlers::cxp::ack, RW, mutates: true, exposed: true, "Acknowledge a delivered packet on behalf of its recipient.";
+    "cxp.work" => handlers::cxp::work, RW, mutates: true, exposed: true, "Move a packet's work status (assignee, resolution, notes).";
 }
 
 /// The row of `name`.

@@ -27,6 +27,7 @@
 
 pub mod auth;
 pub mod authz;
+pub mod backends;
 pub mod client;
 pub mod config;
 pub mod connection;

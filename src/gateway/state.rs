@@ -30,6 +30,13 @@ pub struct Services {
     pub config_view: Value,
     /// When that configuration was loaded.
     pub config_loaded_at: DateTime<Utc>,
+    /// The kernel that executes `cxp.send/ack/work`, `volk.register/deregister`,
+    /// `session.open/close`; those methods answer -32603 `kernel_unavailable` without it.
+    pub kernel: Option<crate::kernel::Kernel>,
+    /// The live views the read methods answer from (and mutating methods wait on).
+    pub views: Option<super::backends::Views>,
+    /// The governance service (`governance.*`, scope decisions).
+    pub governance: Option<crate::governance::Governance>,
 }
 
 impl Services {
@@ -39,7 +46,27 @@ impl Services {
             log,
             config_view: Value::Object(Default::default()),
             config_loaded_at: Utc::now(),
+            kernel: None,
+            views: None,
+            governance: None,
         }
+    }
+
+    /// Acts through `kernel` and reads (and waits on) `views`.
+    pub fn with_kernel(
+        mut self,
+        kernel: crate::kernel::Kernel,
+        views: super::backends::Views,
+    ) -> Self {
+        self.kernel = Some(kernel);
+        self.views = Some(views);
+        self
+    }
+
+    /// Answers `governance.*` and routes scope decisions through `governance`.
+    pub fn with_governance(mut self, governance: crate::governance::Governance) -> Self {
+        self.governance = Some(governance);
+        self
     }
 
     /// Sets what `config.get` shows.

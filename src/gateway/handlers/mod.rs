@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod cxp;
 pub mod gateway;
 pub mod replay;
 pub mod subscribe;

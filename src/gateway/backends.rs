@@ -1,0 +1,109 @@
+//! The kernel and the views behind the control methods (`cxp.*`, `volk.*`, `session.*`),
+//! and the one read-your-write step every mutating method shares.
+//!
+//! A mutating method builds a kernel `Command`, calls [`execute`], then [`settle`]s:
+//! it waits (bounded by [`READ_YOUR_WRITE`]) until the view it answers from has applied
+//! the sequence the kernel appended, so the caller's next read sees its own write.
+//! Kernel refusals keep the kernel's stable code as `data.reason`.
+
+use std::time::Duration;
+
+use orchestrata_projections::{DecisionIndex, SessionView, ThreadView, View, VolkView};
+use orchestrata_schemas::events::{Command, Stream};
+
+use super::error::{ErrorCode, RpcError};
+use super::state::Call;
+use crate::kernel::{Kernel, KernelError, Outcome};
+use crate::projection::{Projections, ViewHandle};
+
+/// How long a mutating method waits for its view to catch up before answering -32603
+/// `view_lagging`.
+pub const READ_YOUR_WRITE: Duration = Duration::from_secs(5);
+
+/// Handles on the four live views (cheap clones of the runner's handles).
+#[derive(Clone)]
+pub struct Views {
+    /// Packets and threads (`cxp.status`).
+    pub threads: ViewHandle<ThreadView>,
+    /// Sessions and portfolios.
+    pub sessions: ViewHandle<SessionView>,
+    /// Volks.
+    pub volks: ViewHandle<VolkView>,
+    /// Governance decisions.
+    pub decisions: ViewHandle<DecisionIndex>,
+}
+
+impl Views {
+    /// Handles on the views `projections` keeps live.
+    pub fn of(projections: &Projections) -> Self {
+        Views {
+            threads: projections.threads().clone(),
+            sessions: projections.sessions().clone(),
+            volks: projections.volks().clone(),
+            decisions: projections.decisions().clone(),
+        }
+    }
+}
+
+/// The kernel, or -32603 `kernel_unavailable` when this gateway runs without one.
+pub fn kernel(call: &Call) -> Result<Kernel, RpcError> {
+    call.gw.services.kernel.clone().ok_or_else(|| {
+        RpcError::internal(
+            "kernel_unavailable",
+            "this gateway was started without a kernel",
+        )
+    })
+}
+
+/// The views, or -32603 `projections_unavailable`.
+pub fn views(call: &Call) -> Result<Views, RpcError> {
+    call.gw.services.views.clone().ok_or_else(|| {
+        RpcError::internal(
+            "projections_unavailable",
+            "this gateway was started without projections",
+        )
+    })
+}
+
+/// A kernel refusal as a JSON-RPC error: governance denials are -32001, the kernel's
+/// own failures -32603, every refusal of the request itself -32602; `data.reason` is
+/// always [`KernelError::code`].
+pub fn kernel_error(e: KernelError) -> RpcError {
+    let code = match &e {
+        KernelError::Denied { .. } => ErrorCode::Unauthorized,
+        KernelError::Log(_)
+        | KernelError::AppendFailed { .. }
+        | KernelError::Corrupt { .. }
+        | KernelError::Stopped
+        | KernelError::GovernanceFailed(_) => ErrorCode::InternalError,
+        _ => ErrorCode::InvalidParams,
+    };
+    let mut err = RpcError::new(code, e.code()).with("detail", e.to_string());
+    if let KernelError::InvalidField { field, .. } = &e {
+        err = err.with("field", *field);
+    }
+    if let KernelError::Denied { decision_id, .. } = &e {
+        err = err.with("decision_id", decision_id.to_string());
+    }
+    err
+}
+
+/// Executes `command` as the kernel's caller.
+pub async fn execute(call: &Call, command: Command) -> Result<Outcome, RpcError> {
+    kernel(call)?.execute(command).await.map_err(kernel_error)
+}
+
+/// Waits until `view` has applied everything `outcome` appended to `stream` (nothing
+/// to wait for when it appended nothing there).
+pub async fn settle<V: View>(
+    view: &ViewHandle<V>,
+    outcome: &Outcome,
+    stream: Stream,
+) -> Result<(), RpcError> {
+    let Some(sequence) = outcome.last_sequence(stream) else {
+        return Ok(());
+    };
+    view.wait_for(stream, sequence, READ_YOUR_WRITE)
+        .await
+        .map_err(|e| RpcError::internal("view_lagging", e).with("sequence", sequence))
+}

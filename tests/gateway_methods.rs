@@ -1,0 +1,287 @@
+//! The gateway's control methods over the kernel and the views, through real WebSocket
+//! clients on loopback: a gateway started in-process on 127.0.0.1:0 over a sled log in a
+//! temp dir, with the kernel (standard roster) and the projection runner wired in.
+
+mod support;
+
+use std::sync::Arc;
+
+use orchestrata::config::LogConfig;
+use orchestrata::gateway::{self, backends::Views, RunningGateway, Services};
+use orchestrata::kernel::{Kernel, KernelConfig, TokioClock};
+use orchestrata::projection::{Projections, RunnerConfig, ViewStore};
+use serde_json::{json, Value};
+use support::ws::{self, TestGateway, Ws, READ_ONLY_TOKEN, TOKEN};
+
+/// A gateway with kernel and projections over one sled log.
+struct Stack {
+    running: RunningGateway,
+    kernel: Kernel,
+    _projections: Projections,
+    _dir: tempfile::TempDir,
+}
+
+impl Stack {
+    async fn start() -> Stack {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let log = orchestrata::log::open(&LogConfig::sled(dir.path().join("log")))
+            .await
+            .expect("open sled log");
+        let (kernel, _) = Kernel::start(
+            log.clone(),
+            KernelConfig::default(),
+            Arc::new(TokioClock::new()),
+        )
+        .await
+        .expect("kernel starts");
+        let store = ViewStore::open(dir.path().join("views")).expect("view store");
+        let projections = Projections::start(log.clone(), store, RunnerConfig::default())
+            .await
+            .expect("projections start");
+        let services = Services::new(log).with_kernel(kernel.clone(), Views::of(&projections));
+        let running = gateway::start(ws::test_config(), services)
+            .await
+            .expect("gateway starts");
+        Stack {
+            running,
+            kernel,
+            _projections: projections,
+            _dir: dir,
+        }
+    }
+
+    async fn client(&self, token: &str) -> Ws {
+        let mut ws = Ws::connect(&format!("ws://{}/", self.running.local_addr())).await;
+        ws.auth(token).await;
+        ws
+    }
+}
+
+fn reason(error: &Value) -> &str {
+    error["data"]["reason"].as_str().unwrap_or("")
+}
+
+/// Sends `U:Cx -> U:Ox` and returns the `cxp.send` result.
+async fn send(c: &mut Ws, subject: &str) -> Value {
+    c.ok(
+        "cxp.send",
+        json!({"from": "U:Cx", "target": "U:Ox", "subject": subject,
+               "payload": {"feature": "login"}, "priority": 7}),
+    )
+    .await
+}
+
+// REQ-014-071 REQ-014-072 REQ-014-074
+#[tokio::test]
+async fn cxp_send_queues_the_packet_through_the_kernel_and_answers_its_routing() {
+    let stack = Stack::start().await;
+    let mut c = stack.client(TOKEN).await;
+    let r = send(&mut c, "build_feature").await;
+    assert_eq!(r["status"], "queued", "{r}");
+    assert_eq!(r["work_status"], "pending");
+    assert_eq!(r["routed_via"], "postman");
+    let thread = r["thread_id"].as_str().expect("thread id");
+    assert!(
+        uuid::Uuid::parse_str(thread).is_ok(),
+        "kernel thread id: {r}"
+    );
+    assert!(uuid::Uuid::parse_str(r["message_id"].as_str().unwrap_or("")).is_ok());
+    let events = r["events"].as_array().expect("event types");
+    assert!(events.contains(&json!("packet_sent")), "{r}");
+    // The packet reached the kernel's state, not just the view.
+    let inbox = stack.kernel.inbox("U:Ox", 10).await.expect("inbox");
+    assert_eq!(inbox.packets.len(), 1);
+    assert_eq!(inbox.packets[0].subject(), "build_feature");
+}
+
+// REQ-014-075 REQ-014-072
+#[tokio::test]
+async fn cxp_send_failures_are_structured_errors_with_the_kernel_reason() {
+    let stack = Stack::start().await;
+    let mut c = stack.client(TOKEN).await;
+    let e = c
+        .err(
+            "cxp.send",
+            json!({"from": "U:Cx", "target": "U:Zz", "payload": {}}),
+        )
+        .await;
+    assert_eq!(e["code"], -32602, "{e}");
+    assert_eq!(reason(&e), "unknown_target_volk");
+    let e = c
+        .err(
+            "cxp.send",
+            json!({"from": "U:Qq", "target": "U:Ox", "payload": {}}),
+        )
+        .await;
+    assert_eq!(reason(&e), "unknown_sender_volk", "{e}");
+    // Schema: the alias pattern and the priority range.
+    let e = c
+        .err("cxp.send", json!({"target": "ox", "payload": {}}))
+        .await;
+    assert_eq!(e["code"], -32602, "{e}");
+    let e = c
+        .err(
+            "cxp.send",
+            json!({"from": "U:Cx", "target": "U:Ox", "payload": {}, "priority": 11}),
+        )
+        .await;
+    assert_eq!(e["code"], -32602, "{e}");
+}
+
+// REQ-014-071 REQ-014-015
+#[tokio::test]
+async fn cxp_send_needs_read_write_scope() {
+    let stack = Stack::start().await;
+    let mut c = stack.client(READ_ONLY_TOKEN).await;
+    let e = c
+        .err(
+            "cxp.send",
+            json!({"from": "U:Cx", "target": "U:Ox", "payload": {}}),
+        )
+        .await;
+    assert_eq!(e["code"], -32001, "{e}");
+    assert_eq!(reason(&e), "insufficient_scope");
+    // Reading is allowed at read_only.
+    let e = c.err("cxp.status", json!({"thread_id": "nope"})).await;
+    assert_eq!(reason(&e), "unknown_thread", "{e}");
+}
+
+// REQ-014-011 REQ-014-012 REQ-014-013
+#[tokio::test]
+async fn cxp_status_shows_delivery_and_work_status_with_their_transitions() {
+    let stack = Stack::start().await;
+    let mut c = stack.client(TOKEN).await;
+    let sent = send(&mut c, "build_feature").await;
+    let thread = sent["thread_id"].clone();
+    let id = sent["message_id"].clone();
+    stack.kernel.inbox("U:Ox", 10).await.expect("deliver");
+    let acked = c
+        .ok("cxp.ack", json!({"message_id": id, "by": "U:Ox"}))
+        .await;
+    assert_eq!(acked["status"], "acknowledged", "{acked}");
+    let moved = c
+        .ok(
+            "cxp.work",
+            json!({"message_id": id, "status": "in_progress", "assigned_to": "U:Ox", "notes": "on it"}),
+        )
+        .await;
+    assert_eq!(moved["work_status"], "in_progress", "{moved}");
+    assert_eq!(moved["assigned_to"], "U:Ox");
+
+    let s = c.ok("cxp.status", json!({"thread_id": thread})).await;
+    assert_eq!(s["total"], 1, "{s}");
+    let p = &s["packets"][0];
+    assert_eq!(p["packet"]["message_id"], id);
+    assert_eq!(p["delivery_status"], "acknowledged");
+    assert_eq!(p["work_status"], "in_progress");
+    let delivery: Vec<&Value> = p["delivery_history"]
+        .as_array()
+        .expect("delivery history")
+        .iter()
+        .map(|t| &t["status"])
+        .collect();
+    assert_eq!(
+        delivery,
+        [
+            &json!("queued"),
+            &json!("delivered"),
+            &json!("acknowledged")
+        ],
+        "{p}"
+    );
+    let work: Vec<&Value> = p["work_history"]
+        .as_array()
+        .expect("work history")
+        .iter()
+        .map(|t| &t["status"])
+        .collect();
+    assert_eq!(work, [&json!("pending"), &json!("in_progress")], "{p}");
+    assert!(p["updated_at"].is_string(), "timestamps: {p}");
+}
+
+// REQ-014-014
+#[tokio::test]
+async fn cxp_status_of_an_unknown_thread_is_a_clear_error() {
+    let stack = Stack::start().await;
+    let mut c = stack.client(TOKEN).await;
+    let e = c
+        .err("cxp.status", json!({"thread_id": "no-such-thread"}))
+        .await;
+    assert_eq!(e["code"], -32602, "{e}");
+    assert_eq!(reason(&e), "unknown_thread");
+    assert_eq!(e["data"]["field"], "thread_id");
+    let e = c.err("cxp.status", json!({})).await;
+    assert_eq!(e["code"], -32602, "missing thread_id: {e}");
+}
+
+// REQ-014-075
+#[tokio::test]
+async fn cxp_ack_refuses_strangers_unknown_packets_and_undelivered_packets() {
+    let stack = Stack::start().await;
+    let mut c = stack.client(TOKEN).await;
+    let sent = send(&mut c, "build_feature").await;
+    let id = sent["message_id"].clone();
+    let e = c
+        .err("cxp.ack", json!({"message_id": id, "by": "U:Ox"}))
+        .await;
+    assert_eq!(e["code"], -32602, "still queued: {e}");
+    assert_eq!(reason(&e), "invalid_transition", "{e}");
+    stack.kernel.inbox("U:Ox", 10).await.expect("deliver");
+    let e = c
+        .err("cxp.ack", json!({"message_id": id, "by": "U:Vz"}))
+        .await;
+    assert_eq!(reason(&e), "not_recipient", "{e}");
+    let e = c
+        .err(
+            "cxp.ack",
+            json!({"message_id": uuid::Uuid::new_v4(), "by": "U:Ox"}),
+        )
+        .await;
+    assert_eq!(reason(&e), "unknown_packet", "{e}");
+    let e = c
+        .err("cxp.ack", json!({"message_id": "not-a-uuid", "by": "U:Ox"}))
+        .await;
+    assert_eq!(e["code"], -32602, "{e}");
+}
+
+// REQ-014-075
+#[tokio::test]
+async fn cxp_work_refuses_unknown_packets_and_bad_statuses() {
+    let stack = Stack::start().await;
+    let mut c = stack.client(TOKEN).await;
+    let e = c
+        .err(
+            "cxp.work",
+            json!({"message_id": uuid::Uuid::new_v4(), "status": "in_progress"}),
+        )
+        .await;
+    assert_eq!(reason(&e), "unknown_packet", "{e}");
+    let sent = send(&mut c, "build_feature").await;
+    let e = c
+        .err(
+            "cxp.work",
+            json!({"message_id": sent["message_id"], "status": "done"}),
+        )
+        .await;
+    assert_eq!(e["code"], -32602, "not a work status: {e}");
+}
+
+// REQ-014-071
+#[tokio::test]
+async fn control_methods_answer_kernel_unavailable_on_a_gateway_without_a_kernel() {
+    let gw = TestGateway::sled(ws::test_config()).await;
+    let mut c = gw.client(TOKEN).await;
+    let e = c
+        .err(
+            "cxp.send",
+            json!({"from": "U:Cx", "target": "U:Ox", "payload": {}}),
+        )
+        .await;
+    assert_eq!(e["code"], -32603, "{e}");
+    assert!(
+        ["kernel_unavailable", "projections_unavailable"].contains(&reason(&e)),
+        "{e}"
+    );
+    let e = c.err("cxp.status", json!({"thread_id": "t"})).await;
+    assert_eq!(reason(&e), "projections_unavailable", "{e}");
+}
