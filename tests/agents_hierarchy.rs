@@ -274,10 +274,9 @@ async fn termination_cascades_and_notifies_the_parent() {
 
 // REQ-005-US-003-001 REQ-005-FR3-001 REQ-005-NFR5-001
 // T4.3: deadline-bound juniors die on the (paused) clock; session-bound ones with the session.
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn deadlines_and_sessions_end_juniors() {
     let e = env(false, EscalationPaths::default()).await;
-    let supervisor = orchestrata::agents::lifespan::supervise(e.agents.clone(), e.clock.clone());
     let short = e
         .agents
         .spawn(spec("U:Vz", LifespanSpec::Deadline(5_000)))
@@ -288,10 +287,14 @@ async fn deadlines_and_sessions_end_juniors() {
         .spawn(spec("U:Vz", LifespanSpec::Deadline(60_000)))
         .await
         .unwrap();
+    // Spawning does real I/O (sled), so time runs until both exist; then it is paused
+    // and only the supervisor's sleeps move it.
+    tokio::time::pause();
+    let supervisor = orchestrata::agents::lifespan::supervise(e.agents.clone(), e.clock.clone());
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert!(e.agents.node(&short).await.unwrap().unwrap().live);
     tokio::time::sleep(Duration::from_secs(2)).await;
-    for _ in 0..50 {
+    for _ in 0..500 {
         if !e.agents.node(&short).await.unwrap().unwrap().live {
             break;
         }

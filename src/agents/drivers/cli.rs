@@ -122,10 +122,24 @@ impl Driver for CliDriver {
         for (k, v) in &self.config.env {
             cmd.env(k, v);
         }
-        let mut child = cmd.spawn().map_err(|e| DriverError::Start {
-            field: "command",
-            reason: format!("{}: {e}", self.config.program.display()),
-        })?;
+        // ETXTBSY: a program written just now can still be open for writing in a child
+        // another thread is forking; that clears within milliseconds.
+        let mut attempt = 0;
+        let mut child = loop {
+            match cmd.spawn() {
+                Ok(c) => break c,
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempt < 20 => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(e) => {
+                    return Err(DriverError::Start {
+                        field: "command",
+                        reason: format!("{}: {e}", self.config.program.display()),
+                    })
+                }
+            }
+        };
         self.pgid = child.id().and_then(|p| i32::try_from(p).ok());
         if let Some(mut stdin) = child.stdin.take() {
             // A program that exits without reading its stdin is not an error here;
