@@ -65,14 +65,36 @@ async fn record_decisions() -> (tempfile::TempDir, PathBuf) {
     let g = governance(&env).await;
     for _ in 0..3 {
         send(&env.log, packet("U:Ox", "U:Vz", "t1", "task", "s1")).await;
-        g.decide(Request::volk("U:Ox", "cxp.send", "U:Vz").with("session", "s1")).await.unwrap();
+        g.decide(Request::volk("U:Ox", "cxp.send", "U:Vz").with("session", "s1"))
+            .await
+            .unwrap();
     }
-    g.decide(Request::volk("U:Ar", "cxp.send", "U:Vz")).await.unwrap(); // escalate
-    g.decide(Request::volk("U:Qa", "cxp.send", "U:Vz").with("subject", "fix_issues")).await.unwrap();
-    g.decide(Request::client("dashboard", "gateway.execute", "cxp.send")).await.unwrap();
-    g.decide(Request::client("dashboard", "gateway.execute", "cxp.send")).await.unwrap(); // cached
-    g.decide(Request::client("operator", "gateway.execute", "session.open")).await.unwrap();
-    g.evaluate(Request::client("operator", "gateway.execute", "volk.register")).await.unwrap();
+    g.decide(Request::volk("U:Ar", "cxp.send", "U:Vz"))
+        .await
+        .unwrap(); // escalate
+    g.decide(Request::volk("U:Qa", "cxp.send", "U:Vz").with("subject", "fix_issues"))
+        .await
+        .unwrap();
+    g.decide(Request::client("dashboard", "gateway.execute", "cxp.send"))
+        .await
+        .unwrap();
+    g.decide(Request::client("dashboard", "gateway.execute", "cxp.send"))
+        .await
+        .unwrap(); // cached
+    g.decide(Request::client(
+        "operator",
+        "gateway.execute",
+        "session.open",
+    ))
+    .await
+    .unwrap();
+    g.evaluate(Request::client(
+        "operator",
+        "gateway.execute",
+        "volk.register",
+    ))
+    .await
+    .unwrap();
     env.log.flush().await.unwrap();
     let copy = env.dir.path().join("copy");
     copy_dir(&env.dir.path().join("data"), &copy);
@@ -86,17 +108,32 @@ async fn record_decisions() -> (tempfile::TempDir, PathBuf) {
 async fn audit_decisions_lists_and_filters_as_json_lines() {
     let (_keep, copy) = record_decisions().await;
     let out = audit(&copy, &["decisions"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 9);
-    assert!(lines.iter().all(|l| l["policy_hash"].as_str().unwrap().len() == 64));
-    let out = audit(&copy, &["decisions", "--subject", "dashboard", "--result", "deny"]);
+    assert!(lines
+        .iter()
+        .all(|l| l["policy_hash"].as_str().unwrap().len() == 64));
+    let out = audit(
+        &copy,
+        &["decisions", "--subject", "dashboard", "--result", "deny"],
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
     let out = audit(&copy, &["decisions", "--result", "escalate"]);
-    let only: serde_json::Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    let only: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
     assert_eq!(only["subject"], "U:Ar");
-    assert_eq!(only["rule_trace"], serde_json::json!(["cxp_send", "cross_hierarchy"]));
+    assert_eq!(
+        only["rule_trace"],
+        serde_json::json!(["cxp_send", "cross_hierarchy"])
+    );
     let out = audit(&copy, &["decisions", "--since", "2999-01-01T00:00:00Z"]);
     assert!(out.status.success() && out.stdout.is_empty());
     let out = audit(&copy, &["decisions", "--result", "maybe"]);
@@ -110,8 +147,15 @@ async fn audit_verify_passes_on_an_untouched_log() {
     let (_keep, copy) = record_decisions().await;
     let out = audit(&copy, &["verify"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("verified 9 decisions (0 fail-closed skipped): 0 mismatch(es)"), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("verified 9 decisions (0 fail-closed skipped): 0 mismatch(es)"),
+        "{stdout}"
+    );
 }
 
 // REQ-014-030
@@ -124,14 +168,22 @@ async fn audit_verify_reports_an_altered_decision() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{stdout}");
     assert_eq!(stdout.matches("MISMATCH").count(), 1, "{stdout}");
-    assert!(stdout.contains("result escalate recorded, allow re-evaluated"), "{stdout}");
+    assert!(
+        stdout.contains("result escalate recorded, allow re-evaluated"),
+        "{stdout}"
+    );
 }
 
 // REQ-014-030
 #[tokio::test]
 async fn audit_verify_reports_an_altered_policy_text() {
     let (_keep, copy) = record_decisions().await;
-    tamper(&copy, "governance.decisions", b"send_budget(100)", b"send_budget(999)");
+    tamper(
+        &copy,
+        "governance.decisions",
+        b"send_budget(100)",
+        b"send_budget(999)",
+    );
     let out = audit(&copy, &["verify"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{stdout}");
@@ -147,15 +199,28 @@ async fn audit_diff_reports_exactly_the_decisions_a_new_policy_changes() {
     let dir = keep.path().join("policy-b");
     std::fs::create_dir_all(&dir).unwrap();
     for file in orchestrata::governance::Policy::default_policy().files() {
-        let text = file.text.replace("method_scope('session.open', read_write).", "method_scope('session.open', admin).");
+        let text = file.text.replace(
+            "method_scope('session.open', read_write).",
+            "method_scope('session.open', admin).",
+        );
         std::fs::write(dir.join(&file.name), text).unwrap();
     }
     let out = audit(&copy, &["diff", "--policy", dir.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    let changed: Vec<_> = stdout.lines().filter(|l| l.starts_with("CHANGED")).collect();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let changed: Vec<_> = stdout
+        .lines()
+        .filter(|l| l.starts_with("CHANGED"))
+        .collect();
     assert_eq!(changed.len(), 1, "{stdout}");
-    assert!(changed[0].contains("operator gateway.execute session.open: allow -> deny"), "{stdout}");
+    assert!(
+        changed[0].contains("operator gateway.execute session.open: allow -> deny"),
+        "{stdout}"
+    );
     assert!(stdout.contains("by action  gateway.execute: 1"), "{stdout}");
     assert!(stdout.contains("by subject operator: 1"), "{stdout}");
     // the dry run is not compared: 8 real decisions

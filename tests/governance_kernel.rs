@@ -13,23 +13,47 @@ use orchestrata_schemas::events::{Event, Stream};
 
 async fn governed() -> (tempfile::TempDir, Arc<dyn EventLog>, Kernel) {
     let dir = tempfile::tempdir().unwrap();
-    let log = orchestrata::log::open(&LogConfig::sled(dir.path())).await.unwrap();
-    let (kernel, _) = Kernel::start(log.clone(), KernelConfig::default(), Arc::new(TokioClock::new()))
+    let log = orchestrata::log::open(&LogConfig::sled(dir.path()))
         .await
         .unwrap();
-    let governance = Governance::start(log.clone(), GovernanceConfig::default()).await.unwrap();
+    let (kernel, _) = Kernel::start(
+        log.clone(),
+        KernelConfig::default(),
+        Arc::new(TokioClock::new()),
+    )
+    .await
+    .unwrap();
+    let governance = Governance::start(log.clone(), GovernanceConfig::default())
+        .await
+        .unwrap();
     (dir, log.clone(), kernel.with_governance(governance))
 }
 
 async fn denied(log: &Arc<dyn EventLog>, err: KernelError, result: &str, last_rule: &str) {
-    let KernelError::Denied { decision_id, result: r, trace, .. } = &err else {
+    let KernelError::Denied {
+        decision_id,
+        result: r,
+        trace,
+        ..
+    } = &err
+    else {
         panic!("expected a governance denial, got {err}");
     };
     assert_eq!(err.code(), "governance_denied");
-    assert_eq!((r.as_str(), trace.last().unwrap().as_str()), (result, last_rule), "{err}");
-    let decisions = log.read(Stream::GovernanceDecisions, 0, None, 1000).await.unwrap();
-    assert!(decisions.iter().any(|e| matches!(&e.record.event,
-        Event::DecisionRecorded(d) if d.decision_id == *decision_id)), "decision {decision_id} not on the log");
+    assert_eq!(
+        (r.as_str(), trace.last().unwrap().as_str()),
+        (result, last_rule),
+        "{err}"
+    );
+    let decisions = log
+        .read(Stream::GovernanceDecisions, 0, None, 1000)
+        .await
+        .unwrap();
+    assert!(
+        decisions.iter().any(|e| matches!(&e.record.event,
+        Event::DecisionRecorded(d) if d.decision_id == *decision_id)),
+        "decision {decision_id} not on the log"
+    );
 }
 
 // REQ-004-INTG-001
@@ -39,16 +63,40 @@ async fn denied(log: &Arc<dyn EventLog>, err: KernelError, result: &str, last_ru
 async fn the_kernel_sends_only_what_governance_allows() {
     let (_dir, log, kernel) = governed().await;
     let traffic = || async { log.bounds(Stream::CxpTraffic).await.unwrap().count() };
-    kernel.execute(cmd::send("U:Ox", cmd::packet("U:Ox", "U:Vz", "task", serde_json::json!({})))).await.unwrap();
+    kernel
+        .execute(cmd::send(
+            "U:Ox",
+            cmd::packet("U:Ox", "U:Vz", "task", serde_json::json!({})),
+        ))
+        .await
+        .unwrap();
     let before = traffic().await;
     // siblings under U:Ox must escalate (Article IX)
-    let err = kernel.execute(cmd::send("U:Ar", cmd::packet("U:Ar", "U:Ux", "task", serde_json::json!({})))).await.unwrap_err();
+    let err = kernel
+        .execute(cmd::send(
+            "U:Ar",
+            cmd::packet("U:Ar", "U:Ux", "task", serde_json::json!({})),
+        ))
+        .await
+        .unwrap_err();
     denied(&log, err, "escalate", "cross_hierarchy").await;
     // only U:Qa sends fix_issues, to U:Vz (Article X)
-    let err = kernel.execute(cmd::send("U:Ox", cmd::packet("U:Ox", "U:Vz", "fix_issues", serde_json::json!({})))).await.unwrap_err();
+    let err = kernel
+        .execute(cmd::send(
+            "U:Ox",
+            cmd::packet("U:Ox", "U:Vz", "fix_issues", serde_json::json!({})),
+        ))
+        .await
+        .unwrap_err();
     denied(&log, err, "deny", "subject_not_owned").await;
     assert_eq!(traffic().await, before, "a denied send appended traffic");
-    kernel.execute(cmd::send("U:Qa", cmd::packet("U:Qa", "U:Vz", "fix_issues", serde_json::json!({})))).await.unwrap();
+    kernel
+        .execute(cmd::send(
+            "U:Qa",
+            cmd::packet("U:Qa", "U:Vz", "fix_issues", serde_json::json!({})),
+        ))
+        .await
+        .unwrap();
     assert!(traffic().await > before);
 }
 
@@ -57,16 +105,40 @@ async fn the_kernel_sends_only_what_governance_allows() {
 #[tokio::test]
 async fn the_kernel_asks_before_registering_deregistering_and_sessions() {
     let (_dir, log, kernel) = governed().await;
-    let err = kernel.execute(cmd::register("ops-admin", "U:Vz", Some("U:Ox"))).await.unwrap_err();
+    let err = kernel
+        .execute(cmd::register("ops-admin", "U:Vz", Some("U:Ox")))
+        .await
+        .unwrap_err();
     denied(&log, err, "deny", "identity_immutable").await;
-    kernel.execute(cmd::register("ops-admin", "U:Nw", Some("U:Ox"))).await.unwrap();
-    let err = kernel.execute(cmd::deregister("U:Vz", "U:Ar", "test")).await.unwrap_err();
+    kernel
+        .execute(cmd::register("ops-admin", "U:Nw", Some("U:Ox")))
+        .await
+        .unwrap();
+    let err = kernel
+        .execute(cmd::deregister("U:Vz", "U:Ar", "test"))
+        .await
+        .unwrap_err();
     denied(&log, err, "deny", "not_self_or_parent").await;
-    kernel.execute(cmd::deregister("U:Ox", "U:Nw", "done")).await.unwrap();
-    kernel.execute(cmd::open_session("U:Ox", "s1", "p1")).await.unwrap();
-    let err = kernel.execute(cmd::open_session("U:Ox", "s1", "p1")).await.unwrap_err();
+    kernel
+        .execute(cmd::deregister("U:Ox", "U:Nw", "done"))
+        .await
+        .unwrap();
+    kernel
+        .execute(cmd::open_session("U:Ox", "s1", "p1"))
+        .await
+        .unwrap();
+    let err = kernel
+        .execute(cmd::open_session("U:Ox", "s1", "p1"))
+        .await
+        .unwrap_err();
     denied(&log, err, "deny", "session_already_open").await;
-    kernel.execute(cmd::close_session("U:Ox", "s1", "done")).await.unwrap();
-    let err = kernel.execute(cmd::close_session("U:Ox", "s1", "again")).await.unwrap_err();
+    kernel
+        .execute(cmd::close_session("U:Ox", "s1", "done"))
+        .await
+        .unwrap();
+    let err = kernel
+        .execute(cmd::close_session("U:Ox", "s1", "again"))
+        .await
+        .unwrap_err();
     denied(&log, err, "deny", "session_not_open").await;
 }

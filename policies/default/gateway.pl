@@ -62,7 +62,9 @@ gateway_can_query_kg(C, Pattern) :-
     (   Scope == admin -> true ; \+ kg_write_pattern(Pattern) ).
 
 kg_write_pattern(Pattern) :-
-    member(W, ['CREATE', 'MERGE', 'DELETE', 'SET ', 'REMOVE', 'DROP',
-               create, merge, delete, 'set ', remove, drop]),
-    sub_atom(Pattern, _, _, _, W),
+    atom_chars(Pattern, Chars),
+    member(Word, ["CREATE", "MERGE", "DELETE", "SET ", "REMOVE", "DROP",
+                  "create", "merge", "delete", "set ", "remove", "drop"]),
+    append(_, Rest, Chars),
+    append(Word, _, Rest),
     !.

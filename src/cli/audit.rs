@@ -69,13 +69,18 @@ fn result_name(r: &orchestrata_schemas::events::types::DecisionResult) -> String
 pub(super) async fn run(args: AuditArgs) -> anyhow::Result<()> {
     let config = args.log.config()?;
     let log = log::open(&config).await.context("opening the event log")?;
-    let audit_log = AuditLog::read(log.as_ref()).await.context("reading decisions")?;
+    let audit_log = AuditLog::read(log.as_ref())
+        .await
+        .context("reading decisions")?;
     match args.command {
         AuditCommand::Decisions(filter) => decisions(&audit_log, &filter),
         AuditCommand::Verify => {
             let report = audit::verify(&audit_log);
             for m in &report.mismatches {
-                println!("MISMATCH seq={} decision={} {}", m.sequence, m.decision_id, m.reason);
+                println!(
+                    "MISMATCH seq={} decision={} {}",
+                    m.sequence, m.decision_id, m.reason
+                );
             }
             println!(
                 "verified {} decisions ({} fail-closed skipped): {} mismatch(es)",
@@ -86,7 +91,10 @@ pub(super) async fn run(args: AuditArgs) -> anyhow::Result<()> {
             if report.mismatches.is_empty() {
                 Ok(())
             } else {
-                anyhow::bail!("{} decision(s) differ on re-evaluation", report.mismatches.len())
+                anyhow::bail!(
+                    "{} decision(s) differ on re-evaluation",
+                    report.mismatches.len()
+                )
             }
         }
         AuditCommand::Diff { policy } => {
@@ -95,7 +103,13 @@ pub(super) async fn run(args: AuditArgs) -> anyhow::Result<()> {
             for c in &report.changes {
                 println!(
                     "CHANGED seq={} decision={} {} {} {}: {} -> {}",
-                    c.sequence, c.decision_id, c.subject, c.action, c.resource, c.recorded, c.candidate
+                    c.sequence,
+                    c.decision_id,
+                    c.subject,
+                    c.action,
+                    c.resource,
+                    c.recorded,
+                    c.candidate
                 );
             }
             for (action, n) in &report.by_action {

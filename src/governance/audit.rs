@@ -154,10 +154,14 @@ impl Replayer {
         })
     }
 
-    fn advance(&mut self, audit: &AuditLog, target: &BTreeMap<String, u64>) -> Result<(), GovernanceError> {
-        let behind = FACT_STREAMS.iter().any(|s| {
-            target.get(s.as_str()).copied().unwrap_or(0) < self.view.position(*s)
-        });
+    fn advance(
+        &mut self,
+        audit: &AuditLog,
+        target: &BTreeMap<String, u64>,
+    ) -> Result<(), GovernanceError> {
+        let behind = FACT_STREAMS
+            .iter()
+            .any(|s| target.get(s.as_str()).copied().unwrap_or(0) < self.view.position(*s));
         if behind {
             self.evaluator.clear_facts()?;
             self.view = FactsView::new();
@@ -230,7 +234,10 @@ pub fn verify(audit: &AuditLog) -> VerifyReport {
         }
         report.checked += 1;
         let Some(text) = audit.policies.get(&d.policy_hash) else {
-            report.mismatches.push(mismatch(format!("no policy recorded with hash {}", d.policy_hash)));
+            report.mismatches.push(mismatch(format!(
+                "no policy recorded with hash {}",
+                d.policy_hash
+            )));
             continue;
         };
         let replayer = replayers.entry(d.policy_hash.clone()).or_insert_with(|| {
@@ -252,20 +259,32 @@ pub fn verify(audit: &AuditLog) -> VerifyReport {
             }
         };
         if let Err(e) = replayer.advance(audit, &recorded.facts_at) {
-            report.mismatches.push(mismatch(format!("cannot rebuild the facts: {e}")));
+            report
+                .mismatches
+                .push(mismatch(format!("cannot rebuild the facts: {e}")));
             continue;
         }
         match replayer.evaluator.decide(&request) {
             Ok(o) => {
                 let mut diffs = Vec::new();
                 if o.result != d.result {
-                    diffs.push(format!("result {} recorded, {} re-evaluated", name(&d.result), name(&o.result)));
+                    diffs.push(format!(
+                        "result {} recorded, {} re-evaluated",
+                        name(&d.result),
+                        name(&o.result)
+                    ));
                 }
                 if recorded.error_kind.is_none() && o.trace != d.rule_trace {
-                    diffs.push(format!("trace {:?} recorded, {:?} re-evaluated", d.rule_trace, o.trace));
+                    diffs.push(format!(
+                        "trace {:?} recorded, {:?} re-evaluated",
+                        d.rule_trace, o.trace
+                    ));
                 }
                 if recorded.error_kind.is_none() && o.articles != d.articles_applied {
-                    diffs.push(format!("articles {:?} recorded, {:?} re-evaluated", d.articles_applied, o.articles));
+                    diffs.push(format!(
+                        "articles {:?} recorded, {:?} re-evaluated",
+                        d.articles_applied, o.articles
+                    ));
                 }
                 if recorded.error_kind.is_some() {
                     diffs.push("recorded a Prolog error, re-evaluation succeeded".into());
@@ -275,8 +294,12 @@ pub fn verify(audit: &AuditLog) -> VerifyReport {
                 }
             }
             Err(e) => {
-                if recorded.error_kind.as_deref() != Some("prolog") || d.result != orchestrata_schemas::events::types::DecisionResult::Deny {
-                    report.mismatches.push(mismatch(format!("re-evaluation failed: {e}")));
+                if recorded.error_kind.as_deref() != Some("prolog")
+                    || d.result != orchestrata_schemas::events::types::DecisionResult::Deny
+                {
+                    report
+                        .mismatches
+                        .push(mismatch(format!("re-evaluation failed: {e}")));
                 }
             }
         }

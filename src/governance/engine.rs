@@ -24,7 +24,10 @@ enum Job {
     Apply(Vec<FactChange>, Reply<()>),
     Reset(Vec<Fact>, Reply<()>),
     Decide(Box<Request>, Reply<Outcome>),
-    Query(String, Reply<Option<std::collections::BTreeMap<String, String>>>),
+    Query(
+        String,
+        Reply<Option<std::collections::BTreeMap<String, String>>>,
+    ),
     Stop,
 }
 
@@ -61,7 +64,11 @@ impl Engine {
     }
 
     /// Loads `policy` into a fresh machine with `facts`; swaps it in only on success.
-    pub async fn load(&self, policy: Policy, facts: Vec<Fact>) -> Result<Vec<RuleInfo>, GovernanceError> {
+    pub async fn load(
+        &self,
+        policy: Policy,
+        facts: Vec<Fact>,
+    ) -> Result<Vec<RuleInfo>, GovernanceError> {
         self.call(|r| Job::Load(Box::new(policy), facts, r)).await
     }
 
@@ -103,7 +110,10 @@ impl Engine {
 
     /// Runs a trusted goal (built by code, never from outside input) and returns the
     /// first answer's bindings as text.
-    pub async fn query(&self, goal: String) -> Result<Option<std::collections::BTreeMap<String, String>>, GovernanceError> {
+    pub async fn query(
+        &self,
+        goal: String,
+    ) -> Result<Option<std::collections::BTreeMap<String, String>>, GovernanceError> {
         self.call(|r| Job::Query(goal, r)).await
     }
 
@@ -141,7 +151,14 @@ fn worker(rx: mpsc::Receiver<Job>, inference_limit: u64) {
                 let ev = match (&mut current, broken) {
                     (Some(ev), false) => ev,
                     _ => {
-                        reply_unavailable(job, if broken { "the engine panicked earlier; reload the policy" } else { "no policy loaded" });
+                        reply_unavailable(
+                            job,
+                            if broken {
+                                "the engine panicked earlier; reload the policy"
+                            } else {
+                                "no policy loaded"
+                            },
+                        );
                         continue;
                     }
                 };

@@ -69,7 +69,10 @@ enum Answer {
 fn run(machine: &mut Machine, goal: &str) -> Answer {
     let mut first = None;
     for answer in machine.run_query(goal.to_owned()) {
-        let stop = !matches!(answer, Ok(LeafAnswer::LeafAnswer { .. }) | Ok(LeafAnswer::True));
+        let stop = !matches!(
+            answer,
+            Ok(LeafAnswer::LeafAnswer { .. }) | Ok(LeafAnswer::True)
+        );
         if first.is_none() {
             first = Some(match answer {
                 Ok(LeafAnswer::LeafAnswer { bindings, .. }) => Answer::Bindings(bindings),
@@ -157,15 +160,16 @@ impl Evaluator {
             })?;
             let path_atom = quote_atom(&path.display().to_string());
             // Syntax and built-in redefinitions first: a failed consult leaves nothing.
-            let read = format!(
-                "catch(orchestrata_read_clauses({path_atom}, Clauses), E, true)."
-            );
+            let read = format!("catch(orchestrata_read_clauses({path_atom}, Clauses), E, true).");
             let heads = match run(machine, &read) {
                 Answer::Bindings(b) => {
                     if let Some(e) = b.get("E") {
                         return Err(invalid(line_of(e), render(e)));
                     }
-                    b.get("Clauses").and_then(term_list).map(|l| l.to_vec()).unwrap_or_default()
+                    b.get("Clauses")
+                        .and_then(term_list)
+                        .map(|l| l.to_vec())
+                        .unwrap_or_default()
                 }
                 Answer::Error(e) => return Err(invalid(0, e)),
                 _ => return Err(invalid(0, "the file could not be read".into())),
@@ -187,7 +191,8 @@ impl Evaluator {
                 for item in items {
                     if let Term::Compound(_, args) = item {
                         if let [Term::Compound(_, na), c] = args.as_slice() {
-                            if let ([n, Term::Integer(a)], Some(c)) = (na.as_slice(), term_text(c)) {
+                            if let ([n, Term::Integer(a)], Some(c)) = (na.as_slice(), term_text(c))
+                            {
                                 if let Some(n) = term_text(n) {
                                     categories.insert((n, a.to_string()), c);
                                 }
@@ -264,7 +269,7 @@ impl Evaluator {
     pub fn decide(&mut self, request: &Request) -> Result<Outcome, GovernanceError> {
         let var = |n: &str| PlTerm::Var(n.to_owned());
         let goal = PlTerm::compound(
-            "orchestrata_decide",
+            "orchestrata_safe_decide",
             vec![
                 request.subject_term(),
                 PlTerm::atom(request.action.clone()),
@@ -275,17 +280,29 @@ impl Evaluator {
                 var("Trace"),
                 var("Articles"),
                 var("Cacheable"),
+                var("OrchestrataError"),
             ],
         );
-        let bindings = run_caught(&mut self.machine, &goal.to_string())
-            .map_err(GovernanceError::Prolog)?
-            .ok_or_else(|| GovernanceError::Prolog("decide/5 failed".into()))?;
+        let bindings = match run(&mut self.machine, &format!("{goal}.")) {
+            Answer::Bindings(mut b) => match b.remove("OrchestrataError") {
+                Some(e) => return Err(GovernanceError::Prolog(render(&e))),
+                None => b,
+            },
+            Answer::Error(e) => return Err(GovernanceError::Prolog(e)),
+            Answer::True | Answer::False => {
+                return Err(GovernanceError::Prolog("decide/5 failed".into()))
+            }
+        };
         let text = |name: &str| bindings.get(name).and_then(term_text);
         let list = |name: &str| -> Vec<String> {
             bindings
                 .get(name)
                 .and_then(term_list)
-                .map(|l| l.iter().map(|t| term_text(t).unwrap_or_else(|| render(t))).collect())
+                .map(|l| {
+                    l.iter()
+                        .map(|t| term_text(t).unwrap_or_else(|| render(t)))
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         let result = match text("Result").as_deref() {
@@ -308,8 +325,15 @@ impl Evaluator {
 
     /// Runs any goal and returns the first answer's bindings rendered as text
     /// (`None` if it failed). For tests and operators querying the facts.
-    pub fn query(&mut self, goal: &str) -> Result<Option<BTreeMap<String, String>>, GovernanceError> {
+    pub fn query(
+        &mut self,
+        goal: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, GovernanceError> {
         let answer = run_caught(&mut self.machine, goal).map_err(GovernanceError::Prolog)?;
-        Ok(answer.map(|b| b.into_iter().map(|(k, v)| (k, term_text(&v).unwrap_or_else(|| render(&v)))).collect()))
+        Ok(answer.map(|b| {
+            b.into_iter()
+                .map(|(k, v)| (k, term_text(&v).unwrap_or_else(|| render(&v))))
+                .collect()
+        }))
     }
 }

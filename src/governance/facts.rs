@@ -111,9 +111,7 @@ impl Fact {
             Fact::Volk(v, p, k, s) => PlTerm::compound("volk", vec![a(v), a(p), a(k), a(s)]),
             Fact::VolkCapability(v, c) => PlTerm::compound("volk_capability", vec![a(v), a(c)]),
             Fact::VolkStatus(v, s) => PlTerm::compound("volk_status", vec![a(v), a(s)]),
-            Fact::Session(i, p, s, o) => {
-                PlTerm::compound("session", vec![a(i), a(p), a(s), a(o)])
-            }
+            Fact::Session(i, p, s, o) => PlTerm::compound("session", vec![a(i), a(p), a(s), a(o)]),
         }
     }
 }
@@ -314,7 +312,9 @@ impl FactsView {
                 let volk = Fact::Volk(e.alias.clone(), e.parent.clone(), "junior".into(), session);
                 self.replace_volk(&e.alias, volk, Vec::new(), &mut changes);
             }
-            Event::VolkDeregistered(e) => self.set_volk_status(&e.alias, "deregistered", &mut changes),
+            Event::VolkDeregistered(e) => {
+                self.set_volk_status(&e.alias, "deregistered", &mut changes)
+            }
             Event::VolkTerminated(e) => self.set_volk_status(&e.alias, "terminated", &mut changes),
             Event::SessionOpened(e) => {
                 let fact = Fact::Session(
@@ -328,8 +328,12 @@ impl FactsView {
                 }
                 changes.push(FactChange::Assert(fact));
             }
-            Event::SessionClosed(e) => self.set_session_status(&e.session_id, "closed", &mut changes),
-            Event::SessionRecovered(e) => self.set_session_status(&e.session_id, "open", &mut changes),
+            Event::SessionClosed(e) => {
+                self.set_session_status(&e.session_id, "closed", &mut changes)
+            }
+            Event::SessionRecovered(e) => {
+                self.set_session_status(&e.session_id, "open", &mut changes)
+            }
             _ => {}
         }
         changes
@@ -349,23 +353,42 @@ impl FactsView {
         }
     }
 
-    fn replace_volk(&mut self, alias: &str, volk: Fact, caps: Vec<Fact>, changes: &mut Vec<FactChange>) {
+    fn replace_volk(
+        &mut self,
+        alias: &str,
+        volk: Fact,
+        caps: Vec<Fact>,
+        changes: &mut Vec<FactChange>,
+    ) {
         if let Some((old, old_caps, status)) = self.volks.remove(alias) {
             changes.push(FactChange::Retract(old));
             changes.extend(old_caps.into_iter().map(FactChange::Retract));
-            changes.push(FactChange::Retract(Fact::VolkStatus(alias.to_owned(), status)));
+            changes.push(FactChange::Retract(Fact::VolkStatus(
+                alias.to_owned(),
+                status,
+            )));
         }
         changes.push(FactChange::Assert(volk.clone()));
         changes.extend(caps.iter().cloned().map(FactChange::Assert));
-        changes.push(FactChange::Assert(Fact::VolkStatus(alias.to_owned(), "active".into())));
-        self.volks.insert(alias.to_owned(), (volk, caps, "active".into()));
+        changes.push(FactChange::Assert(Fact::VolkStatus(
+            alias.to_owned(),
+            "active".into(),
+        )));
+        self.volks
+            .insert(alias.to_owned(), (volk, caps, "active".into()));
     }
 
     fn set_volk_status(&mut self, alias: &str, status: &str, changes: &mut Vec<FactChange>) {
         if let Some((_, _, current)) = self.volks.get_mut(alias) {
-            changes.push(FactChange::Retract(Fact::VolkStatus(alias.to_owned(), current.clone())));
+            changes.push(FactChange::Retract(Fact::VolkStatus(
+                alias.to_owned(),
+                current.clone(),
+            )));
             *current = status.to_owned();
-            changes.push(FactChange::Assert(Fact::VolkStatus(alias.to_owned(), status.to_owned())));
+            changes.push(FactChange::Assert(Fact::VolkStatus(
+                alias.to_owned(),
+                status.to_owned(),
+            )));
         }
     }
 
@@ -374,17 +397,28 @@ impl FactsView {
             let old = Fact::Session(i.clone(), p.clone(), s.clone(), o.clone());
             *s = status.to_owned();
             changes.push(FactChange::Retract(old));
-            changes.push(FactChange::Assert(Fact::Session(i.clone(), p.clone(), s.clone(), o.clone())));
+            changes.push(FactChange::Assert(Fact::Session(
+                i.clone(),
+                p.clone(),
+                s.clone(),
+                o.clone(),
+            )));
         }
     }
 }
 
 fn assert_packet(state: &PacketState) -> Vec<FactChange> {
-    packet_facts(state).into_iter().map(FactChange::Assert).collect()
+    packet_facts(state)
+        .into_iter()
+        .map(FactChange::Assert)
+        .collect()
 }
 
 fn retract_packet(state: &PacketState) -> Vec<FactChange> {
-    packet_facts(state).into_iter().map(FactChange::Retract).collect()
+    packet_facts(state)
+        .into_iter()
+        .map(FactChange::Retract)
+        .collect()
 }
 
 fn packet_facts(state: &PacketState) -> [Fact; 3] {

@@ -6,7 +6,9 @@
 //! | `send_packet` | `volk(from_agent)` | `cxp.send` | `to_agent` | `session`, `subject`, `thread`, `priority` |
 //! | `set_priority` | issuer | `cxp.priority` | message id | `priority` |
 //! | `register_volk` | issuer | `volk.register` | alias | `parent`, `kind = senior` |
-//! | `deregister_volk` | issuer | `volk.deregister` | alias | |
+//! | `deregister_volk`, `terminate_volk` | issuer | `volk.deregister` | alias | |
+//! | `spawn_volk` | `volk(parent)` | `volk.register` | alias | `parent`, `kind = junior` |
+//! | `escalate_volk` | `volk(alias)` | `cxp.escalate` | target (`to`) | |
 //! | `open_session` | issuer | `session.open` | session id | |
 //! | `resume_session` | issuer | `session.resume` | session id | |
 //! | `close_session` | issuer | `session.close` | session id | |
@@ -22,7 +24,11 @@ use super::Request;
 
 fn issuer(command: &Command, action: &str, resource: &str) -> Request {
     let looks_like_volk = command.issuer.starts_with("U:");
-    let kind = if looks_like_volk { SubjectKind::Volk } else { SubjectKind::Client };
+    let kind = if looks_like_volk {
+        SubjectKind::Volk
+    } else {
+        SubjectKind::Client
+    };
     let mut request = Request::client(&command.issuer, action, resource);
     request.subject_kind = kind;
     request
@@ -41,16 +47,27 @@ pub fn request_for(command: &Command) -> Option<Request> {
             }
             r
         }
-        CommandKind::SetPriority { message_id, priority, .. } => {
-            issuer(command, "cxp.priority", &message_id.to_string()).with("priority", *priority)
-        }
+        CommandKind::SetPriority {
+            message_id,
+            priority,
+            ..
+        } => issuer(command, "cxp.priority", &message_id.to_string()).with("priority", *priority),
         CommandKind::RegisterVolk { alias, parent, .. } => issuer(command, "volk.register", alias)
             .with("parent", parent.clone().unwrap_or_else(|| "none".into()))
             .with("kind", "senior"),
         CommandKind::DeregisterVolk { alias, .. } => issuer(command, "volk.deregister", alias),
+        CommandKind::SpawnVolk { alias, parent, .. } => {
+            Request::volk(parent, "volk.register", alias)
+                .with("parent", parent.clone())
+                .with("kind", "junior")
+        }
+        CommandKind::TerminateVolk { alias, .. } => issuer(command, "volk.deregister", alias),
+        CommandKind::EscalateVolk { alias, to, .. } => Request::volk(alias, "cxp.escalate", to),
         CommandKind::OpenSession { session_id, .. } => issuer(command, "session.open", session_id),
         CommandKind::ResumeSession { session_id } => issuer(command, "session.resume", session_id),
-        CommandKind::CloseSession { session_id, .. } => issuer(command, "session.close", session_id),
+        CommandKind::CloseSession { session_id, .. } => {
+            issuer(command, "session.close", session_id)
+        }
         _ => return None,
     })
 }

@@ -23,10 +23,19 @@ const MARKER: &str = "%%% orchestrata-policy-file: ";
 
 /// The default policy shipped in the binary (`policies/default/*.pl`).
 const DEFAULT_FILES: [(&str, &str); 4] = [
-    ("constitution.pl", include_str!("../../policies/default/constitution.pl")),
+    (
+        "constitution.pl",
+        include_str!("../../policies/default/constitution.pl"),
+    ),
     ("cxp.pl", include_str!("../../policies/default/cxp.pl")),
-    ("decide.pl", include_str!("../../policies/default/decide.pl")),
-    ("gateway.pl", include_str!("../../policies/default/gateway.pl")),
+    (
+        "decide.pl",
+        include_str!("../../policies/default/decide.pl"),
+    ),
+    (
+        "gateway.pl",
+        include_str!("../../policies/default/gateway.pl"),
+    ),
 ];
 
 /// One policy file.
@@ -102,12 +111,11 @@ impl Policy {
                 .and_then(|n| n.to_str())
                 .unwrap_or_default()
                 .to_owned();
-            let text = std::fs::read_to_string(&path).map_err(|source| {
-                GovernanceError::PolicyRead {
+            let text =
+                std::fs::read_to_string(&path).map_err(|source| GovernanceError::PolicyRead {
                     path: path.display().to_string(),
                     source,
-                }
-            })?;
+                })?;
             files.push(PolicyFile { name, text });
         }
         if files.is_empty() {

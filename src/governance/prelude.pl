@@ -44,6 +44,12 @@ orchestrata_decide(Subject, Action, Resource, Context, Limit, Result, Trace, Art
     reverse(A0, Articles),
     (   catch(cacheable(Action), _, fail) -> Cacheable = true ; Cacheable = false ).
 
+%% The engine's entry point: errors come back in E instead of escaping (a catch/3
+%% compiled here is far cheaper than one in each top-level query).
+orchestrata_safe_decide(S, A, R, C, Limit, Result, Trace, Articles, Cacheable, E) :-
+    catch(orchestrata_decide(S, A, R, C, Limit, Result, Trace, Articles, Cacheable), E, true),
+    !.
+
 orchestrata_first(S, A, R, C, Result, T, As) :-
     (   decide(S, A, R, C, Result0)
     ->  bb_get(orchestrata_trace, T),

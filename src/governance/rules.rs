@@ -26,7 +26,11 @@ pub struct RuleInfo {
 
 /// The rules matching `category` (exact) and `search` (case-insensitive substring of
 /// the predicate name), grouped by category (sorted), then by file and line.
-pub fn filter_rules(rules: &[RuleInfo], category: Option<&str>, search: Option<&str>) -> Vec<RuleInfo> {
+pub fn filter_rules(
+    rules: &[RuleInfo],
+    category: Option<&str>,
+    search: Option<&str>,
+) -> Vec<RuleInfo> {
     let search = search.map(str::to_lowercase);
     let mut out: Vec<RuleInfo> = rules
         .iter()
@@ -39,7 +43,11 @@ pub fn filter_rules(rules: &[RuleInfo], category: Option<&str>, search: Option<&
         .cloned()
         .collect();
     out.sort_by(|a, b| {
-        (&a.category, &a.source_file, a.line_number).cmp(&(&b.category, &b.source_file, b.line_number))
+        (&a.category, &a.source_file, a.line_number).cmp(&(
+            &b.category,
+            &b.source_file,
+            b.line_number,
+        ))
     });
     out
 }

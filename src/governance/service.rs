@@ -115,7 +115,10 @@ pub struct Judgment {
 impl Governance {
     /// Starts the engine, restores the facts view (checkpoint, then the log) and loads
     /// the configured policy (appending its `policy loaded` event).
-    pub async fn start(log: Arc<dyn EventLog>, config: GovernanceConfig) -> Result<Self, GovernanceError> {
+    pub async fn start(
+        log: Arc<dyn EventLog>,
+        config: GovernanceConfig,
+    ) -> Result<Self, GovernanceError> {
         let facts = match &config.checkpoint {
             Some(path) => load_checkpoint(path, log.as_ref()).await?,
             None => FactsView::new(),
@@ -147,7 +150,11 @@ impl Governance {
     /// failure the current policy stays in force and the error names file and line.
     pub async fn load_policy(&self, policy: Policy) -> Result<String, GovernanceError> {
         let facts = self.inner.facts.lock().await;
-        let rules = self.inner.engine.load(policy.clone(), facts.facts()).await?;
+        let rules = self
+            .inner
+            .engine
+            .load(policy.clone(), facts.facts())
+            .await?;
         drop(facts);
         let hash = policy.hash().to_owned();
         let event = PolicyLoaded {
@@ -167,7 +174,12 @@ impl Governance {
         }
         self.inner
             .log
-            .append(&EventRecord::new("governance", hash.clone(), event, Utc::now()))
+            .append(&EventRecord::new(
+                "governance",
+                hash.clone(),
+                event,
+                Utc::now(),
+            ))
             .await?;
         Ok(hash)
     }
@@ -209,12 +221,21 @@ impl Governance {
             .unwrap_or_default()
     }
 
-    async fn decide_inner(&self, request: Request, dry_run: bool) -> Result<Decision, GovernanceError> {
+    async fn decide_inner(
+        &self,
+        request: Request,
+        dry_run: bool,
+    ) -> Result<Decision, GovernanceError> {
         request.validate()?;
         let judgment = self.judge_with(&request, !dry_run).await;
         let (result, trace, articles, error) = match &judgment.outcome {
             Ok(o) => (o.result, o.trace.clone(), o.articles.clone(), None),
-            Err(e) => (DecisionResult::Deny, vec!["fail_closed".to_owned()], Vec::new(), Some(e.clone())),
+            Err(e) => (
+                DecisionResult::Deny,
+                vec!["fail_closed".to_owned()],
+                Vec::new(),
+                Some(e.clone()),
+            ),
         };
         let decision_id = Uuid::new_v4();
         let recorded_query = RecordedQuery {
@@ -242,7 +263,12 @@ impl Governance {
         let sequence = self
             .inner
             .log
-            .append(&EventRecord::new("governance", request.subject.clone(), event, Utc::now()))
+            .append(&EventRecord::new(
+                "governance",
+                request.subject.clone(),
+                event,
+                Utc::now(),
+            ))
             .await?;
         Ok(Decision {
             decision_id,
@@ -268,7 +294,12 @@ impl Governance {
         let policy_hash = self.policy_hash().unwrap_or_else(|| "none".into());
         let key = (policy_hash.clone(), cache_key(request));
         if use_cache {
-            let hit = self.inner.cache.lock().ok().and_then(|mut c| c.get(&key).cloned());
+            let hit = self
+                .inner
+                .cache
+                .lock()
+                .ok()
+                .and_then(|mut c| c.get(&key).cloned());
             if let Some(outcome) = hit {
                 return Judgment {
                     outcome: Ok(outcome),
@@ -287,7 +318,10 @@ impl Governance {
                     tracing::warn!(error = %e, "governance facts could not catch up with the log");
                 }
             }
-            (facts.positions.clone(), self.inner.engine.submit(request.clone()))
+            (
+                facts.positions.clone(),
+                self.inner.engine.submit(request.clone()),
+            )
         };
         let answer = match submitted {
             Err(e) => Err(e),
@@ -296,7 +330,9 @@ impl Governance {
                     "no answer within {:?}",
                     self.inner.config.timeout
                 ))),
-                Ok(Err(_)) => Err(GovernanceError::EngineUnavailable("the engine dropped the request".into())),
+                Ok(Err(_)) => Err(GovernanceError::EngineUnavailable(
+                    "the engine dropped the request".into(),
+                )),
                 Ok(Ok(answer)) => answer,
             },
         };
@@ -308,7 +344,14 @@ impl Governance {
                         cache.put(key, outcome.clone());
                     }
                 }
-                Judgment { outcome: Ok(outcome), error_kind: None, cached: false, policy_hash, facts_at, latency }
+                Judgment {
+                    outcome: Ok(outcome),
+                    error_kind: None,
+                    cached: false,
+                    policy_hash,
+                    facts_at,
+                    latency,
+                }
             }
             Err(e) => {
                 let kind = match e {
@@ -368,7 +411,10 @@ impl Governance {
             return Ok(());
         };
         let facts = self.inner.facts.lock().await;
-        let err = |reason: String| GovernanceError::Checkpoint { path: path.display().to_string(), reason };
+        let err = |reason: String| GovernanceError::Checkpoint {
+            path: path.display().to_string(),
+            reason,
+        };
         let json = serde_json::to_vec(&*facts).map_err(|e| err(e.to_string()))?;
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, json).map_err(|e| err(e.to_string()))?;
@@ -382,19 +428,29 @@ impl Governance {
 
     /// Message ids of the packets whose `field` equals `value`, asked of the Prolog
     /// facts (REQ-004-INTG-002..005). `value` is quoted, never pasted.
-    pub async fn packets_where(&self, field: PacketField, value: &str) -> Result<Vec<String>, GovernanceError> {
+    pub async fn packets_where(
+        &self,
+        field: PacketField,
+        value: &str,
+    ) -> Result<Vec<String>, GovernanceError> {
         self.sync_facts().await?;
         let v = PlTerm::atom(value).to_string();
         let goal = match field {
-            PacketField::MessageId => format!("findall(M, (M = {v}, cxp_packet(M,_,_,_,_,_,_,_,_,_,_,_)), Ms)"),
+            PacketField::MessageId => {
+                format!("findall(M, (M = {v}, cxp_packet(M,_,_,_,_,_,_,_,_,_,_,_)), Ms)")
+            }
             PacketField::Thread => format!("findall(M, cxp_packet(M,_,_,{v},_,_,_,_,_,_,_,_), Ms)"),
             PacketField::Sender => format!("findall(M, cxp_packet(M,{v},_,_,_,_,_,_,_,_,_,_), Ms)"),
-            PacketField::Recipient => format!("findall(M, cxp_packet(M,_,{v},_,_,_,_,_,_,_,_,_), Ms)"),
+            PacketField::Recipient => {
+                format!("findall(M, cxp_packet(M,_,{v},_,_,_,_,_,_,_,_,_), Ms)")
+            }
             PacketField::DeliveryStatus => format!("findall(M, cxp_delivery_status(M,{v},_), Ms)"),
             PacketField::WorkStatus => format!("findall(M, cxp_work_status(M,{v},_), Ms)"),
         };
         let answer = self.inner.engine.query(goal).await?;
-        let text = answer.and_then(|b| b.get("Ms").cloned()).unwrap_or_default();
+        let text = answer
+            .and_then(|b| b.get("Ms").cloned())
+            .unwrap_or_default();
         Ok(parse_list_text(&text))
     }
 
@@ -437,13 +493,17 @@ async fn load_checkpoint(path: &Path, log: &dyn EventLog) -> Result<FactsView, G
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FactsView::new()),
         Err(e) => {
-            return Err(GovernanceError::Checkpoint { path: path.display().to_string(), reason: e.to_string() })
+            return Err(GovernanceError::Checkpoint {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })
         }
     };
-    let view: FactsView = serde_json::from_slice(&bytes).map_err(|e| GovernanceError::Checkpoint {
-        path: path.display().to_string(),
-        reason: e.to_string(),
-    })?;
+    let view: FactsView =
+        serde_json::from_slice(&bytes).map_err(|e| GovernanceError::Checkpoint {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
     // A changed epoch voids the positions: rebuild from the log.
     for stream in FACT_STREAMS {
         if let Some(epoch) = view.epochs.get(stream.as_str()) {

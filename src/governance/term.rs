@@ -47,7 +47,8 @@ impl PlTerm {
     pub fn var(name: &str) -> Option<Self> {
         let mut chars = name.chars();
         let first = chars.next()?;
-        let valid = first.is_ascii_uppercase() && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let valid =
+            first.is_ascii_uppercase() && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
         valid.then(|| PlTerm::Var(name.to_owned()))
     }
 }

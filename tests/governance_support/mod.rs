@@ -36,11 +36,15 @@ pub async fn governance(env: &Env) -> Governance {
 }
 
 pub async fn governance_with(env: &Env, config: GovernanceConfig) -> Governance {
-    Governance::start(env.log.clone(), config).await.expect("governance starts")
+    Governance::start(env.log.clone(), config)
+        .await
+        .expect("governance starts")
 }
 
 fn ts() -> chrono::DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 1, 15, 10, 30, 0).single().expect("valid time")
+    Utc.with_ymd_and_hms(2026, 1, 15, 10, 30, 0)
+        .single()
+        .expect("valid time")
 }
 
 pub async fn register(log: &Arc<dyn EventLog>, alias: &str, parent: Option<&str>) {
@@ -52,7 +56,9 @@ pub async fn register(log: &Arc<dyn EventLog>, alias: &str, parent: Option<&str>
         session_id: Some("s1".into()),
         metadata: Json(serde_json::json!({})),
     };
-    log.append(&EventRecord::new("kernel", alias, e, ts())).await.expect("append");
+    log.append(&EventRecord::new("kernel", alias, e, ts()))
+        .await
+        .expect("append");
 }
 
 pub async fn spawn_junior(log: &Arc<dyn EventLog>, alias: &str, parent: &str) {
@@ -63,7 +69,9 @@ pub async fn spawn_junior(log: &Arc<dyn EventLog>, alias: &str, parent: &str) {
         purpose: "task".into(),
         lifespan_ms: None,
     };
-    log.append(&EventRecord::new("kernel", alias, e, ts())).await.expect("append");
+    log.append(&EventRecord::new("kernel", alias, e, ts()))
+        .await
+        .expect("append");
 }
 
 pub async fn open_session(log: &Arc<dyn EventLog>, id: &str) {
@@ -73,7 +81,9 @@ pub async fn open_session(log: &Arc<dyn EventLog>, id: &str) {
         goals: vec![],
         opened_by: "U:Ox".into(),
     };
-    log.append(&EventRecord::new("kernel", id, e, ts())).await.expect("append");
+    log.append(&EventRecord::new("kernel", id, e, ts()))
+        .await
+        .expect("append");
 }
 
 pub fn packet(from: &str, to: &str, thread: &str, subject: &str, session: &str) -> Packet {
@@ -97,7 +107,9 @@ pub fn packet(from: &str, to: &str, thread: &str, subject: &str, session: &str) 
 pub async fn send(log: &Arc<dyn EventLog>, p: Packet) -> Uuid {
     let id = p.message_id;
     let e = orchestrata_schemas::events::cxp_traffic::PacketSent { packet: p };
-    log.append(&EventRecord::new("kernel", id.to_string(), e, ts())).await.expect("append");
+    log.append(&EventRecord::new("kernel", id.to_string(), e, ts()))
+        .await
+        .expect("append");
     id
 }
 
