@@ -285,3 +285,98 @@ async fn control_methods_answer_kernel_unavailable_on_a_gateway_without_a_kernel
     let e = c.err("cxp.status", json!({"thread_id": "t"})).await;
     assert_eq!(reason(&e), "projections_unavailable", "{e}");
 }
+
+// REQ-014-016 REQ-014-017 REQ-014-020
+#[tokio::test]
+async fn volk_list_pages_the_registered_volks() {
+    let stack = Stack::start().await;
+    let mut c = stack.client(READ_ONLY_TOKEN).await;
+    let all = c.ok("volk.list", json!({})).await;
+    let total = all["total"].as_u64().expect("total");
+    assert_eq!(total, 8, "standard roster: {all}");
+    let aliases: Vec<&str> = all["volks"]
+        .as_array()
+        .expect("volks")
+        .iter()
+        .filter_map(|v| v["alias"].as_str())
+        .collect();
+    assert!(
+        aliases.contains(&"U:Ox") && aliases.contains(&"U:Qa"),
+        "{all}"
+    );
+    assert!(all["volks"][0]["capabilities"].is_array(), "{all}");
+    let page = c.ok("volk.list", json!({"offset": 2, "limit": 3})).await;
+    let paged: Vec<&str> = page["volks"]
+        .as_array()
+        .expect("volks")
+        .iter()
+        .filter_map(|v| v["alias"].as_str())
+        .collect();
+    assert_eq!(paged, aliases[2..5], "{page}");
+    assert_eq!(page["has_more"], true);
+    let e = c.err("volk.list", json!({"limit": 0})).await;
+    assert_eq!(e["code"], -32602, "{e}");
+}
+
+// REQ-014-018 REQ-014-019
+#[tokio::test]
+async fn volk_get_details_one_volk_and_names_unknown_aliases() {
+    let stack = Stack::start().await;
+    let mut c = stack.client(READ_ONLY_TOKEN).await;
+    let v = c.ok("volk.get", json!({"alias": "U:Vz"})).await;
+    assert_eq!(v["alias"], "U:Vz", "{v}");
+    assert_eq!(v["parent"], "U:Ox");
+    assert!(v["last_activity"].is_string(), "{v}");
+    let e = c.err("volk.get", json!({"alias": "U:Zz"})).await;
+    assert_eq!(e["code"], -32602, "{e}");
+    assert_eq!(reason(&e), "unknown_volk");
+    let e = c.err("volk.get", json!({"alias": "vz"})).await;
+    assert_eq!(e["code"], -32602, "bad alias: {e}");
+}
+
+// REQ-014-026 REQ-014-027 REQ-014-028 REQ-014-030
+#[tokio::test]
+async fn volk_register_and_deregister_go_through_the_kernel_for_admins_only() {
+    let stack = Stack::start().await;
+    let params = json!({"alias": "U:Db", "capabilities": ["query", "migrate"], "parent": "U:Ox"});
+    let mut rw = stack.client(TOKEN).await;
+    let e = rw.err("volk.register", params.clone()).await;
+    assert_eq!(e["code"], -32001, "{e}");
+    assert_eq!(reason(&e), "insufficient_scope");
+
+    let mut admin = stack.client(ws::ADMIN_TOKEN).await;
+    let r = admin.ok("volk.register", params.clone()).await;
+    assert_eq!(r["registered"], true, "{r}");
+    assert_eq!(r["volk"]["alias"], "U:Db");
+    assert_eq!(r["volk"]["capabilities"], json!(["query", "migrate"]));
+    assert!(r["sequence"].is_u64(), "{r}");
+    let listed = admin.ok("volk.list", json!({"limit": 100})).await;
+    assert_eq!(listed["total"], 9, "{listed}");
+    let e = admin.err("volk.register", params).await;
+    assert_eq!(reason(&e), "volk_exists", "{e}");
+    let e = admin.err("volk.register", json!({"alias": "U:Dc"})).await;
+    assert_eq!(e["code"], -32602, "capabilities required: {e}");
+
+    let e = rw.err("volk.deregister", json!({"alias": "U:Db"})).await;
+    assert_eq!(reason(&e), "insufficient_scope", "{e}");
+    let d = admin
+        .ok(
+            "volk.deregister",
+            json!({"alias": "U:Db", "reason": "retired"}),
+        )
+        .await;
+    assert_eq!(d["deregistered"], true, "{d}");
+    assert_ne!(d["volk"]["status"], "registered", "{d}");
+    let listed = admin.ok("volk.list", json!({"limit": 100})).await;
+    assert_eq!(listed["total"], 8, "{listed}");
+    let e = admin.err("volk.deregister", json!({"alias": "U:Zz"})).await;
+    assert_eq!(reason(&e), "unknown_volk", "{e}");
+    // The kernel itself knows the Volk is gone: the Postman fails a packet to it at once.
+    let sent = rw
+        .ok(
+            "cxp.send",
+            json!({"from": "U:Cx", "target": "U:Db", "payload": {}}),
+        )
+        .await;
+    assert_eq!(sent["status"], "failed", "deregistered target: {sent}");
+}

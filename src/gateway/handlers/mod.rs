@@ -6,3 +6,4 @@ pub mod cxp;
 pub mod gateway;
 pub mod replay;
 pub mod subscribe;
+pub mod volk;
