@@ -98,10 +98,6 @@ methods! {
     "volk.get" => handlers::volk::get, RO, mutates: false, exposed: true, "One Volk: capabilities, status, parent, protocols, last activity.";
     "volk.register" => handlers::volk::register, ADMIN, mutates: true, exposed: true, "Register a Volk through the kernel (admin).";
     "volk.deregister" => handlers::volk::deregister, ADMIN, mutates: true, exposed: true, "Deregister a Volk through the kernel (admin).";
-    "cxp.send" => handlers::cxp::send, RW, mutates: true, exposed: true, "Send a CXP packet through the kernel (governed, routed by the Postman).";
-    "cxp.status" => handlers::cxp::status, RO, mutates: false, exposed: true, "A thread's packets with delivery and work status and their transitions.";
-    "cxp.ack" => handlers::cxp::ack, RW, mutates: true, exposed: true, "Acknowledge a delivered packet on behalf of its recipient.";
-    "cxp.work" => handlers::cxp::work, RW, mutates: true, exposed: true, "Move a packet's work status (assignee, resolution, notes).";
 }
 
 /// The row of `name`.
