@@ -95,7 +95,10 @@ impl Workflows {
         session_id: Option<String>,
     ) -> Result<(String, JoinHandle<Result<serde_json::Value, AgentError>>), AgentError> {
         if name != PIPELINE {
-            return Err(AgentError::invalid("name", format!("no workflow `{name}` (built in: {PIPELINE})")));
+            return Err(AgentError::invalid(
+                "name",
+                format!("no workflow `{name}` (built in: {PIPELINE})"),
+            ));
         }
         let task = params
             .get("task")
@@ -114,18 +117,30 @@ impl Workflows {
             },
         )
         .await?;
-        let architect = params.get("architect").and_then(|a| a.as_bool()).unwrap_or(false);
+        let architect = params
+            .get("architect")
+            .and_then(|a| a.as_bool())
+            .unwrap_or(false);
         let me = self.clone();
         let run_id = id.clone();
         let handle = tokio::spawn(async move {
             let result = me.run(&run_id, &task, architect).await;
             if let Err(e) = &result {
-                if !matches!(e, AgentError::Invalid { field: "workflow", .. }) {
+                if !matches!(
+                    e,
+                    AgentError::Invalid {
+                        field: "workflow",
+                        ..
+                    }
+                ) {
                     let _ = me
-                        .command("U:Ox", CommandKind::CancelWorkflow {
-                            workflow_id: run_id.clone(),
-                            reason: Some(format!("failed: {e}")),
-                        })
+                        .command(
+                            "U:Ox",
+                            CommandKind::CancelWorkflow {
+                                workflow_id: run_id.clone(),
+                                reason: Some(format!("failed: {e}")),
+                            },
+                        )
                         .await;
                 }
             }
@@ -135,21 +150,48 @@ impl Workflows {
     }
 
     /// Pauses a running run (takes effect between steps).
-    pub async fn pause(&self, issuer: &str, id: &str, reason: Option<String>) -> Result<(), AgentError> {
-        self.command(issuer, CommandKind::PauseWorkflow { workflow_id: id.into(), reason })
-            .await
+    pub async fn pause(
+        &self,
+        issuer: &str,
+        id: &str,
+        reason: Option<String>,
+    ) -> Result<(), AgentError> {
+        self.command(
+            issuer,
+            CommandKind::PauseWorkflow {
+                workflow_id: id.into(),
+                reason,
+            },
+        )
+        .await
     }
 
     /// Resumes a paused run.
     pub async fn resume(&self, issuer: &str, id: &str) -> Result<(), AgentError> {
-        self.command(issuer, CommandKind::ResumeWorkflow { workflow_id: id.into() })
-            .await
+        self.command(
+            issuer,
+            CommandKind::ResumeWorkflow {
+                workflow_id: id.into(),
+            },
+        )
+        .await
     }
 
     /// Cancels a run (the runner stops before its next step).
-    pub async fn cancel(&self, issuer: &str, id: &str, reason: Option<String>) -> Result<(), AgentError> {
-        self.command(issuer, CommandKind::CancelWorkflow { workflow_id: id.into(), reason })
-            .await
+    pub async fn cancel(
+        &self,
+        issuer: &str,
+        id: &str,
+        reason: Option<String>,
+    ) -> Result<(), AgentError> {
+        self.command(
+            issuer,
+            CommandKind::CancelWorkflow {
+                workflow_id: id.into(),
+                reason,
+            },
+        )
+        .await
     }
 
     /// Waits while paused; `Err` once cancelled or finished.
@@ -161,7 +203,10 @@ impl Workflows {
                 Some(WorkflowStatus::Running) => return Ok(()),
                 Some(WorkflowStatus::Paused) => tokio::time::sleep(Duration::from_millis(20)).await,
                 _ => {
-                    return Err(AgentError::invalid("workflow", format!("`{id}` was cancelled")))
+                    return Err(AgentError::invalid(
+                        "workflow",
+                        format!("`{id}` was cancelled"),
+                    ))
                 }
             }
         }
@@ -174,56 +219,108 @@ impl Workflows {
         phase: &str,
         output: serde_json::Value,
     ) -> Result<(), AgentError> {
-        self.command(
-            step_issuer(step),
-            CommandKind::RecordWorkflowStep {
-                workflow_id: id.into(),
-                step: step.into(),
-                phase: phase.into(),
-                assigned_to: (step != "HUMAN").then(|| step.to_owned()),
-                output: Json(output),
-            },
-        )
-        .await
+        loop {
+            self.gate(id).await?;
+            let recorded = self
+                .command(
+                    step_issuer(step),
+                    CommandKind::RecordWorkflowStep {
+                        workflow_id: id.into(),
+                        step: step.into(),
+                        phase: phase.into(),
+                        assigned_to: (step != "HUMAN").then(|| step.to_owned()),
+                        output: Json(output.clone()),
+                    },
+                )
+                .await;
+            match recorded {
+                // Paused between the gate and the command: record it once resumed.
+                Err(AgentError::Kernel(crate::kernel::KernelError::InvalidTransition {
+                    ..
+                })) => continue,
+                other => return other,
+            }
+        }
     }
 
-    async fn run(&self, id: &str, task: &str, architect: bool) -> Result<serde_json::Value, AgentError> {
+    async fn run(
+        &self,
+        id: &str,
+        task: &str,
+        architect: bool,
+    ) -> Result<serde_json::Value, AgentError> {
         let a = &self.agents;
         let body = serde_json::json!({ "workflow_id": id, "task": task });
         self.gate(id).await?;
-        self.step(id, "U:Cx", "started", serde_json::Value::Null).await?;
+        self.step(id, "U:Cx", "started", serde_json::Value::Null)
+            .await?;
         packet(a, "U:Cx", "U:Ox", "task", body.clone()).await?;
         packet(a, "U:Ox", "U:Vz", "task", body.clone()).await?;
         self.step(id, "U:Cx", "succeeded", body.clone()).await?;
         if architect {
             self.gate(id).await?;
-            self.step(id, "U:Ar", "started", serde_json::Value::Null).await?;
+            self.step(id, "U:Ar", "started", serde_json::Value::Null)
+                .await?;
             packet(a, "U:Ox", "U:Ar", "design", body.clone()).await?;
-            self.step(id, "U:Ar", "succeeded", serde_json::Value::Null).await?;
+            self.step(id, "U:Ar", "succeeded", serde_json::Value::Null)
+                .await?;
         }
         self.gate(id).await?;
-        self.step(id, "U:Vz", "started", serde_json::Value::Null).await?;
+        self.step(id, "U:Vz", "started", serde_json::Value::Null)
+            .await?;
         let file = self.config.workdir.join(format!("{id}.out"));
-        let mut coder = Coder { agents: a.clone(), config: self.config.clone(), file: file.clone(), round: 0 };
+        let mut coder = Coder {
+            agents: a.clone(),
+            config: self.config.clone(),
+            file: file.clone(),
+            round: 0,
+        };
         let run = coder.code(task).await?;
         if let Err(e) = &run.result {
-            self.step(id, "U:Vz", "failed", serde_json::json!({ "error": e.to_string() })).await?;
-            return Err(AgentError::invalid("U:Vz", format!("the coding junior failed: {e}")));
+            self.step(
+                id,
+                "U:Vz",
+                "failed",
+                serde_json::json!({ "error": e.to_string() }),
+            )
+            .await?;
+            return Err(AgentError::invalid(
+                "U:Vz",
+                format!("the coding junior failed: {e}"),
+            ));
         }
-        self.step(id, "U:Vz", "succeeded", serde_json::json!({ "junior": run.alias, "file": file })).await?;
+        self.step(
+            id,
+            "U:Vz",
+            "succeeded",
+            serde_json::json!({ "junior": run.alias, "file": file }),
+        )
+        .await?;
         self.gate(id).await?;
-        self.step(id, "U:Qa", "started", serde_json::Value::Null).await?;
+        self.step(id, "U:Qa", "started", serde_json::Value::Null)
+            .await?;
         let report = run_review(a, &self.config.review, "U:Vz", &file, &mut coder).await?;
         let complete = serde_json::to_value(&report.complete)
             .map_err(|e| AgentError::invalid("review_complete", e.to_string()))?;
-        let phase = if report.complete.status == ReviewOutcome::Passed { "succeeded" } else { "failed" };
+        let phase = if report.complete.status == ReviewOutcome::Passed {
+            "succeeded"
+        } else {
+            "failed"
+        };
         self.step(id, "U:Qa", phase, complete.clone()).await?;
         self.gate(id).await?;
-        self.step(id, "HUMAN", "started", serde_json::Value::Null).await?;
+        self.step(id, "HUMAN", "started", serde_json::Value::Null)
+            .await?;
         if report.complete.status != ReviewOutcome::Passed {
             let context = serde_json::json!({ "workflow_id": id, "review": complete, "remaining": report.remaining });
-            a.escalate("U:Ox", "review loop ended with issues", Some(&report.thread_id), context, &["U:Qa".into()])
-                .await?;
+            a.escalate(
+                "U:Ox",
+                "review loop ended with issues",
+                Some(&report.thread_id),
+                context,
+                &["U:Qa".into()],
+            )
+            .await?;
         }
         let result = serde_json::json!({ "file": file, "review": complete });
         self.step(id, "HUMAN", "succeeded", result.clone()).await?;
@@ -241,7 +338,13 @@ fn step_issuer(step: &str) -> &str {
 }
 
 /// A packet `from` -> `to` through the kernel.
-async fn packet(agents: &Agents, from: &str, to: &str, subject: &str, body: serde_json::Value) -> Result<(), AgentError> {
+async fn packet(
+    agents: &Agents,
+    from: &str,
+    to: &str,
+    subject: &str,
+    body: serde_json::Value,
+) -> Result<(), AgentError> {
     let alias = |x: &str, f: &'static str| {
         VolkAlias::parse_field(x, f).map_err(|e| AgentError::invalid(f, e.to_string()))
     };
@@ -262,8 +365,10 @@ impl Coder {
     async fn code(&mut self, prompt: &str) -> Result<super::delegation::JuniorRun, AgentError> {
         self.round += 1;
         let mut cli = self.config.coder.clone();
-        cli.env.push(("ORCHESTRATA_FILE".into(), self.file.display().to_string()));
-        cli.env.push(("ORCHESTRATA_ROUND".into(), self.round.to_string()));
+        cli.env
+            .push(("ORCHESTRATA_FILE".into(), self.file.display().to_string()));
+        cli.env
+            .push(("ORCHESTRATA_ROUND".into(), self.round.to_string()));
         let mut driver = CliDriver::new(cli);
         let task = Task {
             id: format!("code-{}", Uuid::new_v4()),
@@ -277,7 +382,8 @@ impl Coder {
 #[async_trait]
 impl Fixer for Coder {
     async fn fix(&mut self, fix: &FixIssues) -> Result<(), AgentError> {
-        let prompt = serde_json::to_string(fix).map_err(|e| AgentError::invalid("fix_issues", e.to_string()))?;
+        let prompt = serde_json::to_string(fix)
+            .map_err(|e| AgentError::invalid("fix_issues", e.to_string()))?;
         let run = self.code(&prompt).await?;
         run.result
             .map(|_| ())
