@@ -98,6 +98,12 @@ methods! {
     "volk.get" => handlers::volk::get, RO, mutates: false, exposed: true, "One Volk: capabilities, status, parent, protocols, last activity.";
     "volk.register" => handlers::volk::register, ADMIN, mutates: true, exposed: true, "Register a Volk through the kernel (admin).";
     "volk.deregister" => handlers::volk::deregister, ADMIN, mutates: true, exposed: true, "Deregister a Volk through the kernel (admin).";
+    "workflow.start" => handlers::workflow::start, RW, mutates: true, exposed: true, "Start a workflow run (built in: pipeline U:Cx -> [U:Ar] -> U:Vz -> U:Qa -> HUMAN).";
+    "workflow.pause" => handlers::workflow::pause, RW, mutates: true, exposed: true, "Pause a workflow run between steps.";
+    "workflow.resume" => handlers::workflow::resume, RW, mutates: true, exposed: true, "Resume a paused workflow run.";
+    "workflow.cancel" => handlers::workflow::cancel, RW, mutates: true, exposed: true, "Cancel a workflow run.";
+    "workflow.get" => handlers::workflow::get, RO, mutates: false, exposed: true, "A workflow run's state, folded from workflow.events.";
+    "agents.escalations" => handlers::workflow::escalations, RO, mutates: false, exposed: true, "The human escalation queue: escalations beyond the root, with context.";
 }
 
 /// The row of `name`.

@@ -37,6 +37,9 @@ pub struct Services {
     pub views: Option<super::backends::Views>,
     /// The governance service (`governance.*`, scope decisions).
     pub governance: Option<crate::governance::Governance>,
+    /// Workflow runs and the agents under them (`workflow.*`, `agents.escalations`);
+    /// those methods answer `unavailable` without it.
+    pub workflows: Option<crate::agents::workflow::Workflows>,
 }
 
 impl Services {
@@ -49,7 +52,14 @@ impl Services {
             kernel: None,
             views: None,
             governance: None,
+            workflows: None,
         }
+    }
+
+    /// Serves workflows (and the agents' metrics and human queue) from `workflows`.
+    pub fn with_workflows(mut self, workflows: crate::agents::workflow::Workflows) -> Self {
+        self.workflows = Some(workflows);
+        self
     }
 
     /// Acts through `kernel` and reads (and waits on) `views`.

@@ -7,3 +7,4 @@ pub mod gateway;
 pub mod replay;
 pub mod subscribe;
 pub mod volk;
+pub mod workflow;
