@@ -73,7 +73,9 @@ fn spawn_records(tree: &mut AgentTree, parent: &str, child: &str, i: usize) {
 /// A chain U:Ra -> U:Rb -> ... of `depth` Volks plus a junior at the bottom.
 fn deep_tree(depth: usize) -> (AgentTree, String) {
     let mut tree = AgentTree::new();
-    let names: Vec<String> = (0..depth).map(|i| format!("U:R{}", (b'a' + i as u8) as char)).collect();
+    let names: Vec<String> = (0..depth)
+        .map(|i| format!("U:R{}", (b'a' + i as u8) as char))
+        .collect();
     for (i, n) in names.iter().enumerate() {
         let reg = VolkRegistered {
             alias: n.clone(),
@@ -109,11 +111,17 @@ fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let agents = rt.block_on(async {
-        let log = orchestrata::log::open(&LogConfig::sled(dir.path())).await.unwrap();
+        let log = orchestrata::log::open(&LogConfig::sled(dir.path()))
+            .await
+            .unwrap();
         let (kernel, _) = Kernel::start(log, KernelConfig::default(), Arc::new(TokioClock::new()))
             .await
             .unwrap();
-        Agents::new(kernel, EscalationPaths::default(), AgentMetrics::new().unwrap())
+        Agents::new(
+            kernel,
+            EscalationPaths::default(),
+            AgentMetrics::new().unwrap(),
+        )
     });
 
     let mut g = c.benchmark_group("agents");
@@ -162,12 +170,24 @@ fn bench(c: &mut Criterion) {
                 let mut total = Duration::ZERO;
                 for i in 0..iters {
                     let drivers: Vec<(String, Box<dyn Driver>)> = (0..5)
-                        .map(|_| ("cli".to_string(), Box::new(CliDriver::new(CliConfig::new(&script))) as Box<dyn Driver>))
+                        .map(|_| {
+                            (
+                                "cli".to_string(),
+                                Box::new(CliDriver::new(CliConfig::new(&script)))
+                                    as Box<dyn Driver>,
+                            )
+                        })
                         .collect();
-                    let task = Task { id: format!("fan{i}"), prompt: "x".into(), timeout: Duration::from_secs(10) };
+                    let task = Task {
+                        id: format!("fan{i}"),
+                        prompt: "x".into(),
+                        timeout: Duration::from_secs(10),
+                    };
                     let merge = |a: &[&str]| a.join("");
                     let t = Instant::now();
-                    fan_out(&agents, "U:Vz", drivers, &task, &merge).await.unwrap();
+                    fan_out(&agents, "U:Vz", drivers, &task, &merge)
+                        .await
+                        .unwrap();
                     total += t.elapsed();
                 }
                 total

@@ -140,14 +140,22 @@ async fn depth_limit_counts_levels_from_the_root() {
         e.kernel.execute(cmd).await.unwrap();
     }
     assert_eq!(e.agents.read(|t| t.depth("U:La")).await.unwrap(), 2);
-    let leaf = e.agents.spawn(spec("U:La", LifespanSpec::Deadline(60_000))).await.unwrap();
+    let leaf = e
+        .agents
+        .spawn(spec("U:La", LifespanSpec::Deadline(60_000)))
+        .await
+        .unwrap();
     let l2 = leaf.clone();
     assert_eq!(e.agents.read(move |t| t.depth(&l2)).await.unwrap(), 3);
     assert_eq!(
         e.agents.read(move |t| t.ancestors(&leaf)).await.unwrap(),
         vec!["U:La".to_string(), "U:Vz".into(), "U:Ox".into()]
     );
-    let err = e.agents.spawn(spec("U:Lb", LifespanSpec::Deadline(10))).await.unwrap_err();
+    let err = e
+        .agents
+        .spawn(spec("U:Lb", LifespanSpec::Deadline(10)))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("depth limit 3"), "{err}");
 }
 
@@ -560,5 +568,8 @@ async fn metrics_and_many_agents() {
     let text = prometheus::TextEncoder::new()
         .encode_to_string(&registry.gather())
         .unwrap();
-    assert!(text.contains(&format!("orchestrata_agents_live {live}")), "{text}");
+    assert!(
+        text.contains(&format!("orchestrata_agents_live {live}")),
+        "{text}"
+    );
 }

@@ -34,7 +34,11 @@ struct Provider {
     calls: Arc<AtomicU32>,
 }
 
-async fn completions(State(p): State<Provider>, headers: HeaderMap, Json(body): Json<serde_json::Value>) -> Response {
+async fn completions(
+    State(p): State<Provider>,
+    headers: HeaderMap,
+    Json(body): Json<serde_json::Value>,
+) -> Response {
     let n = p.calls.fetch_add(1, Ordering::SeqCst);
     let auth = headers
         .get("authorization")
@@ -43,15 +47,27 @@ async fn completions(State(p): State<Provider>, headers: HeaderMap, Json(body): 
         .to_owned();
     match p.mode {
         Mode::RateLimitFirst(k) if n < k => {
-            return (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "0")], "{\"error\":{\"code\":\"rate_limit_exceeded\"}}").into_response()
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                [("retry-after", "0")],
+                "{\"error\":{\"code\":\"rate_limit_exceeded\"}}",
+            )
+                .into_response()
         }
         Mode::NoQuota => {
-            return (StatusCode::TOO_MANY_REQUESTS, "{\"error\":{\"code\":\"insufficient_quota\"}}").into_response()
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                "{\"error\":{\"code\":\"insufficient_quota\"}}",
+            )
+                .into_response()
         }
         Mode::Slow => tokio::time::sleep(Duration::from_secs(5)).await,
         _ => {}
     }
-    let prompt = body["messages"][0]["content"].as_str().unwrap_or("").to_owned();
+    let prompt = body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
     Json(serde_json::json!({
         "id": "cmpl-1", "object": "chat.completion", "model": body["model"],
         "choices": [{"index": 0, "message": {"role": "assistant", "content": format!("{}: {prompt} [{auth}]", p.name)}, "finish_reason": "stop"}],
@@ -64,13 +80,20 @@ async fn serve(name: &'static str, mode: Mode) -> (ProviderConfig, Arc<AtomicU32
     let calls = Arc::new(AtomicU32::new(0));
     let app = Router::new()
         .route("/v1/chat/completions", post(completions))
-        .with_state(Provider { name, mode, calls: calls.clone() });
+        .with_state(Provider {
+            name,
+            mode,
+            calls: calls.clone(),
+        });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    (ProviderConfig::new(name, &format!("http://{addr}/v1"), "m-1"), calls)
+    (
+        ProviderConfig::new(name, &format!("http://{addr}/v1"), "m-1"),
+        calls,
+    )
 }
 
 fn task(secs: u64) -> Task {
@@ -103,13 +126,24 @@ async fn api_junior_answers_and_counts_tokens() {
 async fn rate_limits_are_retried_then_reported() {
     let (p, calls) = serve("beta", Mode::RateLimitFirst(2)).await;
     let mut driver = ApiDriver::new(vec![p.clone()], QuotaBook::default());
-    assert!(run_task(&mut driver, &task(5)).await.unwrap().starts_with("beta:"));
+    assert!(run_task(&mut driver, &task(5))
+        .await
+        .unwrap()
+        .starts_with("beta:"));
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 
     let (mut p, _) = serve("gamma", Mode::RateLimitFirst(10)).await;
     p.max_retries = 1;
-    let err = run_task(&mut ApiDriver::new(vec![p], QuotaBook::default()), &task(5)).await.unwrap_err();
-    assert_eq!(err, DriverError::RateLimited { provider: "gamma".into(), retry_after_ms: 0 });
+    let err = run_task(&mut ApiDriver::new(vec![p], QuotaBook::default()), &task(5))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        DriverError::RateLimited {
+            provider: "gamma".into(),
+            retry_after_ms: 0
+        }
+    );
 }
 
 // REQ-005-FR14-001 REQ-005-AC10-001
@@ -124,16 +158,34 @@ async fn quota_exhaustion_falls_back_to_the_next_provider() {
     let quota = QuotaBook::default();
     let providers = vec![empty, small, backup];
     let mut d = ApiDriver::new(providers.clone(), quota.clone());
-    assert!(run_task(&mut d, &task(5)).await.unwrap().starts_with("small:"));
+    assert!(run_task(&mut d, &task(5))
+        .await
+        .unwrap()
+        .starts_with("small:"));
     assert!(quota.exhausted("empty"));
     assert!(quota.exhausted("small"), "10 of 10 tokens used");
     let mut d = ApiDriver::new(providers.clone(), quota.clone());
-    assert!(run_task(&mut d, &task(5)).await.unwrap().starts_with("backup:"));
-    assert_eq!(small_calls.load(Ordering::SeqCst), 1, "an exhausted provider is not called again");
+    assert!(run_task(&mut d, &task(5))
+        .await
+        .unwrap()
+        .starts_with("backup:"));
+    assert_eq!(
+        small_calls.load(Ordering::SeqCst),
+        1,
+        "an exhausted provider is not called again"
+    );
 
     let (none, _) = serve("none", Mode::NoQuota).await;
-    let err = run_task(&mut ApiDriver::new(vec![none], QuotaBook::default()), &task(5)).await.unwrap_err();
-    assert!(matches!(err, DriverError::QuotaExhausted { ref provider, .. } if provider == "none"), "{err}");
+    let err = run_task(
+        &mut ApiDriver::new(vec![none], QuotaBook::default()),
+        &task(5),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(err, DriverError::QuotaExhausted { ref provider, .. } if provider == "none"),
+        "{err}"
+    );
 }
 
 // REQ-005-US-007-001
@@ -141,17 +193,52 @@ async fn quota_exhaustion_falls_back_to_the_next_provider() {
 #[tokio::test]
 async fn timeouts_and_bad_endpoints_are_typed_errors() {
     let (slow, _) = serve("slow", Mode::Slow).await;
-    let err = run_task(&mut ApiDriver::new(vec![slow], QuotaBook::default()), &task(1)).await.unwrap_err();
+    let err = run_task(
+        &mut ApiDriver::new(vec![slow], QuotaBook::default()),
+        &task(1),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err, DriverError::Timeout { after_ms: 1000 });
     let bad = ProviderConfig::new("bad", "ftp://example", "m");
-    let err = run_task(&mut ApiDriver::new(vec![bad], QuotaBook::default()), &task(1)).await.unwrap_err();
-    assert!(matches!(err, DriverError::Start { field: "base_url", .. }), "{err}");
+    let err = run_task(
+        &mut ApiDriver::new(vec![bad], QuotaBook::default()),
+        &task(1),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            DriverError::Start {
+                field: "base_url",
+                ..
+            }
+        ),
+        "{err}"
+    );
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
     let dead = ProviderConfig::new("dead", &format!("http://127.0.0.1:{port}/v1"), "m");
-    let err = run_task(&mut ApiDriver::new(vec![dead], QuotaBook::default()), &task(2)).await.unwrap_err();
+    let err = run_task(
+        &mut ApiDriver::new(vec![dead], QuotaBook::default()),
+        &task(2),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(err, DriverError::Crashed { .. }), "{err}");
-    let err = run_task(&mut ApiDriver::new(vec![], QuotaBook::default()), &task(1)).await.unwrap_err();
-    assert!(matches!(err, DriverError::Start { field: "providers", .. }), "{err}");
+    let err = run_task(&mut ApiDriver::new(vec![], QuotaBook::default()), &task(1))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            DriverError::Start {
+                field: "providers",
+                ..
+            }
+        ),
+        "{err}"
+    );
 }

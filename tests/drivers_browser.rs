@@ -99,10 +99,19 @@ async fn only_approved_domains() {
     let url = serve().await.replace("127.0.0.1", "localhost");
     let mut driver = BrowserDriver::new(profile(&url), config());
     let err = run_task(&mut driver, &task("x")).await.unwrap_err();
-    assert!(matches!(err, DriverError::Violation { ref reason } if reason.contains("approved")), "{err}");
+    assert!(
+        matches!(err, DriverError::Violation { ref reason } if reason.contains("approved")),
+        "{err}"
+    );
     assert!(driver.profile_dir().is_none(), "no session was started");
     let p = profile("https://chat.qwen.ai/");
-    let d = BrowserDriver::new(SiteProfile { allowed_domains: vec!["qwen.ai".into()], ..p }, BrowserConfig::default());
+    let d = BrowserDriver::new(
+        SiteProfile {
+            allowed_domains: vec!["qwen.ai".into()],
+            ..p
+        },
+        BrowserConfig::default(),
+    );
     assert!(d.allowed("https://chat.qwen.ai/c/1"));
     assert!(!d.allowed("https://evil.example/?q=chat.qwen.ai"));
     assert!(!d.allowed("not a url"));
@@ -121,7 +130,10 @@ async fn recovery_and_session_cap() {
     driver.kill_browser();
     assert_eq!(driver.get_response().await.unwrap(), "echo: again");
     assert_eq!(driver.restarts(), 1);
-    assert!(!first_dir.exists(), "the lost session's profile is gone too");
+    assert!(
+        !first_dir.exists(),
+        "the lost session's profile is gone too"
+    );
     driver.cleanup().await.unwrap();
 
     let capped = BrowserConfig {
@@ -130,7 +142,10 @@ async fn recovery_and_session_cap() {
     };
     let mut driver = BrowserDriver::new(profile(&url), capped);
     let err = run_task(&mut driver, &task("late")).await.unwrap_err();
-    assert!(matches!(err, DriverError::Violation { ref reason } if reason.contains("cap")), "{err}");
+    assert!(
+        matches!(err, DriverError::Violation { ref reason } if reason.contains("cap")),
+        "{err}"
+    );
 }
 
 // REQ-005-US-010-001
@@ -138,7 +153,10 @@ async fn recovery_and_session_cap() {
 #[test]
 fn shipped_profiles_parse() {
     for name in ["qwen", "deepseek", "kimi"] {
-        let path = format!("{}/config/browser-profiles/{name}.yaml", env!("CARGO_MANIFEST_DIR"));
+        let path = format!(
+            "{}/config/browser-profiles/{name}.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        );
         let p = SiteProfile::from_yaml(&std::fs::read_to_string(path).unwrap()).unwrap();
         assert_eq!(p.name, name);
         let d = BrowserDriver::new(p.clone(), BrowserConfig::default());

@@ -46,15 +46,35 @@ async fn cli_junior_reads_stdin_and_answers_with_a_packet() {
 #[tokio::test]
 async fn a_crash_is_reported_with_stderr() {
     let dir = tempfile::tempdir().unwrap();
-    let prog = script(dir.path(), "crash.sh", "echo 'segfault in parser' >&2; exit 3");
+    let prog = script(
+        dir.path(),
+        "crash.sh",
+        "echo 'segfault in parser' >&2; exit 3",
+    );
     let mut driver = CliDriver::new(CliConfig::new(prog));
-    let (packet, result) = run_junior(&mut driver, "U:Ja", "U:Vz", &task("x", 10)).await.unwrap();
+    let (packet, result) = run_junior(&mut driver, "U:Ja", "U:Vz", &task("x", 10))
+        .await
+        .unwrap();
     let err = result.unwrap_err();
-    assert!(matches!(&err, DriverError::Crashed { reason } if reason.contains("segfault in parser") && reason.contains('3')), "{err}");
+    assert!(
+        matches!(&err, DriverError::Crashed { reason } if reason.contains("segfault in parser") && reason.contains('3')),
+        "{err}"
+    );
     assert_eq!(packet.metadata().get(WORK_STATUS_KEY).unwrap(), "failed");
     let missing = CliConfig::new(dir.path().join("nope"));
-    let err = run_task(&mut CliDriver::new(missing), &task("x", 1)).await.unwrap_err();
-    assert!(matches!(err, DriverError::Start { field: "command", .. }), "{err}");
+    let err = run_task(&mut CliDriver::new(missing), &task("x", 1))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            DriverError::Start {
+                field: "command",
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 // REQ-005-US-007-001 REQ-005-FR3-001
@@ -73,7 +93,11 @@ async fn timeout_kills_the_process_tree() {
     driver.send_task(&task("x", 1)).await.unwrap();
     let err = driver.get_response().await.unwrap_err();
     assert_eq!(err, DriverError::Timeout { after_ms: 1000 });
-    let grandchild: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    let grandchild: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     for _ in 0..100 {
         if !alive(grandchild) {
             break;
@@ -82,7 +106,10 @@ async fn timeout_kills_the_process_tree() {
     }
     // A zombie still answers kill(0) until reaped by init; check /proc state instead.
     let state = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
-    assert!(state.is_empty() || state.contains(") Z"), "grandchild survives: {state}");
+    assert!(
+        state.is_empty() || state.contains(") Z"),
+        "grandchild survives: {state}"
+    );
     driver.cleanup().await.unwrap();
     let err = driver.get_response().await.unwrap_err();
     assert!(matches!(err, DriverError::State { .. }), "{err}");
@@ -96,13 +123,23 @@ async fn delegation_goes_through_cxp_and_ends_the_junior() {
     let e = env(true, EscalationPaths::default()).await;
     let prog = script(e.dir.path(), "echo.sh", "cat");
     let mut driver = CliDriver::new(CliConfig::new(prog));
-    let run = delegate(&e.agents, "U:Vz", "cli", &mut driver, &task("fn main() {}", 10))
-        .await
-        .unwrap();
+    let run = delegate(
+        &e.agents,
+        "U:Vz",
+        "cli",
+        &mut driver,
+        &task("fn main() {}", 10),
+    )
+    .await
+    .unwrap();
     assert_eq!(run.result.as_deref(), Ok("fn main() {}"));
     assert!(!e.agents.node(&run.alias).await.unwrap().unwrap().live);
     let inbox = e.kernel.inbox("U:Vz", 10).await.unwrap();
-    let got = inbox.packets.iter().find(|p| p.subject() == "junior_result").expect("in U:Vz's inbox");
+    let got = inbox
+        .packets
+        .iter()
+        .find(|p| p.subject() == "junior_result")
+        .expect("in U:Vz's inbox");
     assert_eq!(got.from_agent().as_str(), run.alias);
     assert_eq!(got.payload_json().unwrap()["output"], "fn main() {}");
 }
@@ -115,11 +152,34 @@ async fn fan_out_synthesizes_or_escalates() {
     let e = env(false, EscalationPaths::default()).await;
     let d = e.dir.path();
     let drivers: Vec<(String, Box<dyn Driver>)> = vec![
-        ("cli".into(), Box::new(CliDriver::new(CliConfig::new(script(d, "a.sh", "echo alpha"))))),
-        ("cli".into(), Box::new(CliDriver::new(CliConfig::new(script(d, "b.sh", "exit 1"))))),
-        ("cli".into(), Box::new(CliDriver::new(CliConfig::new(script(d, "c.sh", "echo gamma"))))),
+        (
+            "cli".into(),
+            Box::new(CliDriver::new(CliConfig::new(script(
+                d,
+                "a.sh",
+                "echo alpha",
+            )))),
+        ),
+        (
+            "cli".into(),
+            Box::new(CliDriver::new(CliConfig::new(script(d, "b.sh", "exit 1")))),
+        ),
+        (
+            "cli".into(),
+            Box::new(CliDriver::new(CliConfig::new(script(
+                d,
+                "c.sh",
+                "echo gamma",
+            )))),
+        ),
     ];
-    let merge = |answers: &[&str]| answers.iter().map(|a| a.trim()).collect::<Vec<_>>().join("+");
+    let merge = |answers: &[&str]| {
+        answers
+            .iter()
+            .map(|a| a.trim())
+            .collect::<Vec<_>>()
+            .join("+")
+    };
     let (runs, outcome) = fan_out(&e.agents, "U:Vz", drivers, &task("same task", 10), &merge)
         .await
         .unwrap();
@@ -137,19 +197,47 @@ async fn fan_out_synthesizes_or_escalates() {
     }
 
     let six: Vec<(String, Box<dyn Driver>)> = (0..6)
-        .map(|i| ("cli".to_string(), Box::new(CliDriver::new(CliConfig::new(script(d, &format!("s{i}.sh"), "echo x")))) as Box<dyn Driver>))
+        .map(|i| {
+            (
+                "cli".to_string(),
+                Box::new(CliDriver::new(CliConfig::new(script(
+                    d,
+                    &format!("s{i}.sh"),
+                    "echo x",
+                )))) as Box<dyn Driver>,
+            )
+        })
         .collect();
-    let err = fan_out(&e.agents, "U:Vz", six, &task("t", 5), &merge).await.unwrap_err();
+    let err = fan_out(&e.agents, "U:Vz", six, &task("t", 5), &merge)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("1 to 5"), "{err}");
 
     let failing: Vec<(String, Box<dyn Driver>)> = (0..2)
-        .map(|i| ("cli".to_string(), Box::new(CliDriver::new(CliConfig::new(script(d, &format!("f{i}.sh"), "exit 2")))) as Box<dyn Driver>))
+        .map(|i| {
+            (
+                "cli".to_string(),
+                Box::new(CliDriver::new(CliConfig::new(script(
+                    d,
+                    &format!("f{i}.sh"),
+                    "exit 2",
+                )))) as Box<dyn Driver>,
+            )
+        })
         .collect();
-    let (_, outcome) = fan_out(&e.agents, "U:Ox", failing, &task("t2", 5), &merge).await.unwrap();
+    let (_, outcome) = fan_out(&e.agents, "U:Ox", failing, &task("t2", 5), &merge)
+        .await
+        .unwrap();
     let FanOutOutcome::Escalated(resolution) = outcome else {
         panic!("expected an escalation");
     };
     assert_eq!(resolution.target, "human");
     let queue = e.agents.human_queue().await.unwrap();
-    assert_eq!(queue.last().unwrap().context["errors"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        queue.last().unwrap().context["errors"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
 }

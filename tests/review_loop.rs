@@ -3,8 +3,8 @@
 
 mod agents_support;
 
-use async_trait::async_trait;
 use agents_support::{env, events, script};
+use async_trait::async_trait;
 use orchestrata::agents::review::{check, run_review, Fixer, ReviewConfig};
 use orchestrata::agents::{AgentError, EscalationPaths};
 use orchestrata_schemas::cxp::review::{FixIssues, ReviewOutcome};
@@ -36,14 +36,21 @@ impl Fixer for FileFixer {
 }
 
 /// (subject, review_cycle, from, to) of every packet on cxp.traffic, in order.
-async fn traffic(log: &std::sync::Arc<dyn orchestrata::log::EventLog>) -> Vec<(String, u64, String, String)> {
+async fn traffic(
+    log: &std::sync::Arc<dyn orchestrata::log::EventLog>,
+) -> Vec<(String, u64, String, String)> {
     events(log, Stream::CxpTraffic)
         .await
         .iter()
         .filter_map(|e| match &e.record.event {
             Event::PacketSent(p) => Some((
                 p.packet.subject.clone(),
-                p.packet.metadata.0.get("review_cycle").and_then(|v| v.as_u64()).unwrap_or(0),
+                p.packet
+                    .metadata
+                    .0
+                    .get("review_cycle")
+                    .and_then(|v| v.as_u64())
+                    .unwrap_or(0),
                 p.packet.from_agent.clone(),
                 p.packet.to_agent.clone(),
             )),
@@ -62,8 +69,13 @@ async fn issues_are_fixed_then_the_review_completes() {
     let file = e.dir.path().join("main.rs");
     std::fs::write(&file, "fn main() { BAD }\n").unwrap();
     let config = ReviewConfig::with_checkers(vec![vec![checker.display().to_string()]]);
-    let mut fixer = FileFixer { lazy: false, seen: vec![] };
-    let report = run_review(&e.agents, &config, "U:Vz", &file, &mut fixer).await.unwrap();
+    let mut fixer = FileFixer {
+        lazy: false,
+        seen: vec![],
+    };
+    let report = run_review(&e.agents, &config, "U:Vz", &file, &mut fixer)
+        .await
+        .unwrap();
     assert_eq!(report.complete.status, ReviewOutcome::Passed);
     assert_eq!(report.complete.cycles, 2);
     assert!(report.remaining.is_empty());
@@ -76,7 +88,10 @@ async fn issues_are_fixed_then_the_review_completes() {
         ("review_code", 2, "U:Vz", "U:Qa"),
         ("review_complete", 2, "U:Qa", "U:Ox"),
     ];
-    let got: Vec<_> = t.iter().map(|(s, c, f, to)| (s.as_str(), *c, f.as_str(), to.as_str())).collect();
+    let got: Vec<_> = t
+        .iter()
+        .map(|(s, c, f, to)| (s.as_str(), *c, f.as_str(), to.as_str()))
+        .collect();
     assert_eq!(got, expect);
 }
 
@@ -90,8 +105,13 @@ async fn max_cycles_escalate_to_the_orchestrator() {
     let file = e.dir.path().join("lib.rs");
     std::fs::write(&file, "BAD BAD\n").unwrap();
     let config = ReviewConfig::with_checkers(vec![vec![checker.display().to_string()]]);
-    let mut fixer = FileFixer { lazy: true, seen: vec![] };
-    let report = run_review(&e.agents, &config, "U:Vz", &file, &mut fixer).await.unwrap();
+    let mut fixer = FileFixer {
+        lazy: true,
+        seen: vec![],
+    };
+    let report = run_review(&e.agents, &config, "U:Vz", &file, &mut fixer)
+        .await
+        .unwrap();
     assert_eq!(report.complete.status, ReviewOutcome::Escalated);
     assert_eq!(report.complete.cycles, 3);
     assert_eq!(fixer.seen.len(), 2);
@@ -114,9 +134,17 @@ async fn max_cycles_escalate_to_the_orchestrator() {
         checker.display()
     );
     let config = ReviewConfig::from_yaml(&yaml).unwrap();
-    let mut fixer = FileFixer { lazy: true, seen: vec![] };
-    let report = run_review(&e.agents, &config, "U:Vz", &file, &mut fixer).await.unwrap();
-    assert_eq!((report.complete.status, report.complete.cycles), (ReviewOutcome::Failed, 2));
+    let mut fixer = FileFixer {
+        lazy: true,
+        seen: vec![],
+    };
+    let report = run_review(&e.agents, &config, "U:Vz", &file, &mut fixer)
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.complete.status, report.complete.cycles),
+        (ReviewOutcome::Failed, 2)
+    );
     assert!(!fixer.seen[0].auto_fixable);
 }
 
@@ -138,7 +166,10 @@ async fn bad_config_and_checker_output_are_errors() {
     let noise = script(dir.path(), "noise.sh", "echo 'not json'");
     let config = ReviewConfig::with_checkers(vec![vec![noise.display().to_string()]]);
     let err = check(&config, &dir.path().join("x.rs")).await.unwrap_err();
-    assert!(matches!(err, AgentError::Invalid { field: "checkers", ref reason } if reason.contains("JSON")), "{err}");
+    assert!(
+        matches!(err, AgentError::Invalid { field: "checkers", ref reason } if reason.contains("JSON")),
+        "{err}"
+    );
     let slow = script(dir.path(), "slow.sh", "sleep 30");
     let mut config = ReviewConfig::with_checkers(vec![vec![slow.display().to_string()]]);
     config.timeout_seconds = 1;

@@ -55,13 +55,25 @@ struct Stack {
 
 async fn stack(fixes: bool) -> Stack {
     let dir = tempfile::tempdir().unwrap();
-    let log = orchestrata::log::open(&LogConfig::sled(&dir.path().join("log"))).await.unwrap();
-    let (kernel, _) = Kernel::start(log.clone(), KernelConfig::default(), Arc::new(TokioClock::new()))
+    let log = orchestrata::log::open(&LogConfig::sled(&dir.path().join("log")))
         .await
         .unwrap();
-    let governance = Governance::start(log.clone(), GovernanceConfig::default()).await.unwrap();
+    let (kernel, _) = Kernel::start(
+        log.clone(),
+        KernelConfig::default(),
+        Arc::new(TokioClock::new()),
+    )
+    .await
+    .unwrap();
+    let governance = Governance::start(log.clone(), GovernanceConfig::default())
+        .await
+        .unwrap();
     let kernel = kernel.with_governance(governance);
-    let agents = Agents::new(kernel, EscalationPaths::default(), AgentMetrics::new().unwrap());
+    let agents = Agents::new(
+        kernel,
+        EscalationPaths::default(),
+        AgentMetrics::new().unwrap(),
+    );
     let checker = script(dir.path(), "checker.sh", CHECKER);
     let config = PipelineConfig {
         coder: CliConfig::new(coder(dir.path(), fixes)),
@@ -92,7 +104,12 @@ async fn wait_done(ws: &mut Ws, id: &str) -> Value {
 }
 
 async fn subjects(ws: &mut Ws) -> Vec<(String, String, String)> {
-    let r = ws.ok("gateway.replay", json!({ "topic": "cxp.traffic", "count": 10000 })).await;
+    let r = ws
+        .ok(
+            "gateway.replay",
+            json!({ "topic": "cxp.traffic", "count": 10000 }),
+        )
+        .await;
     r["events"]
         .as_array()
         .unwrap()
@@ -117,7 +134,10 @@ async fn pipeline_runs_to_review_complete_through_the_gateway() {
     let s = stack(true).await;
     let mut ws = client(&s, TOKEN).await;
     let started = ws
-        .ok("workflow.start", json!({ "name": "pipeline", "params": { "task": "write main.rs" } }))
+        .ok(
+            "workflow.start",
+            json!({ "name": "pipeline", "params": { "task": "write main.rs" } }),
+        )
         .await;
     let id = started["workflow_id"].as_str().unwrap().to_owned();
     let done = wait_done(&mut ws, &id).await;
@@ -130,7 +150,12 @@ async fn pipeline_runs_to_review_complete_through_the_gateway() {
         .collect();
     assert_eq!(
         steps,
-        [("U:Cx", "succeeded"), ("U:Vz", "succeeded"), ("U:Qa", "succeeded"), ("HUMAN", "succeeded")]
+        [
+            ("U:Cx", "succeeded"),
+            ("U:Vz", "succeeded"),
+            ("U:Qa", "succeeded"),
+            ("HUMAN", "succeeded")
+        ]
     );
     assert_eq!(done["result"]["review"]["status"], "passed");
     assert_eq!(done["result"]["review"]["cycles"], 3);
@@ -138,16 +163,35 @@ async fn pipeline_runs_to_review_complete_through_the_gateway() {
     let names: Vec<&str> = traffic.iter().map(|t| t.0.as_str()).collect();
     assert_eq!(names.iter().filter(|s| **s == "review_code").count(), 3);
     assert_eq!(names.iter().filter(|s| **s == "fix_issues").count(), 2);
-    assert_eq!(names.iter().filter(|s| **s == "junior_result").count(), 3, "{names:?}");
+    assert_eq!(
+        names.iter().filter(|s| **s == "junior_result").count(),
+        3,
+        "{names:?}"
+    );
     assert_eq!(names.last(), Some(&"review_complete"));
-    assert!(traffic.iter().any(|t| t.0 == "task" && t.1 == "U:Cx" && t.2 == "U:Ox"));
-    let lifecycle = ws.ok("gateway.replay", json!({ "topic": "volk.lifecycle", "count": 10000 })).await;
-    let types: Vec<&str> = lifecycle["events"].as_array().unwrap().iter().map(|e| e["event_type"].as_str().unwrap()).collect();
+    assert!(traffic
+        .iter()
+        .any(|t| t.0 == "task" && t.1 == "U:Cx" && t.2 == "U:Ox"));
+    let lifecycle = ws
+        .ok(
+            "gateway.replay",
+            json!({ "topic": "volk.lifecycle", "count": 10000 }),
+        )
+        .await;
+    let types: Vec<&str> = lifecycle["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
     assert_eq!(types.iter().filter(|t| **t == "spawned").count(), 3);
     assert_eq!(types.iter().filter(|t| **t == "terminated").count(), 3);
     let (status, metrics) = http_get(s.gateway.local_addr(), "/metrics").await;
     assert_eq!(status, 200);
-    assert!(metrics.contains("orchestrata_agents_spawn_seconds_count 3"), "{metrics}");
+    assert!(
+        metrics.contains("orchestrata_agents_spawn_seconds_count 3"),
+        "{metrics}"
+    );
 }
 
 // REQ-014-077 REQ-014-078 REQ-014-079 REQ-005-US-006-001 REQ-005-FR7-001
@@ -158,7 +202,10 @@ async fn escalation_reaches_the_human_queue_and_runs_are_controllable() {
     let s = stack(false).await;
     let mut ws = client(&s, TOKEN).await;
     let id = ws
-        .ok("workflow.start", json!({ "name": "pipeline", "params": { "task": "x" } }))
+        .ok(
+            "workflow.start",
+            json!({ "name": "pipeline", "params": { "task": "x" } }),
+        )
         .await["workflow_id"]
         .as_str()
         .unwrap()
@@ -174,27 +221,59 @@ async fn escalation_reaches_the_human_queue_and_runs_are_controllable() {
 
     let err = ws.err("workflow.pause", json!({ "workflow_id": id })).await;
     assert_eq!(err["code"], -32602, "{err}");
-    let err = ws.err("workflow.start", json!({ "name": "nope", "params": { "task": "x" } })).await;
+    let err = ws
+        .err(
+            "workflow.start",
+            json!({ "name": "nope", "params": { "task": "x" } }),
+        )
+        .await;
     assert_eq!(err["data"]["field"], "name", "{err}");
-    let err = ws.err("workflow.start", json!({ "name": "pipeline", "params": {} })).await;
+    let err = ws
+        .err(
+            "workflow.start",
+            json!({ "name": "pipeline", "params": {} }),
+        )
+        .await;
     assert_eq!(err["data"]["field"], "params.task", "{err}");
-    let err = ws.err("workflow.get", json!({ "workflow_id": "wf-none" })).await;
+    let err = ws
+        .err("workflow.get", json!({ "workflow_id": "wf-none" }))
+        .await;
     assert_eq!(err["code"], -32602);
 
     let id2 = ws
-        .ok("workflow.start", json!({ "name": "pipeline", "params": { "task": "y" } }))
+        .ok(
+            "workflow.start",
+            json!({ "name": "pipeline", "params": { "task": "y" } }),
+        )
         .await["workflow_id"]
         .as_str()
         .unwrap()
         .to_owned();
-    ws.ok("workflow.pause", json!({ "workflow_id": id2, "reason": "hold" })).await;
-    assert_eq!(ws.ok("workflow.get", json!({ "workflow_id": id2 })).await["status"], "paused");
-    ws.ok("workflow.resume", json!({ "workflow_id": id2 })).await;
-    ws.ok("workflow.cancel", json!({ "workflow_id": id2, "reason": "enough" })).await;
+    ws.ok(
+        "workflow.pause",
+        json!({ "workflow_id": id2, "reason": "hold" }),
+    )
+    .await;
+    assert_eq!(
+        ws.ok("workflow.get", json!({ "workflow_id": id2 })).await["status"],
+        "paused"
+    );
+    ws.ok("workflow.resume", json!({ "workflow_id": id2 }))
+        .await;
+    ws.ok(
+        "workflow.cancel",
+        json!({ "workflow_id": id2, "reason": "enough" }),
+    )
+    .await;
     let v = wait_done(&mut ws, &id2).await;
     assert_eq!(v["status"], "cancelled");
 
     let mut viewer = client(&s, READ_ONLY_TOKEN).await;
-    let err = viewer.err("workflow.start", json!({ "name": "pipeline", "params": { "task": "x" } })).await;
+    let err = viewer
+        .err(
+            "workflow.start",
+            json!({ "name": "pipeline", "params": { "task": "x" } }),
+        )
+        .await;
     assert_eq!(err["code"], -32001, "read_only cannot start: {err}");
 }

@@ -83,9 +83,17 @@ async fn run_spawned(
     if let Err(DriverError::Violation { reason }) = &result {
         let context = serde_json::json!({ "task_id": task.id, "violation": reason });
         agents
-            .escalate(alias, "runtime violation", Some(packet.thread_id()), context, &[])
+            .escalate(
+                alias,
+                "runtime violation",
+                Some(packet.thread_id()),
+                context,
+                &[],
+            )
             .await?;
-        agents.terminate(alias, &format!("violation: {reason}")).await?;
+        agents
+            .terminate(alias, &format!("violation: {reason}"))
+            .await?;
     }
     Ok(JuniorRun {
         alias: alias.to_owned(),
@@ -95,7 +103,11 @@ async fn run_spawned(
 }
 
 /// Sends `packet` as `from` through the kernel (governed like any packet).
-pub(crate) async fn send(agents: &Agents, from: &str, packet: &CxpPacket) -> Result<(), AgentError> {
+pub(crate) async fn send(
+    agents: &Agents,
+    from: &str,
+    packet: &CxpPacket,
+) -> Result<(), AgentError> {
     let command = Command {
         id: Uuid::new_v4(),
         issuer: from.to_owned(),
@@ -120,7 +132,10 @@ pub async fn fan_out(
     if drivers.is_empty() || drivers.len() > MAX_JUNIORS {
         return Err(AgentError::invalid(
             "drivers",
-            format!("a fan-out takes 1 to {MAX_JUNIORS} juniors, not {}", drivers.len()),
+            format!(
+                "a fan-out takes 1 to {MAX_JUNIORS} juniors, not {}",
+                drivers.len()
+            ),
         ));
     }
     let parent = agents
@@ -173,8 +188,13 @@ pub async fn fan_out(
         "task_id": task.id, "output": output, "juniors": sources,
         "succeeded": answers.len(), "failed": runs.len() - answers.len(),
     });
-    let packet = CxpPacket::new(alias(senior, "senior")?, alias(&to, "parent")?, SYNTHESIS_SUBJECT, body)
-        .map_err(|e| AgentError::invalid("synthesis", e.to_string()))?;
+    let packet = CxpPacket::new(
+        alias(senior, "senior")?,
+        alias(&to, "parent")?,
+        SYNTHESIS_SUBJECT,
+        body,
+    )
+    .map_err(|e| AgentError::invalid("synthesis", e.to_string()))?;
     send(agents, senior, &packet).await?;
     Ok((runs, FanOutOutcome::Synthesized { output, packet }))
 }

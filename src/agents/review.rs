@@ -134,7 +134,16 @@ pub async fn run_review(
     let mut cycle = 1;
     loop {
         let body = serde_json::json!({ "file_path": file_path, "review_id": review_id });
-        let sent = send(agents, requester, "U:Qa", SUBJECT_REVIEW_CODE, body, cycle, &thread_id).await?;
+        let sent = send(
+            agents,
+            requester,
+            "U:Qa",
+            SUBJECT_REVIEW_CODE,
+            body,
+            cycle,
+            &thread_id,
+        )
+        .await?;
         thread_id = sent;
         take(agents, "U:Qa", SUBJECT_REVIEW_CODE).await?;
         let issues = check(config, file).await?;
@@ -153,14 +162,29 @@ pub async fn run_review(
             };
             let body = serde_json::to_value(&complete)
                 .map_err(|e| AgentError::invalid("review_complete", e.to_string()))?;
-            send(agents, "U:Qa", "U:Ox", SUBJECT_REVIEW_COMPLETE, body, cycle, &thread_id).await?;
+            send(
+                agents,
+                "U:Qa",
+                "U:Ox",
+                SUBJECT_REVIEW_COMPLETE,
+                body,
+                cycle,
+                &thread_id,
+            )
+            .await?;
             if status == ReviewOutcome::Escalated {
                 let context = serde_json::json!({
                     "review_id": review_id, "file_path": file_path, "cycles": cycle,
                     "issues": issues,
                 });
                 agents
-                    .escalate("U:Qa", "max review cycles reached with issues left", Some(&thread_id), context, &[])
+                    .escalate(
+                        "U:Qa",
+                        "max review cycles reached with issues left",
+                        Some(&thread_id),
+                        context,
+                        &[],
+                    )
                     .await?;
             }
             return Ok(ReviewReport {
@@ -178,7 +202,16 @@ pub async fn run_review(
         };
         let body = serde_json::to_value(&fix)
             .map_err(|e| AgentError::invalid("fix_issues", e.to_string()))?;
-        send(agents, "U:Qa", "U:Vz", SUBJECT_FIX_ISSUES, body, cycle, &thread_id).await?;
+        send(
+            agents,
+            "U:Qa",
+            "U:Vz",
+            SUBJECT_FIX_ISSUES,
+            body,
+            cycle,
+            &thread_id,
+        )
+        .await?;
         take(agents, "U:Vz", SUBJECT_FIX_ISSUES).await?;
         fixer.fix(&fix).await?;
         cycle += 1;
@@ -217,7 +250,10 @@ pub async fn check(config: &ReviewConfig, file: &Path) -> Result<Vec<ReviewIssue
             .await
             .map_err(|e| AgentError::invalid("checkers", format!("{program}: {e}")))?;
         let issues: Vec<ReviewIssue> = serde_json::from_str(out.trim()).map_err(|e| {
-            AgentError::invalid("checkers", format!("{program}: output is not a JSON issue list: {e}"))
+            AgentError::invalid(
+                "checkers",
+                format!("{program}: output is not a JSON issue list: {e}"),
+            )
         })?;
         all.extend(issues);
     }

@@ -43,7 +43,10 @@ pub struct WorkflowView {
 impl WorkflowView {
     /// Folds `records` (any streams; other runs' and other streams' events are
     /// skipped) into the view of `workflow_id`, `None` if it never started.
-    pub fn fold<'a>(workflow_id: &str, records: impl IntoIterator<Item = &'a EventRecord>) -> Option<Self> {
+    pub fn fold<'a>(
+        workflow_id: &str,
+        records: impl IntoIterator<Item = &'a EventRecord>,
+    ) -> Option<Self> {
         let mut view: Option<WorkflowView> = None;
         for r in records {
             let at = r.timestamp;

@@ -172,7 +172,8 @@ impl BrowserDriver {
                 reason: format!("`{}` is not an approved domain", self.profile.url),
             });
         }
-        let dir = std::env::temp_dir().join(format!("orchestrata-browser-{}", uuid::Uuid::new_v4()));
+        let dir =
+            std::env::temp_dir().join(format!("orchestrata-browser-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).map_err(|e| DriverError::Start {
             field: "profile_dir",
             reason: e.to_string(),
@@ -293,19 +294,24 @@ impl BrowserDriver {
 
     fn check_cap(&self) -> Result<(), DriverError> {
         match &self.session {
-            Some(s) if s.started.elapsed() > self.config.session_cap => Err(DriverError::Violation {
-                reason: format!(
-                    "session older than the {} s cap",
-                    self.config.session_cap.as_secs()
-                ),
-            }),
+            Some(s) if s.started.elapsed() > self.config.session_cap => {
+                Err(DriverError::Violation {
+                    reason: format!(
+                        "session older than the {} s cap",
+                        self.config.session_cap.as_secs()
+                    ),
+                })
+            }
             _ => Ok(()),
         }
     }
 
     async fn post(&mut self, task: &Task) -> Result<(), DriverError> {
         self.check_cap()?;
-        let count = format!("document.querySelectorAll({}).length", js(&self.profile.answer_selector));
+        let count = format!(
+            "document.querySelectorAll({}).length",
+            js(&self.profile.answer_selector)
+        );
         let limit = task.timeout;
         self.answers_before = self.cdp()?.eval(&count, limit).await?.as_u64().unwrap_or(0);
         let script = format!(

@@ -19,7 +19,9 @@ pub struct Cdp {
 
 impl std::fmt::Debug for Cdp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cdp").field("next_id", &self.next_id).finish()
+        f.debug_struct("Cdp")
+            .field("next_id", &self.next_id)
+            .finish()
     }
 }
 
@@ -82,7 +84,9 @@ impl Cdp {
                 }
                 return Ok(value["result"].clone());
             }
-            Err(protocol(format!("{method}: the browser closed the connection")))
+            Err(protocol(format!(
+                "{method}: the browser closed the connection"
+            )))
         };
         tokio::time::timeout(limit, wait)
             .await
