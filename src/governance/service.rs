@@ -24,7 +24,6 @@ use super::facts::{FactsView, FACT_STREAMS};
 use super::policy::Policy;
 use super::request::{Decision, Outcome, RecordedQuery, Request};
 use super::rules::{filter_rules, RuleInfo};
-use super::term::PlTerm;
 use super::GovernanceError;
 use crate::log::EventLog;
 
@@ -62,37 +61,20 @@ impl Default for GovernanceConfig {
 
 type CacheKey = (String, String);
 
-struct Inner {
-    log: Arc<dyn EventLog>,
-    engine: Engine,
-    config: GovernanceConfig,
-    cache: Mutex<LruCache<CacheKey, Outcome>>,
-    policy: RwLock<Option<Policy>>,
-    rules: RwLock<Vec<RuleInfo>>,
-    facts: tokio::sync::Mutex<FactsView>,
+pub(super) struct Inner {
+    pub(super) log: Arc<dyn EventLog>,
+    pub(super) engine: Engine,
+    pub(super) config: GovernanceConfig,
+    pub(super) cache: Mutex<LruCache<CacheKey, Outcome>>,
+    pub(super) policy: RwLock<Option<Policy>>,
+    pub(super) rules: RwLock<Vec<RuleInfo>>,
+    pub(super) facts: tokio::sync::Mutex<FactsView>,
 }
 
 /// The governance service. Cheap to clone; all clones share one engine.
 #[derive(Clone)]
 pub struct Governance {
-    inner: Arc<Inner>,
-}
-
-/// Which packets [`Governance::packets_where`] selects (REQ-004-INTG-002..005).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PacketField {
-    /// By message id.
-    MessageId,
-    /// By thread id.
-    Thread,
-    /// By sender alias.
-    Sender,
-    /// By recipient alias.
-    Recipient,
-    /// By current delivery status.
-    DeliveryStatus,
-    /// By current work status.
-    WorkStatus,
+    pub(super) inner: Arc<Inner>,
 }
 
 /// An evaluation before it is recorded (see [`Governance::judge`]).
@@ -120,7 +102,7 @@ impl Governance {
         config: GovernanceConfig,
     ) -> Result<Self, GovernanceError> {
         let facts = match &config.checkpoint {
-            Some(path) => load_checkpoint(path, log.as_ref()).await?,
+            Some(path) => super::queries::load_checkpoint(path, log.as_ref()).await?,
             None => FactsView::new(),
         };
         let capacity = NonZeroUsize::new(config.cache_capacity.max(1)).unwrap_or(NonZeroUsize::MIN);
@@ -405,55 +387,6 @@ impl Governance {
         Ok(())
     }
 
-    /// Writes the facts view and its positions to the configured checkpoint file.
-    pub async fn checkpoint(&self) -> Result<(), GovernanceError> {
-        let Some(path) = &self.inner.config.checkpoint else {
-            return Ok(());
-        };
-        let facts = self.inner.facts.lock().await;
-        let err = |reason: String| GovernanceError::Checkpoint {
-            path: path.display().to_string(),
-            reason,
-        };
-        let json = serde_json::to_vec(&*facts).map_err(|e| err(e.to_string()))?;
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, json).map_err(|e| err(e.to_string()))?;
-        std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))
-    }
-
-    /// Per fact stream, how many events the facts view has folded.
-    pub async fn facts_positions(&self) -> BTreeMap<String, u64> {
-        self.inner.facts.lock().await.positions.clone()
-    }
-
-    /// Message ids of the packets whose `field` equals `value`, asked of the Prolog
-    /// facts (REQ-004-INTG-002..005). `value` is quoted, never pasted.
-    pub async fn packets_where(
-        &self,
-        field: PacketField,
-        value: &str,
-    ) -> Result<Vec<String>, GovernanceError> {
-        self.sync_facts().await?;
-        let v = PlTerm::atom(value).to_string();
-        let goal = match field {
-            PacketField::MessageId => {
-                format!("findall(M, (M = {v}, cxp_packet(M,_,_,_,_,_,_,_,_,_,_,_)), Ms)")
-            }
-            PacketField::Thread => format!("findall(M, cxp_packet(M,_,_,{v},_,_,_,_,_,_,_,_), Ms)"),
-            PacketField::Sender => format!("findall(M, cxp_packet(M,{v},_,_,_,_,_,_,_,_,_,_), Ms)"),
-            PacketField::Recipient => {
-                format!("findall(M, cxp_packet(M,_,{v},_,_,_,_,_,_,_,_,_), Ms)")
-            }
-            PacketField::DeliveryStatus => format!("findall(M, cxp_delivery_status(M,{v},_), Ms)"),
-            PacketField::WorkStatus => format!("findall(M, cxp_work_status(M,{v},_), Ms)"),
-        };
-        let answer = self.inner.engine.query(goal).await?;
-        let text = answer
-            .and_then(|b| b.get("Ms").cloned())
-            .unwrap_or_default();
-        Ok(parse_list_text(&text))
-    }
-
     /// Stops the engine thread; later decisions fail closed (deny, recorded).
     pub fn stop_engine(&self) {
         self.inner.engine.stop();
@@ -473,44 +406,6 @@ impl Governance {
     }
 }
 
-/// `[a, b]` as rendered by the evaluator, back into items.
-fn parse_list_text(text: &str) -> Vec<String> {
-    let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
-    inner
-        .split(", ")
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
 fn cache_key(request: &Request) -> String {
     serde_json::to_string(request).unwrap_or_default()
-}
-
-async fn load_checkpoint(path: &Path, log: &dyn EventLog) -> Result<FactsView, GovernanceError> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FactsView::new()),
-        Err(e) => {
-            return Err(GovernanceError::Checkpoint {
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })
-        }
-    };
-    let view: FactsView =
-        serde_json::from_slice(&bytes).map_err(|e| GovernanceError::Checkpoint {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
-    // A changed epoch voids the positions: rebuild from the log.
-    for stream in FACT_STREAMS {
-        if let Some(epoch) = view.epochs.get(stream.as_str()) {
-            if *epoch != log.epoch(stream).await? {
-                return Ok(FactsView::new());
-            }
-        }
-    }
-    Ok(view)
 }

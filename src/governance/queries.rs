@@ -1,0 +1,121 @@
+//! Reading the facts view: packet queries from Prolog (REQ-004-INTG-002..005), the
+//! facts positions, and the checkpoint that keeps the view between runs.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::facts::{FactsView, FACT_STREAMS};
+use super::term::PlTerm;
+use super::{Governance, GovernanceError};
+use crate::log::EventLog;
+
+/// Which packets [`Governance::packets_where`] selects (REQ-004-INTG-002..005).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketField {
+    /// By message id.
+    MessageId,
+    /// By thread id.
+    Thread,
+    /// By sender alias.
+    Sender,
+    /// By recipient alias.
+    Recipient,
+    /// By current delivery status.
+    DeliveryStatus,
+    /// By current work status.
+    WorkStatus,
+}
+
+impl Governance {
+    /// Writes the facts view and its positions to the configured checkpoint file.
+    pub async fn checkpoint(&self) -> Result<(), GovernanceError> {
+        let Some(path) = &self.inner.config.checkpoint else {
+            return Ok(());
+        };
+        let facts = self.inner.facts.lock().await;
+        let err = |reason: String| GovernanceError::Checkpoint {
+            path: path.display().to_string(),
+            reason,
+        };
+        let json = serde_json::to_vec(&*facts).map_err(|e| err(e.to_string()))?;
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, json).map_err(|e| err(e.to_string()))?;
+        std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))
+    }
+
+    /// Per fact stream, how many events the facts view has folded.
+    pub async fn facts_positions(&self) -> BTreeMap<String, u64> {
+        self.inner.facts.lock().await.positions.clone()
+    }
+
+    /// Message ids of the packets whose `field` equals `value`, asked of the Prolog
+    /// facts (REQ-004-INTG-002..005). `value` is quoted, never pasted.
+    pub async fn packets_where(
+        &self,
+        field: PacketField,
+        value: &str,
+    ) -> Result<Vec<String>, GovernanceError> {
+        self.sync_facts().await?;
+        let v = PlTerm::atom(value).to_string();
+        let goal = match field {
+            PacketField::MessageId => {
+                format!("findall(M, (M = {v}, cxp_packet(M,_,_,_,_,_,_,_,_,_,_,_)), Ms)")
+            }
+            PacketField::Thread => format!("findall(M, cxp_packet(M,_,_,{v},_,_,_,_,_,_,_,_), Ms)"),
+            PacketField::Sender => format!("findall(M, cxp_packet(M,{v},_,_,_,_,_,_,_,_,_,_), Ms)"),
+            PacketField::Recipient => {
+                format!("findall(M, cxp_packet(M,_,{v},_,_,_,_,_,_,_,_,_), Ms)")
+            }
+            PacketField::DeliveryStatus => format!("findall(M, cxp_delivery_status(M,{v},_), Ms)"),
+            PacketField::WorkStatus => format!("findall(M, cxp_work_status(M,{v},_), Ms)"),
+        };
+        let answer = self.inner.engine.query(goal).await?;
+        let text = answer
+            .and_then(|b| b.get("Ms").cloned())
+            .unwrap_or_default();
+        Ok(parse_list_text(&text))
+    }
+}
+
+/// `[a, b]` as rendered by the evaluator, back into items.
+fn parse_list_text(text: &str) -> Vec<String> {
+    let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
+    inner
+        .split(", ")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Reads the checkpoint at `path`; a missing file or a changed epoch gives an empty
+/// view (rebuilt from the log).
+pub(super) async fn load_checkpoint(
+    path: &Path,
+    log: &dyn EventLog,
+) -> Result<FactsView, GovernanceError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FactsView::new()),
+        Err(e) => {
+            return Err(GovernanceError::Checkpoint {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })
+        }
+    };
+    let view: FactsView =
+        serde_json::from_slice(&bytes).map_err(|e| GovernanceError::Checkpoint {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+    // A changed epoch voids the positions: rebuild from the log.
+    for stream in FACT_STREAMS {
+        if let Some(epoch) = view.epochs.get(stream.as_str()) {
+            if *epoch != log.epoch(stream).await? {
+                return Ok(FactsView::new());
+            }
+        }
+    }
+    Ok(view)
+}

@@ -1,0 +1,306 @@
+//! CXP governance (spec 004 Articles II, V, X): decision events, routing, subject
+//! ownership, the traffic budget and the Prolog packet facts. Real engine, real sled log.
+
+mod governance_support;
+
+use governance_support::*;
+use orchestrata::governance::{PacketField, Request};
+use orchestrata_schemas::events::types::DecisionResult::{Allow, Deny, Escalate};
+use orchestrata_schemas::events::{Event, Stream};
+
+// REQ-014-032
+// REQ-014-033
+// REQ-014-035
+#[tokio::test]
+async fn every_decision_is_an_event_with_query_trace_articles_and_latency() {
+    let env = sled_env().await;
+    register(&env.log, "U:Ox", None).await;
+    register(&env.log, "U:Vz", None).await;
+    let g = governance(&env).await;
+    let d = g
+        .decide(Request::volk("U:Ox", "cxp.send", "U:Vz").with("session", "s1"))
+        .await
+        .unwrap();
+    assert_eq!(d.result, Allow);
+    let events = env
+        .log
+        .read(Stream::GovernanceDecisions, d.sequence, Some(d.sequence), 1)
+        .await
+        .unwrap();
+    let Event::DecisionRecorded(rec) = &events[0].record.event else {
+        panic!("not a decision")
+    };
+    assert_eq!(rec.decision_id, d.decision_id);
+    assert_eq!(
+        (
+            rec.subject.as_str(),
+            rec.action.as_str(),
+            rec.resource.as_str()
+        ),
+        ("U:Ox", "cxp.send", "U:Vz")
+    );
+    assert_eq!(rec.rule_trace, vec!["cxp_send", "send_allowed"]);
+    assert_eq!(
+        rec.articles_applied,
+        vec!["005 Article IX", "004 Article X"]
+    );
+    assert_eq!(Some(rec.policy_hash.clone()), g.policy_hash());
+    assert!(rec.latency_us > 0);
+    let query: serde_json::Value = serde_json::from_str(rec.query.as_deref().unwrap()).unwrap();
+    assert!(query["goal"]
+        .as_str()
+        .unwrap()
+        .starts_with("decide(volk('U:Ox'),'cxp.send','U:Vz'"));
+    assert_eq!(query["facts_at"]["volk.lifecycle"], 2);
+    assert!(!rec.dry_run);
+}
+
+// REQ-004-INTG-001
+// REQ-005-FR5-001
+#[tokio::test]
+async fn cxp_routing_unknown_volks_juniors_and_cross_hierarchy() {
+    let env = sled_env().await;
+    register(&env.log, "U:Ox", None).await;
+    register(&env.log, "U:Vz", None).await;
+    register(&env.log, "U:Qa", None).await;
+    register(&env.log, "U:Ar", Some("U:Ox")).await;
+    register(&env.log, "U:Ux", Some("U:Vz")).await;
+    spawn_junior(&env.log, "U:Jr", "U:Ox").await;
+    let g = governance(&env).await;
+    let send = |f: &str, t: &str| Request::volk(f, "cxp.send", t);
+    assert_eq!(
+        g.decide(send("U:Ox", "U:Ar")).await.unwrap().result,
+        Allow,
+        "parent to child"
+    );
+    assert_eq!(
+        g.decide(send("U:Ar", "U:Ox")).await.unwrap().result,
+        Allow,
+        "child to parent"
+    );
+    let d = g.decide(send("U:Ox", "U:Zz")).await.unwrap();
+    assert_eq!(
+        (d.result, d.trace.last().unwrap().as_str()),
+        (Deny, "unknown_recipient")
+    );
+    let d = g.decide(send("U:Zz", "U:Ox")).await.unwrap();
+    assert_eq!(
+        (d.result, d.trace.last().unwrap().as_str()),
+        (Deny, "unknown_sender")
+    );
+    // Article IX: siblings across the hierarchy must escalate
+    let d = g.decide(send("U:Ar", "U:Ux")).await.unwrap();
+    assert_eq!(
+        (d.result, d.articles.clone()),
+        (Escalate, vec!["005 Article IX".to_owned()])
+    );
+    // Article IX 9.5: a junior talks to its parent only
+    assert_eq!(g.decide(send("U:Jr", "U:Ox")).await.unwrap().result, Allow);
+    let d = g.decide(send("U:Jr", "U:Vz")).await.unwrap();
+    assert_eq!(
+        (d.result, d.trace.last().unwrap().as_str()),
+        (Deny, "junior_parent_only")
+    );
+}
+
+// REQ-004-INTG-001
+#[tokio::test]
+async fn subject_ownership_only_qa_sends_fix_issues_to_vz() {
+    let env = sled_env().await;
+    for v in ["U:Ox", "U:Vz", "U:Qa"] {
+        register(&env.log, v, None).await;
+    }
+    let g = governance(&env).await;
+    let send = |f: &str, t: &str, s: &str| Request::volk(f, "cxp.send", t).with("subject", s);
+    assert_eq!(
+        g.decide(send("U:Qa", "U:Vz", "fix_issues"))
+            .await
+            .unwrap()
+            .result,
+        Allow
+    );
+    let d = g.decide(send("U:Ox", "U:Vz", "fix_issues")).await.unwrap();
+    assert_eq!(
+        (d.result, d.articles.clone()),
+        (Deny, vec!["004 Article X".to_owned()])
+    );
+    assert_eq!(
+        g.decide(send("U:Vz", "U:Qa", "review_code"))
+            .await
+            .unwrap()
+            .result,
+        Allow
+    );
+    assert_eq!(
+        g.decide(send("U:Qa", "U:Ox", "review_code"))
+            .await
+            .unwrap()
+            .result,
+        Deny
+    );
+}
+
+// REQ-004-INTG-001
+// REQ-005-FR4-001
+#[tokio::test]
+async fn budget_rule_denies_the_101st_send_in_a_session_from_traffic_facts() {
+    let env = sled_env().await;
+    register(&env.log, "U:Ox", None).await;
+    register(&env.log, "U:Vz", None).await;
+    let g = governance(&env).await;
+    let ask = || Request::volk("U:Ox", "cxp.send", "U:Vz").with("session", "s1");
+    for i in 0..100 {
+        send(&env.log, packet("U:Ox", "U:Vz", "t1", "task", "s1")).await;
+        if i == 98 {
+            // after 99 sends the 100th is still allowed
+            assert_eq!(g.decide(ask()).await.unwrap().result, Allow);
+        }
+    }
+    let d = g.decide(ask()).await.unwrap();
+    assert_eq!(d.result, Deny);
+    assert_eq!(d.trace, vec!["cxp_send", "send_budget_exceeded"]);
+    // another session and another Volk are unaffected
+    let other = Request::volk("U:Ox", "cxp.send", "U:Vz").with("session", "s2");
+    assert_eq!(g.decide(other).await.unwrap().result, Allow);
+    assert_eq!(
+        g.decide(Request::volk("U:Vz", "cxp.send", "U:Ox").with("session", "s1"))
+            .await
+            .unwrap()
+            .result,
+        Allow
+    );
+}
+
+// REQ-004-INTG-001
+// REQ-004-INTG-002
+// REQ-004-INTG-003
+// REQ-004-INTG-004
+// REQ-004-INTG-005
+#[tokio::test]
+async fn packet_facts_answer_queries_by_id_thread_sender_recipient_and_status() {
+    use orchestrata_schemas::cxp::WorkStatus;
+    use orchestrata_schemas::events::cxp_traffic::{PacketDelivered, WorkStatusChanged};
+    use orchestrata_schemas::events::EventRecord;
+    let env = sled_env().await;
+    let a = send(&env.log, packet("U:Ox", "U:Vz", "t1", "task", "s1")).await;
+    let b = send(&env.log, packet("U:Vz", "U:Qa", "t1", "task", "s1")).await;
+    let c = send(&env.log, packet("U:Ox", "U:Qa", "t2", "task", "s1")).await;
+    let delivered = PacketDelivered {
+        message_id: b,
+        thread_id: "t1".into(),
+        to_agent: "U:Qa".into(),
+    };
+    env.log
+        .append(&EventRecord::new(
+            "kernel",
+            "t1",
+            delivered,
+            chrono::Utc::now(),
+        ))
+        .await
+        .unwrap();
+    let work = WorkStatusChanged {
+        message_id: c,
+        thread_id: "t2".into(),
+        old: WorkStatus::Pending,
+        new: WorkStatus::InProgress,
+        changed_by: "U:Qa".into(),
+        assigned_to: Some("U:Qa".into()),
+        resolution: None,
+        notes: None,
+    };
+    env.log
+        .append(&EventRecord::new("kernel", "t2", work, chrono::Utc::now()))
+        .await
+        .unwrap();
+    let g = governance(&env).await;
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    let ids = |v: &[uuid::Uuid]| sorted(v.iter().map(|u| u.to_string()).collect());
+    assert_eq!(
+        g.packets_where(PacketField::MessageId, &a.to_string())
+            .await
+            .unwrap(),
+        ids(&[a])
+    );
+    assert_eq!(
+        sorted(g.packets_where(PacketField::Thread, "t1").await.unwrap()),
+        ids(&[a, b])
+    );
+    assert_eq!(
+        sorted(g.packets_where(PacketField::Sender, "U:Ox").await.unwrap()),
+        ids(&[a, c])
+    );
+    assert_eq!(
+        sorted(
+            g.packets_where(PacketField::Recipient, "U:Qa")
+                .await
+                .unwrap()
+        ),
+        ids(&[b, c])
+    );
+    assert_eq!(
+        g.packets_where(PacketField::DeliveryStatus, "delivered")
+            .await
+            .unwrap(),
+        ids(&[b])
+    );
+    assert_eq!(
+        sorted(
+            g.packets_where(PacketField::DeliveryStatus, "queued")
+                .await
+                .unwrap()
+        ),
+        ids(&[a, c])
+    );
+    assert_eq!(
+        g.packets_where(PacketField::WorkStatus, "in_progress")
+            .await
+            .unwrap(),
+        ids(&[c])
+    );
+    assert!(g
+        .packets_where(PacketField::Thread, "t1') ; true ; ('")
+        .await
+        .unwrap()
+        .is_empty());
+    // facts follow the log: a later packet shows up in the next query
+    let d = send(&env.log, packet("U:Qa", "U:Ox", "t3", "task", "s1")).await;
+    assert_eq!(
+        g.packets_where(PacketField::Thread, "t3").await.unwrap(),
+        ids(&[d])
+    );
+    // a status change after start retracts the old status fact and asserts the new one
+    let delivered = PacketDelivered {
+        message_id: a,
+        thread_id: "t1".into(),
+        to_agent: "U:Vz".into(),
+    };
+    env.log
+        .append(&EventRecord::new(
+            "kernel",
+            "t1",
+            delivered,
+            chrono::Utc::now(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        sorted(
+            g.packets_where(PacketField::DeliveryStatus, "delivered")
+                .await
+                .unwrap()
+        ),
+        ids(&[a, b])
+    );
+    assert_eq!(
+        sorted(
+            g.packets_where(PacketField::DeliveryStatus, "queued")
+                .await
+                .unwrap()
+        ),
+        ids(&[c, d])
+    );
+}
