@@ -67,10 +67,8 @@ pub async fn decide(
             )),
         };
         let record = EventRecord::new("gateway", client_id, event, Utc::now());
-        if let Err(e) = gw.append(&record).await {
-            // Fail closed: an allow that cannot be audited is not granted.
-            return Err(e);
-        }
+        // Fail closed: an allow that cannot be audited is not granted.
+        gw.append(&record).await?;
     }
     if allowed {
         Ok(())

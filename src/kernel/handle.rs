@@ -136,7 +136,7 @@ impl Kernel {
         let (reply, rx) = oneshot::channel();
         self.tx
             .send(Request::Execute {
-                command,
+                command: Box::new(command),
                 from_stream,
                 reply,
             })

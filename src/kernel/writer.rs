@@ -34,7 +34,7 @@ pub(crate) enum Request {
     /// Execute a command; `from_stream` commands also record `command_applied` /
     /// `command_rejected`.
     Execute {
-        command: Command,
+        command: Box<Command>,
         from_stream: bool,
         reply: oneshot::Sender<Result<Outcome, KernelError>>,
     },

@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 use super::ProjectionError;
 use crate::config::{Backend, LogConfig};
 
+/// The log epoch of each stream a stored view was folded from.
+pub type Epochs = BTreeMap<Stream, String>;
+
 /// Where views are stored for a log configuration: `<data_dir>/views` for the embedded
 /// log; `./data/views` next to a Kafka log (views are always local).
 pub fn views_dir(config: &LogConfig) -> PathBuf {
@@ -94,7 +97,7 @@ impl ViewStore {
     }
 
     /// The stored view and the epochs it was folded from, if any.
-    pub fn load<V: View>(&self) -> Result<Option<(V, BTreeMap<Stream, String>)>, ProjectionError> {
+    pub fn load<V: View>(&self) -> Result<Option<(V, Epochs)>, ProjectionError> {
         let Some(bytes) = self
             .tree
             .get(V::NAME.as_str())
