@@ -42,6 +42,9 @@ struct Inner {
     retention: HashMap<Stream, RetentionPolicy>,
 }
 
+/// What [`SledLog::scan`] calls with each entry's sequence and stored value.
+type ScanVisit<'v> = dyn FnMut(u64, &[u8]) -> Result<(), LogError> + 'v;
+
 /// The sled-backed log. Cheap to clone; all clones share one database.
 #[derive(Clone)]
 pub struct SledLog {
@@ -125,16 +128,16 @@ impl SledLog {
         LogError::sled(&self.inner.path, e)
     }
 
-    /// Hands `(sequence, stored value)` of `from..=to` (at most `limit`) to `visit`
-    /// straight from sled's pages; returns how many. Checks the range like
-    /// [`RawLog::read_raw`] promises.
+    /// Hands the sequence and stored value of each entry of `from..=to` (at most
+    /// `limit`) to `visit` straight from sled's pages; returns how many. Checks the range
+    /// like [`RawLog::read_raw`] promises.
     fn scan(
         &self,
         stream: Stream,
         from: u64,
         to: Option<u64>,
         limit: usize,
-        visit: &mut dyn FnMut((u64, &[u8])) -> Result<(), LogError>,
+        visit: &mut ScanVisit<'_>,
     ) -> Result<usize, LogError> {
         if let Some(to) = to {
             if from > to {
@@ -170,7 +173,7 @@ impl SledLog {
                     first: sequence,
                 });
             }
-            visit((sequence, &value))?;
+            visit(sequence, &value)?;
             count += 1;
         }
         Ok(count)
@@ -202,8 +205,8 @@ impl RawLog for SledLog {
         limit: usize,
     ) -> Result<Vec<RawEntry>, LogError> {
         let mut out = Vec::with_capacity(limit.min(4096));
-        self.scan(stream, from, to, limit, &mut |raw| {
-            out.push(record::decode_entry(stream, raw.0, raw.1)?);
+        self.scan(stream, from, to, limit, &mut |sequence, value| {
+            out.push(record::decode_entry(stream, sequence, value)?);
             Ok(())
         })?;
         Ok(out)
@@ -217,7 +220,7 @@ impl RawLog for SledLog {
         limit: usize,
         visit: &mut Visit<'_>,
     ) -> Result<usize, LogError> {
-        self.scan(stream, from, to, limit, &mut |(sequence, value)| {
+        self.scan(stream, from, to, limit, &mut |sequence, value| {
             visit(record::decode_ref(stream, sequence, value)?)
         })
     }
