@@ -52,7 +52,7 @@ pub enum Fact {
 }
 
 /// The twelve fields of `cxp_packet/12`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PacketFact {
     /// Message id.
     pub message_id: String,
@@ -132,24 +132,6 @@ struct PacketState {
     work_ts: i64,
 }
 
-impl Default for PacketFact {
-    fn default() -> Self {
-        PacketFact {
-            message_id: String::new(),
-            from: String::new(),
-            to: String::new(),
-            thread_id: String::new(),
-            subject: String::new(),
-            timestamp_ms: 0,
-            priority: 0,
-            delivery: String::new(),
-            work: String::new(),
-            protocol_version: String::new(),
-            payload_ref: String::new(),
-            session: String::new(),
-        }
-    }
-}
 
 /// The facts view: current facts plus how far each fact stream has been folded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
