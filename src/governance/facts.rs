@@ -132,7 +132,6 @@ struct PacketState {
     work_ts: i64,
 }
 
-
 /// The facts view: current facts plus how far each fact stream has been folded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FactsView {
