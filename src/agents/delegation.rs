@@ -40,8 +40,8 @@ pub enum FanOutOutcome {
     Synthesized {
         /// The merged answer.
         output: String,
-        /// The `synthesis` packet.
-        packet: CxpPacket,
+        /// The `synthesis` packet (boxed: it dwarfs the other variant).
+        packet: Box<CxpPacket>,
     },
     /// Every junior failed; the senior escalated with their errors.
     Escalated(super::escalation::Resolution),
@@ -196,7 +196,13 @@ pub async fn fan_out(
     )
     .map_err(|e| AgentError::invalid("synthesis", e.to_string()))?;
     send(agents, senior, &packet).await?;
-    Ok((runs, FanOutOutcome::Synthesized { output, packet }))
+    Ok((
+        runs,
+        FanOutOutcome::Synthesized {
+            output,
+            packet: Box::new(packet),
+        },
+    ))
 }
 
 impl Task {
