@@ -92,8 +92,9 @@ pub async fn get(call: Call) -> RpcResult {
         .read(Stream::WorkflowEvents, 0, None, usize::MAX)
         .await
         .map_err(|e| RpcError::internal("log_failed", e))?;
-    let view = WorkflowView::fold(id, events.iter().map(|e| &e.record))
-        .ok_or_else(|| RpcError::invalid_params("unknown_workflow", format!("no workflow `{id}`")))?;
+    let view = WorkflowView::fold(id, events.iter().map(|e| &e.record)).ok_or_else(|| {
+        RpcError::invalid_params("unknown_workflow", format!("no workflow `{id}`"))
+    })?;
     serde_json::to_value(view).map_err(|e| RpcError::internal("encoding_failed", e))
 }
 
