@@ -50,9 +50,42 @@ orchestrata_head_info(H, L, clause(N, A, L)) :-
     ).
 "#;
 
+/// The actions the policy declares `cacheable/1`, read once at load.
+enum Cacheable {
+    All,
+    Actions(std::collections::HashSet<String>),
+}
+
+impl Cacheable {
+    fn read(machine: &mut Machine) -> Self {
+        match run_caught(machine, "findall(A, catch(cacheable(A), _, fail), As)") {
+            Ok(Some(b)) => {
+                let items = b
+                    .get("As")
+                    .and_then(term_list)
+                    .map(<[Term]>::to_vec)
+                    .unwrap_or_default();
+                if items.iter().any(|t| matches!(t, Term::Var(_))) {
+                    return Cacheable::All;
+                }
+                Cacheable::Actions(items.iter().filter_map(term_text).collect())
+            }
+            _ => Cacheable::Actions(Default::default()),
+        }
+    }
+
+    fn is_cacheable(&self, action: &str) -> bool {
+        match self {
+            Cacheable::All => true,
+            Cacheable::Actions(set) => set.contains(action),
+        }
+    }
+}
+
 /// A machine with a policy loaded.
 pub struct Evaluator {
     machine: Machine,
+    cacheable: Cacheable,
     policy: Policy,
     rules: Vec<RuleInfo>,
     inference_limit: u64,
@@ -129,8 +162,10 @@ impl Evaluator {
         let result = Self::load_files(&mut machine, policy, &dir);
         let _ = std::fs::remove_dir_all(&dir);
         let rules = result?;
+        let cacheable = Cacheable::read(&mut machine);
         Ok(Evaluator {
             machine,
+            cacheable,
             policy: policy.clone(),
             rules,
             inference_limit,
@@ -279,7 +314,6 @@ impl Evaluator {
                 var("Result"),
                 var("Trace"),
                 var("Articles"),
-                var("Cacheable"),
                 var("OrchestrataError"),
             ],
         );
@@ -319,7 +353,7 @@ impl Evaluator {
             result,
             trace: list("Trace"),
             articles: list("Articles"),
-            cacheable: text("Cacheable").as_deref() == Some("true"),
+            cacheable: self.cacheable.is_cacheable(&request.action),
         })
     }
 

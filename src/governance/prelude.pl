@@ -29,7 +29,7 @@ article(A) :-
 ctx(Context, Key, Value) :-
     memberchk(Key-Value, Context).
 
-orchestrata_decide(Subject, Action, Resource, Context, Limit, Result, Trace, Articles, Cacheable) :-
+orchestrata_decide(Subject, Action, Resource, Context, Limit, Result, Trace, Articles) :-
     bb_put(orchestrata_trace, []),
     bb_put(orchestrata_articles, []),
     call_with_inference_limit(
@@ -41,13 +41,12 @@ orchestrata_decide(Subject, Action, Resource, Context, Limit, Result, Trace, Art
     ),
     Result = R0,
     reverse(T0, Trace),
-    reverse(A0, Articles),
-    (   catch(cacheable(Action), _, fail) -> Cacheable = true ; Cacheable = false ).
+    reverse(A0, Articles).
 
 %% The engine's entry point: errors come back in E instead of escaping (a catch/3
 %% compiled here is far cheaper than one in each top-level query).
-orchestrata_safe_decide(S, A, R, C, Limit, Result, Trace, Articles, Cacheable, E) :-
-    catch(orchestrata_decide(S, A, R, C, Limit, Result, Trace, Articles, Cacheable), E, true),
+orchestrata_safe_decide(S, A, R, C, Limit, Result, Trace, Articles, E) :-
+    catch(orchestrata_decide(S, A, R, C, Limit, Result, Trace, Articles), E, true),
     !.
 
 orchestrata_first(S, A, R, C, Result, T, As) :-
