@@ -261,7 +261,7 @@ async fn replay_follow_prints_stored_then_live_events_from_kafka() {
         format!("log:\n  topic_prefix: {prefix}\n"),
     )
     .expect("write");
-    let follower = Command::new(env!("CARGO_BIN_EXE_orchestrata"))
+    let mut follower = Command::new(env!("CARGO_BIN_EXE_orchestrata"))
         .args([
             "replay",
             "--stream",
@@ -278,7 +278,8 @@ async fn replay_follow_prints_stored_then_live_events_from_kafka() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start follower");
-    let mut lines = BufReader::new(follower.stdout.expect("stdout")).lines();
+    let stdout = follower.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
     let first = tokio::task::spawn_blocking(move || {
         let line = lines.next().expect("a line").expect("read");
         (line, lines)
@@ -295,6 +296,8 @@ async fn replay_follow_prints_stored_then_live_events_from_kafka() {
             .await
             .expect("reader"),
     );
+    // Its stdout reached EOF: reap the follower.
+    let _ = follower.wait();
     let keys: Vec<(u64, String)> = all
         .iter()
         .map(|l| {

@@ -64,22 +64,15 @@ async fn wait_all(views: &Projections, last: &BTreeMap<Stream, u64>) {
 }
 
 async fn assert_equal_to_rebuild(views: &Projections, log: &Arc<dyn EventLog>) {
-    assert_eq!(
-        json(&*views.threads().read()),
-        rebuilt_json::<ThreadView>(log).await
-    );
-    assert_eq!(
-        json(&*views.sessions().read()),
-        rebuilt_json::<SessionView>(log).await
-    );
-    assert_eq!(
-        json(&*views.volks().read()),
-        rebuilt_json::<VolkView>(log).await
-    );
-    assert_eq!(
-        json(&*views.decisions().read()),
-        rebuilt_json::<DecisionIndex>(log).await
-    );
+    // Serialize each live view before awaiting, so no lock is held across an await.
+    let threads = json(&*views.threads().read());
+    assert_eq!(threads, rebuilt_json::<ThreadView>(log).await);
+    let sessions = json(&*views.sessions().read());
+    assert_eq!(sessions, rebuilt_json::<SessionView>(log).await);
+    let volks = json(&*views.volks().read());
+    assert_eq!(volks, rebuilt_json::<VolkView>(log).await);
+    let decisions = json(&*views.decisions().read());
+    assert_eq!(decisions, rebuilt_json::<DecisionIndex>(log).await);
 }
 
 fn packet_record(thread: &str) -> EventRecord {

@@ -225,7 +225,7 @@ async fn priority_order_under_load() {
                 &format!("t{i}"),
                 serde_json::json!({"i": i}),
             );
-            p.priority = (i * 7919 % 11) as i32;
+            p.priority = i * 7919 % 11;
             p
         })
         .collect();

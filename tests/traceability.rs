@@ -132,7 +132,7 @@ fn spec_requirements(root: &Path) -> BTreeMap<String, String> {
             let id = parts.next().unwrap_or_default().to_owned();
             let rest = parts.next().unwrap_or_default();
             let fields: Vec<&str> = rest
-                .split(|c| c == '\t')
+                .split('\t')
                 .map(str::trim)
                 .filter(|f| !f.is_empty())
                 .collect();

@@ -55,7 +55,7 @@ struct Stack {
 
 async fn stack(fixes: bool) -> Stack {
     let dir = tempfile::tempdir().unwrap();
-    let log = orchestrata::log::open(&LogConfig::sled(&dir.path().join("log")))
+    let log = orchestrata::log::open(&LogConfig::sled(dir.path().join("log")))
         .await
         .unwrap();
     let (kernel, _) = Kernel::start(
