@@ -92,11 +92,7 @@ async fn send_queues_the_packet_in_a_new_uuid_thread() {
 #[tokio::test]
 async fn a_reply_inherits_the_thread_and_a_mismatch_is_refused() {
     let h = harness(config()).await;
-    let ask = cmd::packet("U:Cx", "U:Ox", "question", serde_json::json!({}));
-    h.kernel
-        .execute(cmd::send("U:Cx", ask.clone()))
-        .await
-        .expect("sent");
+    let ask = h.send_new("U:Cx", "U:Ox", "question").await;
     let answer = cmd::reply(&ask, "answer", serde_json::json!({"ok": true}));
     let out = h
         .kernel
@@ -145,11 +141,7 @@ async fn send_refuses_unknown_volks_invalid_and_duplicate_packets() {
     let mut delivered = cmd::packet("U:Ox", "U:Vz", "hello", serde_json::json!({}));
     delivered.delivery_status = DeliveryStatus::Delivered;
     refused(&h, cmd::send("U:Ox", delivered), "invalid_field").await;
-    let p = cmd::packet("U:Ox", "U:Vz", "hello", serde_json::json!({}));
-    h.kernel
-        .execute(cmd::send("U:Ox", p.clone()))
-        .await
-        .expect("first");
+    let p = h.send_new("U:Ox", "U:Vz", "hello").await;
     refused(&h, cmd::send("U:Ox", p), "duplicate_packet").await;
 }
 
@@ -157,11 +149,7 @@ async fn send_refuses_unknown_volks_invalid_and_duplicate_packets() {
 #[tokio::test]
 async fn deliver_then_acknowledge_records_each_transition_with_its_time() {
     let h = harness(config()).await;
-    let p = cmd::packet("U:Ox", "U:Vz", "task", serde_json::json!({}));
-    h.kernel
-        .execute(cmd::send("U:Ox", p.clone()))
-        .await
-        .expect("sent");
+    let p = h.send_new("U:Ox", "U:Vz", "task").await;
     let out = h
         .kernel
         .execute(cmd::mark_delivered("U:PS", p.message_id))
@@ -195,11 +183,7 @@ async fn deliver_then_acknowledge_records_each_transition_with_its_time() {
 #[tokio::test]
 async fn delivery_transitions_outside_the_state_machine_are_refused() {
     let h = harness(config()).await;
-    let p = cmd::packet("U:Ox", "U:Vz", "task", serde_json::json!({}));
-    h.kernel
-        .execute(cmd::send("U:Ox", p.clone()))
-        .await
-        .expect("sent");
+    let p = h.send_new("U:Ox", "U:Vz", "task").await;
     refused(
         &h,
         cmd::acknowledge("U:Vz", p.message_id),
@@ -243,11 +227,7 @@ async fn fail_and_retry_count_against_the_retry_budget() {
         ..config()
     })
     .await;
-    let p = cmd::packet("U:Ox", "U:Vz", "task", serde_json::json!({}));
-    h.kernel
-        .execute(cmd::send("U:Ox", p.clone()))
-        .await
-        .expect("sent");
+    let p = h.send_new("U:Ox", "U:Vz", "task").await;
     refused(&h, cmd::fail("U:PS", p.message_id, "  "), "invalid_field").await;
     let out = h
         .kernel
@@ -295,11 +275,7 @@ async fn fail_and_retry_count_against_the_retry_budget() {
 #[tokio::test]
 async fn work_status_follows_its_state_machine_with_assignee_resolution_and_notes() {
     let h = harness(config()).await;
-    let p = cmd::packet("U:Ox", "U:Vz", "task", serde_json::json!({}));
-    h.kernel
-        .execute(cmd::send("U:Ox", p.clone()))
-        .await
-        .expect("sent");
+    let p = h.send_new("U:Ox", "U:Vz", "task").await;
     refused(
         &h,
         cmd::work("U:Vz", p.message_id, WorkStatus::Resolved),
@@ -380,11 +356,7 @@ async fn work_status_follows_its_state_machine_with_assignee_resolution_and_note
 #[tokio::test]
 async fn set_priority_changes_it_within_range() {
     let h = harness(config()).await;
-    let p = cmd::packet("U:Ox", "U:Vz", "task", serde_json::json!({}));
-    h.kernel
-        .execute(cmd::send("U:Ox", p.clone()))
-        .await
-        .expect("sent");
+    let p = h.send_new("U:Ox", "U:Vz", "task").await;
     let out = h
         .kernel
         .execute(cmd::priority("U:Ox", p.message_id, 9))
@@ -418,11 +390,7 @@ async fn set_priority_changes_it_within_range() {
 #[tokio::test]
 async fn threads_close_reopen_and_archive_along_their_lifecycle() {
     let h = harness(config()).await;
-    let p = cmd::packet("U:Ox", "U:Vz", "task", serde_json::json!({}));
-    h.kernel
-        .execute(cmd::send("U:Ox", p.clone()))
-        .await
-        .expect("sent");
+    let p = h.send_new("U:Ox", "U:Vz", "task").await;
     let thread = h
         .kernel
         .packet(p.message_id)

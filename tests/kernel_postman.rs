@@ -238,11 +238,7 @@ async fn a_failed_delivery_is_retried_and_succeeds_once_the_recipient_is_back() 
         .execute(cmd::deregister("U:Ox", "U:Ux", "restarting"))
         .await
         .expect("deregistered");
-    let p = cmd::packet("U:Ox", "U:Ux", "design", serde_json::json!({}));
-    h.kernel
-        .execute(cmd::send("U:Ox", p.clone()))
-        .await
-        .expect("accepted");
+    let p = h.send_new("U:Ox", "U:Ux", "design").await;
     let id = p.message_id;
     assert_eq!(
         h.kernel.packet(id).await.expect("known").delivery_status(),
@@ -318,11 +314,7 @@ async fn a_full_inbox_fails_the_overflow_until_room_is_made() {
 #[tokio::test]
 async fn deregistering_a_recipient_fails_its_queued_packets() {
     let h = harness(config()).await;
-    let p = cmd::packet("U:Ox", "U:Ar", "design", serde_json::json!({}));
-    h.kernel
-        .execute(cmd::send("U:Ox", p.clone()))
-        .await
-        .expect("sent");
+    let p = h.send_new("U:Ox", "U:Ar", "design").await;
     let out = h
         .kernel
         .execute(cmd::deregister("U:Ox", "U:Ar", "retired"))

@@ -46,6 +46,24 @@ pub async fn harness(config: KernelConfig) -> Harness {
 }
 
 /// The last sequence of every stream: equal before and after means nothing was appended.
+impl Harness {
+    /// Sends a new packet with an empty JSON payload as `from` and returns it; panics
+    /// (failing the test) if the kernel refuses it.
+    pub async fn send_new(
+        &self,
+        from: &str,
+        to: &str,
+        subject: &str,
+    ) -> orchestrata_schemas::events::types::Packet {
+        let packet = orchestrata::kernel::cmd::packet(from, to, subject, serde_json::json!({}));
+        self.kernel
+            .execute(orchestrata::kernel::cmd::send(from, packet.clone()))
+            .await
+            .expect("the kernel accepts the packet");
+        packet
+    }
+}
+
 pub async fn positions(log: &Arc<dyn EventLog>) -> Vec<Option<u64>> {
     let mut out = Vec::new();
     for stream in Stream::ALL {
