@@ -6,6 +6,7 @@
 //! - [`projection`]: the runner keeping the views folded, stored and readable.
 //! - [`agents`]: multi-agent coordination (spec 005): hierarchy, escalation, juniors.
 //! - [`roles`]: what `orchestrata up --role` runs in one process of a split deployment.
+//! - [`mcp`]: `orchestrata mcp`, the gateway's methods as MCP tools on stdio.
 //! - [`cli`]: the `orchestrata` command line.
 
 pub mod agents;
@@ -15,5 +16,6 @@ pub mod gateway;
 pub mod governance;
 pub mod kernel;
 pub mod log;
+pub mod mcp;
 pub mod projection;
 pub mod roles;

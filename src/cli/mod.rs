@@ -9,6 +9,7 @@ mod audit;
 mod config;
 mod crash;
 mod info;
+mod mcp;
 mod projections;
 mod replay;
 mod up;
@@ -53,6 +54,9 @@ pub enum Command {
     },
     /// Offline audit of governance decisions: list, verify, diff against a policy.
     Audit(audit::AuditArgs),
+    /// Serve the gateway's methods as MCP tools on stdin/stdout (GATEWAY_HOST,
+    /// GATEWAY_PORT, GATEWAY_TOKEN from the environment).
+    Mcp(mcp::McpArgs),
     /// Test hook: append events with fsync on every append and print each acknowledged
     /// sequence, forever (the crash test kills it).
     #[command(name = "__crash-append", hide = true)]
@@ -76,6 +80,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replay(args) => replay::run(args).await,
         Command::Projections { command } => projections::run(command).await,
         Command::Audit(args) => audit::run(args).await,
+        Command::Mcp(args) => mcp::run(args).await,
         Command::Config { command } => config::run(command).await,
         Command::CrashAppend(args) => crash::run(args).await,
     }
