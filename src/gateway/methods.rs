@@ -104,6 +104,14 @@ methods! {
     "workflow.cancel" => handlers::workflow::cancel, RW, mutates: true, exposed: true, "Cancel a workflow run.";
     "workflow.get" => handlers::workflow::get, RO, mutates: false, exposed: true, "A workflow run's state, folded from workflow.events.";
     "agents.escalations" => handlers::workflow::escalations, RO, mutates: false, exposed: true, "The human escalation queue: escalations beyond the root, with context.";
+    "session.list" => handlers::session::list, RO, mutates: false, exposed: true, "Sessions in opening order, filtered by portfolio, status and opener, offset/limit paginated.";
+    "session.get" => handlers::session::get, RO, mutates: false, exposed: true, "One session's full state: context, facts, carryover tasks, duration, summary.";
+    "session.open" => handlers::session::open, RW, mutates: true, exposed: true, "Open a session through the kernel (portfolio, goals).";
+    "session.close" => handlers::session::close, RW, mutates: true, exposed: true, "Close a session through the kernel (summary, carryover tasks).";
+    "session.portfolio.stats" => handlers::session::portfolio_stats, RO, mutates: false, exposed: true, "Session statistics per portfolio, optionally over a time range.";
+    "governance.query" => handlers::governance::query, RO, mutates: false, exposed: true, "Recorded governance decisions, filtered, newest first, offset/limit paginated.";
+    "governance.evaluate" => handlers::governance::evaluate, RW, mutates: false, exposed: true, "Dry-run a governance decision: result, rule trace, articles (recorded as dry_run).";
+    "governance.rules" => handlers::governance::rules, ADMIN, mutates: false, exposed: true, "The loaded policy predicates by category, with file and line (admin).";
 }
 
 /// The row of `name`.
