@@ -31,6 +31,7 @@ pub mod backends;
 pub mod client;
 pub mod config;
 pub mod connection;
+pub mod console;
 pub mod dispatch;
 pub mod error;
 pub mod handlers;

@@ -137,6 +137,7 @@ pub async fn start(
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route("/metrics", get(metrics_text))
+        .merge(super::console::routes())
         .with_state(shared.clone());
     let mut stop = shared.shutdown.subscribe();
     let server = tokio::spawn(async move {

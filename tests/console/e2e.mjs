@@ -1,0 +1,244 @@
+// Drives the operator console (http://HOST:PORT/console) in headless Chromium against a
+// real `orchestrata up`, spawned by tests/console_e2e.rs.
+//
+// Env: CONSOLE_URL (http://127.0.0.1:PORT), CONSOLE_TOKEN (read_write),
+// CONSOLE_RO_TOKEN (read_only), CONSOLE_SHOTS (directory for screenshots),
+// CHROMIUM (default /usr/bin/chromium).
+//
+// Talks to the Rust test over stdio: prints `@@restart` when the server must be killed
+// and restarted, then reads one line from stdin: the message_id of a packet the test
+// sent (from its own Rust client) right after the restart. Prints `@@step NAME` as it
+// goes and exits non-zero with the reason on the first failed expectation.
+
+import { chromium } from 'playwright-core';
+import { createInterface } from 'node:readline';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const URL_BASE = process.env.CONSOLE_URL;
+const TOKEN = process.env.CONSOLE_TOKEN;
+const RO_TOKEN = process.env.CONSOLE_RO_TOKEN;
+const SHOTS = process.env.CONSOLE_SHOTS;
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+for (const [k, v] of Object.entries({ CONSOLE_URL: URL_BASE, CONSOLE_TOKEN: TOKEN, CONSOLE_RO_TOKEN: RO_TOKEN, CONSOLE_SHOTS: SHOTS })) {
+  if (!v) { console.error(`e2e.mjs: ${k} is not set`); process.exit(2); }
+}
+mkdirSync(SHOTS, { recursive: true });
+
+const stdin = createInterface({ input: process.stdin });
+const lines = [];
+let waiter = null;
+stdin.on('line', (l) => { if (waiter) { const w = waiter; waiter = null; w(l); } else lines.push(l); });
+const readLine = () => (lines.length ? Promise.resolve(lines.shift()) : new Promise((r) => { waiter = r; }));
+
+function expect(cond, what) {
+  if (!cond) throw new Error(`expectation failed: ${what}`);
+}
+const step = (name) => console.log(`@@step ${name}`);
+const shot = (page, name) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: false });
+
+/** Another client: a plain WebSocket in its own browser context (not the console). */
+async function otherClient(browser) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${URL_BASE}/health`);
+  return {
+    async call(method, params) {
+      return page.evaluate(async ({ url, token, method, params }) => {
+        const ws = new WebSocket(url);
+        await new Promise((ok, no) => { ws.onopen = ok; ws.onerror = () => no(new Error('ws error')); });
+        let id = 0;
+        const call = (m, p) => new Promise((ok) => {
+          const my = ++id;
+          ws.addEventListener('message', function on(e) {
+            const msg = JSON.parse(e.data);
+            if (msg.id === my) { ws.removeEventListener('message', on); ok(msg); }
+          });
+          ws.send(JSON.stringify({ jsonrpc: '2.0', id: my, method: m, params: p }));
+        });
+        const auth = await call('auth.authenticate', { strategy: 'static_token', token, client_metadata: { client_name: 'e2e-sender' } });
+        if (auth.error) { ws.close(); return auth; }
+        const answer = await call(method, params);
+        ws.close();
+        return answer;
+      }, { url: URL_BASE.replace(/^http/, 'ws') + '/', token: TOKEN, method, params });
+    },
+    close: () => context.close(),
+  };
+}
+
+async function send(sender, params) {
+  const r = await sender.call('cxp.send', params);
+  expect(r.result && r.result.message_id, `cxp.send answered a message_id (got ${JSON.stringify(r)})`);
+  return r.result;
+}
+
+async function rowCounts(page) {
+  return page.$$eval('#traffic-rows tr', (trs) => {
+    const counts = {};
+    for (const tr of trs) counts[tr.dataset.messageId] = (counts[tr.dataset.messageId] || 0) + 1;
+    return counts;
+  });
+}
+
+async function signIn(page, token) {
+  await page.goto(`${URL_BASE}/console`);
+  await page.fill('#token', token);
+  await page.click('#signin-form button[type=submit]');
+  await page.waitForSelector('#conn[data-state=open]', { timeout: 15000 });
+}
+
+async function tab(page, name) {
+  await page.click(`#tabs button[data-tab=${name}]`);
+  await page.waitForSelector(`#panel-${name}:not([hidden])`);
+}
+
+async function main() {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'], headless: true });
+  try {
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const page = await context.newPage();
+    page.on('pageerror', (e) => console.error(`page error: ${e.message}`));
+
+    step('sign-in');
+    await page.goto(`${URL_BASE}/console`);
+    await shot(page, 'signin');
+    // A wrong token is refused with a visible reason and nothing stored.
+    await page.fill('#token', 'not-the-token');
+    await page.click('#signin-form button[type=submit]');
+    await page.waitForFunction(() => document.getElementById('signin-error').textContent.includes('-32001'));
+    expect(await page.evaluate(() => sessionStorage.length) === 0, 'a refused token is not kept');
+    await page.fill('#token', TOKEN);
+    await page.click('#signin-form button[type=submit]');
+    await page.waitForSelector('#conn[data-state=open]', { timeout: 15000 });
+    expect(!page.url().includes(TOKEN), 'the token is never in the URL');
+    const stored = await page.evaluate(() => Object.values(sessionStorage));
+    expect(stored.includes(TOKEN), 'the token is kept in sessionStorage');
+    expect(await page.textContent('#scope') === 'read_write', 'scope pill shows read_write');
+
+    step('traffic');
+    const sender = await otherClient(browser);
+    const a = await send(sender, { from: 'U:Cx', target: 'U:Ox', subject: 'build_feature', payload: { feature: 'login' }, priority: 7 });
+    const b = await send(sender, { from: 'U:Ox', target: 'U:Vz', subject: 'review_code', payload: { pr: 42 }, priority: 3 });
+    await page.waitForSelector(`#traffic-rows tr[data-message-id="${a.message_id}"]`, { timeout: 10000 });
+    await page.waitForSelector(`#traffic-rows tr[data-message-id="${b.message_id}"]`, { timeout: 10000 });
+    const cells = await page.$$eval(`#traffic-rows tr[data-message-id="${a.message_id}"] td`, (tds) => tds.map((t) => t.textContent));
+    expect(cells.includes('U:Cx') && cells.includes('U:Ox') && cells.includes('build_feature'), `row shows from/to/subject (${cells})`);
+
+    step('filter');
+    await page.fill('#f-subject', 'review_*');
+    await page.waitForSelector(`#traffic-rows tr[data-message-id="${a.message_id}"]`, { state: 'detached' });
+    expect(await page.$(`#traffic-rows tr[data-message-id="${b.message_id}"]`), 'subject filter keeps review_code');
+    await page.fill('#f-subject', '');
+    await page.fill('#f-volk', 'U:Cx');
+    await page.waitForSelector(`#traffic-rows tr[data-message-id="${b.message_id}"]`, { state: 'detached' });
+    expect(await page.$(`#traffic-rows tr[data-message-id="${a.message_id}"]`), 'Volk filter keeps U:Cx packet');
+    await page.fill('#f-volk', '');
+    await page.fill('#f-thread', b.thread_id);
+    await page.waitForSelector(`#traffic-rows tr[data-message-id="${a.message_id}"]`, { state: 'detached' });
+    await page.fill('#f-thread', '');
+    await page.waitForSelector(`#traffic-rows tr[data-message-id="${a.message_id}"]`);
+
+    step('thread');
+    await page.click(`#traffic-rows tr[data-message-id="${a.message_id}"]`);
+    await page.waitForSelector(`#thread-view .packet[data-message-id="${a.message_id}"]`, { timeout: 10000 });
+    const thread = await page.textContent('#thread-view');
+    expect(thread.includes(a.thread_id) && thread.includes('build_feature'), 'thread view shows the thread and packet');
+    await page.waitForFunction(() => document.querySelectorAll('#thread-view .transition').length > 0, null, { timeout: 10000 });
+    await shot(page, 'traffic');
+
+    step('dry-run');
+    await tab(page, 'governance');
+    await page.fill('#d-volk', 'U:Cx');
+    await page.fill('#d-action', 'send');
+    await page.fill('#d-resource', 'U:Ox');
+    await page.click('#dryrun-form button[type=submit]');
+    await page.waitForSelector('#dryrun-result .dryrun-outcome, #dryrun-result .error', { timeout: 10000 });
+    const err = await page.$('#dryrun-result .error');
+    expect(!err, `dry run answered (${err ? await err.textContent() : ''})`);
+    const outcome = await page.textContent('#dryrun-result .dryrun-outcome');
+    expect(['allow', 'deny', 'escalate'].includes(outcome), `dry run outcome is a decision (${outcome})`);
+    const trace = await page.$$eval('#dryrun-result .dryrun-trace li', (lis) => lis.length);
+    expect(trace > 0, 'dry run shows the Prolog trace');
+    await page.waitForFunction(() => document.querySelectorAll('#decisions tr').length > 0, null, { timeout: 10000 });
+    await shot(page, 'governance');
+
+    step('volks');
+    await tab(page, 'volks');
+    await page.waitForSelector('#volk-tree li[data-alias="U:Ox"]', { timeout: 10000 });
+    await shot(page, 'volks');
+
+    step('workflows');
+    await tab(page, 'sessions');
+    await page.click('#workflow-start button[type=submit]');
+    await page.waitForSelector('#workflows button.control[data-method="workflow.pause"]', { timeout: 10000 });
+    await page.click('#workflows button.control[data-method="workflow.pause"]');
+    await page.waitForSelector('#workflows button.control[data-method="workflow.resume"]', { timeout: 10000 });
+    await shot(page, 'sessions');
+
+    step('history');
+    await tab(page, 'history');
+    await page.selectOption('#h-topic', 'cxp.traffic');
+    await page.waitForFunction(() => Number(document.getElementById('scrub').max) > 0, null, { timeout: 10000 });
+    const [min, max] = await page.$eval('#scrub', (s) => [Number(s.min), Number(s.max)]);
+    const scrubTo = async (v) => {
+      await page.$eval('#scrub', (s, v) => { s.value = String(v); s.dispatchEvent(new Event('input', { bubbles: true })); }, v);
+      await page.waitForFunction((v) => document.getElementById('scrub-pos').dataset.position === String(v), v, { timeout: 10000 });
+      return page.$eval('#history-events tr', (tr) => Number(tr.dataset.sequence));
+    };
+    expect(await scrubTo(min) === min, 'scrubbed back to the oldest event');
+    expect(!(await page.$eval('#live', (b) => b.classList.contains('active'))), 'scrubbing leaves live mode');
+    const mid = Math.floor((min + max) / 2);
+    expect(await scrubTo(mid) === mid, 'scrubbed to the middle');
+    await shot(page, 'history');
+    expect(await scrubTo(max) === max, 'scrubbed forward to the newest event');
+    await page.click('#live');
+    await page.waitForFunction(() => document.getElementById('scrub-pos').textContent.includes('(live)'));
+
+    step('gateway');
+    await tab(page, 'gateway');
+    await page.waitForFunction(() => document.querySelectorAll('#gw-clients tr').length > 0, null, { timeout: 10000 });
+    await page.waitForSelector('#gw-metrics dd', { timeout: 10000 });
+    await shot(page, 'gateway');
+
+    step('restart');
+    await tab(page, 'traffic');
+    const before = await rowCounts(page);
+    console.log('@@restart');
+    const afterRestart = (await readLine()).trim();
+    await page.waitForFunction(() => window.orchestrataConsole.gw.stats.reconnects >= 1, null, { timeout: 20000 });
+    await page.waitForSelector('#conn[data-state=open]', { timeout: 20000 });
+    await page.waitForSelector(`#traffic-rows tr[data-message-id="${afterRestart}"]`, { timeout: 15000 });
+    const c = await send(sender, { from: 'U:Cx', target: 'U:Ox', subject: 'after_restart', payload: { n: 3 }, priority: 5 });
+    await page.waitForSelector(`#traffic-rows tr[data-message-id="${c.message_id}"]`, { timeout: 10000 });
+    const after = await rowCounts(page);
+    for (const [id, n] of Object.entries(after)) expect(n === 1, `packet ${id} shown once after resume (shown ${n} times)`);
+    for (const id of Object.keys(before)) expect(after[id] === 1, `packet ${id} from before the restart still shown once`);
+    expect(Object.keys(after).length === Object.keys(before).length + 2, `exactly the two new packets were added (${Object.keys(before).length} -> ${Object.keys(after).length})`);
+    await shot(page, 'resumed');
+    await sender.close();
+
+    step('read-only');
+    const ro = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+    await signIn(ro, RO_TOKEN);
+    expect(await ro.textContent('#scope') === 'read_only', 'scope pill shows read_only');
+    await tab(ro, 'sessions');
+    await ro.waitForSelector('#workflows tr', { timeout: 10000 });
+    expect(await ro.$$eval('button.control', (b) => b.length) === 0, 'no control buttons for read_only');
+    expect(!(await ro.$('#workflow-start')), 'no start form for read_only');
+    const dryRunShown = await ro.evaluate(() => Boolean(document.getElementById('dryrun-form')));
+    const dryRunAllowed = await ro.evaluate(() => window.orchestrataConsole.can('governance.evaluate'));
+    expect(dryRunShown === dryRunAllowed, 'the dry-run form shows exactly when the scope may call governance.evaluate');
+    const wf = await ro.$eval('#workflows tr', (tr) => tr.dataset.workflow);
+    const refused = await ro.evaluate(async (id) => {
+      try { await window.orchestrataConsole.gw.call('workflow.cancel', { workflow_id: id }); return null; } catch (e) { return { code: e.code, reason: e.data.reason }; }
+    }, wf);
+    expect(refused && refused.code === -32001 && refused.reason === 'insufficient_scope', `server refuses workflow.cancel for read_only (${JSON.stringify(refused)})`);
+    await shot(ro, 'readonly');
+    console.log(`@@done ${JSON.stringify({ workflow: wf })}`);
+  } finally {
+    await browser.close();
+  }
+}
+
+main().then(() => process.exit(0), (e) => { console.error(e.stack || String(e)); process.exit(1); });
