@@ -1,7 +1,8 @@
 //! The compose topology without containers: one kernel, two gateways and one projector
 //! as separate `orchestrata up --role ...` processes on loopback, sharing a real
-//! Kafka-protocol broker (issue 9, split roles). Redis is not used by any role yet, so
-//! this test does not start one.
+//! Kafka-protocol broker (issue 9, split roles). Writes go through the gateways: each
+//! appends a command to the `commands` stream and reads the kernel's answer back from
+//! the log.
 
 mod support;
 
@@ -11,11 +12,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
-use orchestrata::config::LogConfig;
-use orchestrata::kernel::cmd;
-use orchestrata::log::{self, EventLog};
-use orchestrata_schemas::events::{Command as KernelCommand, EventRecord};
 use serde_json::{json, Value};
 use support::ws::Ws;
 
@@ -139,20 +135,48 @@ fn same_history(a: &[Value], b: &[Value], ids: &[uuid::Uuid]) {
     }
 }
 
-/// Appends `command` to the `commands` stream, as a gateway does for a write.
-async fn submit(log: &std::sync::Arc<dyn EventLog>, command: &KernelCommand) {
-    let record = EventRecord::new(
-        "gateway",
-        command.id.to_string(),
-        command.clone(),
-        Utc::now(),
-    )
-    .caused_by(command.id);
-    log.append(&record).await.expect("append command");
+/// Sends a packet through the gateway on `port` (which appends a command to the
+/// `commands` stream and waits for the kernel's answer from the log).
+async fn send(port: u16, from: &str, target: &str, subject: &str) -> Value {
+    let mut ws = client(port).await;
+    let sent = ws
+        .ok(
+            "cxp.send",
+            json!({"from": from, "target": target, "subject": subject, "payload": {"n": 1}}),
+        )
+        .await;
+    ws.close().await;
+    sent
 }
 
-// Issue 9: one kernel, two gateways, one projector against Kafka; a packet is seen live
-// on the other gateway, both gateways answer the same history, killing one loses nothing.
+/// `cxp.status` of `thread_id` as the gateway on `port` answers it.
+async fn status(port: u16, thread_id: &str) -> Value {
+    let mut ws = client(port).await;
+    let s = ws.ok("cxp.status", json!({ "thread_id": thread_id })).await;
+    ws.close().await;
+    s
+}
+
+/// The packets of a `cxp.status` answer reduced to what every gateway must agree on.
+fn packets(status: &Value) -> Vec<(Value, Value)> {
+    status["packets"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .map(|p| {
+                    (
+                        p["packet"]["message_id"].clone(),
+                        p["delivery_status"].clone(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+// Issue 9: one kernel, two gateways, one projector against Kafka; a packet sent through
+// one gateway (commands stream -> kernel -> answer read back) is seen live on the other,
+// `cxp.status` answers the same on both, killing one gateway loses nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kernel_two_gateways_and_projector_share_one_kafka_log() {
     let brokers = support::kafka_brokers();
@@ -182,24 +206,26 @@ async fn kernel_two_gateways_and_projector_share_one_kafka_log() {
     let projector = Role::spawn("projector", &brokers.address, &prefix, dirs[3].path(), None);
     projector.wait_line("projector: folding views into", START);
 
-    let mut config = LogConfig::kafka(brokers.address.clone());
-    config.topic_prefix = prefix.clone();
-    let log = log::open(&config).await.expect("connect kafka");
-
     let mut watcher = client(port_b).await;
     watcher.ok("cxp.subscribe", json!({})).await;
-    let first = cmd::packet("U:Ox", "U:Vz", "plan", json!({"step": 1}));
-    submit(&log, &cmd::send("gateway", first.clone())).await;
-    seen_live(&mut watcher, &first.message_id.to_string()).await;
+    let first = send(port_a, "U:Ox", "U:Vz", "plan").await;
+    assert_eq!(first["routed_via"], "postman", "{first}");
+    let first_id: uuid::Uuid = serde_json::from_value(first["message_id"].clone()).expect("id");
+    let thread = first["thread_id"].as_str().expect("thread id").to_owned();
+    seen_live(&mut watcher, &first_id.to_string()).await;
+    // Both gateways fold the same log: the status of the thread agrees.
+    let (on_a, on_b) = (status(port_a, &thread).await, status(port_b, &thread).await);
+    assert_eq!(packets(&on_a), packets(&on_b), "{on_a} / {on_b}");
+    assert!(packets(&on_a).iter().any(|(id, _)| id == &json!(first_id)));
 
     let on_a = history(port_a).await;
     let on_b = history(port_b).await;
-    same_history(&on_a, &on_b, &[first.message_id]);
+    same_history(&on_a, &on_b, &[first_id]);
 
     gateway_a.kill();
-    let second = cmd::packet("U:Vz", "U:Ox", "report", json!({"step": 2}));
-    submit(&log, &cmd::send("gateway", second.clone())).await;
-    seen_live(&mut watcher, &second.message_id.to_string()).await;
+    let second = send(port_b, "U:Vz", "U:Ox", "report").await;
+    let second_id: uuid::Uuid = serde_json::from_value(second["message_id"].clone()).expect("id");
+    seen_live(&mut watcher, &second_id.to_string()).await;
 
     let port_c = support::free_port();
     let gateway_c = Role::spawn(
@@ -212,7 +238,29 @@ async fn kernel_two_gateways_and_projector_share_one_kafka_log() {
     gateway_c.wait_line("gateway listening on", START);
     let on_b = history(port_b).await;
     let on_c = history(port_c).await;
-    same_history(&on_b, &on_c, &[first.message_id, second.message_id]);
+    same_history(&on_b, &on_c, &[first_id, second_id]);
+    // The restarted gateway rebuilt its views from the log and answers the same status.
+    let (status_b, status_c) = (status(port_b, &thread).await, status(port_c, &thread).await);
+    assert_eq!(
+        packets(&status_b),
+        packets(&status_c),
+        "{status_b} / {status_c}"
+    );
+    // A command the kernel refuses comes back as the kernel's error, not a timeout.
+    let mut ws = client(port_c).await;
+    let refused = ws
+        .err(
+            "cxp.send",
+            json!({"from": "U:Ox", "target": "U:Zz", "subject": "nobody", "payload": {}}),
+        )
+        .await;
+    ws.close().await;
+    assert_ne!(refused["code"], -32603, "{refused}");
+    assert!(
+        ["unknown_target_volk", "governance_denied"]
+            .contains(&refused["data"]["reason"].as_str().unwrap_or_default()),
+        "{refused}"
+    );
     let last = on_c
         .last()
         .and_then(|e| e["sequence"].as_u64())

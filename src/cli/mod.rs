@@ -12,6 +12,7 @@ mod info;
 mod mcp;
 mod projections;
 mod replay;
+mod stack;
 mod up;
 
 pub use args::LogArgs;

@@ -5,19 +5,17 @@
 //! executes commands from the `commands` stream; the gateway (roles `all`, `gateway`)
 //! serves WebSocket JSON-RPC; the projector folds the log into the view store.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use anyhow::Context;
 use chrono::Utc;
 use clap::Args;
-use orchestrata_schemas::events::kernel::{KernelStarted, KernelStopped};
+use orchestrata_schemas::events::kernel::KernelStopped;
 use orchestrata_schemas::events::{EventRecord, Stream};
 
+use super::stack;
 use super::LogArgs;
 use crate::config::{Backend, SystemConfig};
-use crate::log::{self, EventLog};
-use crate::projection::{self, Projections, ViewStore};
+use crate::log;
+use crate::projection::ViewStore;
 use crate::roles::Role;
 
 /// Arguments of `orchestrata up`.
@@ -29,25 +27,15 @@ pub struct UpArgs {
     /// [default: gateway.listen of the config, else 127.0.0.1:18790].
     #[arg(long, value_name = "HOST:PORT", env = "ORCHESTRATA_LISTEN")]
     listen: Option<String>,
+    /// Redis shared by several gateway instances: HMAC nonces, auth decision cache,
+    /// static-token store, client registry [default: gateway.redis_url of the config
+    /// (env ORCHESTRATA_GATEWAY__REDIS_URL), else kept in memory].
+    #[arg(long, value_name = "URL")]
+    redis: Option<String>,
     /// Which part to run: `all` (embedded: kernel + gateway), or one of `kernel`,
     /// `gateway`, `projector` against a shared Kafka log.
     #[arg(long, value_enum, env = "ORCHESTRATA_ROLE", default_value = "all")]
     role: Role,
-}
-
-/// The kernel's node name: `kernel.node` when configured, else `$HOSTNAME`.
-fn node(system: &SystemConfig) -> String {
-    if system.kernel.node != crate::kernel::KernelConfig::default().node {
-        return system.kernel.node.clone();
-    }
-    std::env::var("HOSTNAME").unwrap_or_else(|_| "orchestrata".into())
-}
-
-struct KernelPart {
-    kernel: crate::kernel::Kernel,
-    commands: tokio::task::JoinHandle<()>,
-    retention: tokio::task::JoinHandle<()>,
-    node: String,
 }
 
 pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
@@ -71,17 +59,46 @@ pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
         log.location(),
         streams.join(", ")
     ));
-    let kernel = if role.runs_kernel() {
-        Some(start_kernel(&system, &config, log.clone(), backend).await?)
+    let governance = if role.runs_kernel() || role.runs_gateway() {
+        Some(stack::start_governance(&system, log.clone()).await?)
+    } else {
+        None
+    };
+    let kernel = match (&governance, role.runs_kernel()) {
+        (Some(g), true) => {
+            Some(stack::start_kernel(&system, &config, log.clone(), backend, g.clone()).await?)
+        }
+        _ => None,
+    };
+    // The projector of record keeps its views on disk; a split gateway folds its own
+    // copy in memory so it can answer reads and wait for its own writes.
+    let projections = if role.runs_projector() {
+        let store = stack::disk_store(&system, &config)?;
+        Some(stack::start_projections(&system, log.clone(), store, role == Role::Projector).await?)
+    } else if role.runs_gateway() {
+        let store = ViewStore::temporary().context("opening the gateway's view store")?;
+        Some(stack::start_projections(&system, log.clone(), store, false).await?)
     } else {
         None
     };
     let gateway = if role.runs_gateway() {
+        let port = stack::kernel_port(kernel.as_ref(), &system, log.clone(), role).await?;
+        let views = projections.as_ref().map(|(p, _)| stack::views(p));
+        let workflows = match &kernel {
+            Some(k) => stack::workflows(&system, &config, k.kernel.clone())?,
+            None => None,
+        };
         let launched = crate::gateway::launch::launch(crate::gateway::launch::Launch {
             listen: args.listen.as_deref(),
+            redis: args.redis.as_deref(),
             config_file: args.log.config.as_deref(),
             log_config: &config,
             log: log.clone(),
+            components: crate::gateway::launch::Components {
+                kernel: views.map(|v| (port, v)),
+                governance: governance.clone(),
+                workflows,
+            },
         })
         .await?;
         let addr = launched.running.local_addr();
@@ -99,11 +116,6 @@ pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let projector = if role.runs_projector() {
-        Some(start_projector(&system, &config, log.clone()).await?)
-    } else {
-        None
-    };
     if !role.runs_kernel() {
         say("ready. Press Ctrl-C to stop.");
     }
@@ -112,24 +124,27 @@ pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
     if let Some(gateway) = gateway {
         gateway.shutdown().await.context("stopping the gateway")?;
     }
-    if let Some((views, progress)) = projector {
+    if let Some((views, progress)) = projections {
         progress.abort();
         views.stop().await.context("stopping the projector")?;
-        say("projector stopped; views committed.");
+        if role.runs_projector() {
+            say("projector stopped; views committed.");
+        }
+    }
+    if let Some(g) = &governance {
+        g.stop_engine();
     }
     let Some(k) = kernel else {
         log.flush().await.context("flushing the event log")?;
         say("log flushed. Bye.");
         return Ok(());
     };
-    k.commands.abort();
-    k.kernel.stop().await;
-    k.retention.abort();
+    let (_, node) = k.stop().await;
     let stopped = EventRecord::new(
         "kernel",
-        k.node.clone(),
+        node.clone(),
         KernelStopped {
-            node: k.node,
+            node,
             reason: "signal".into(),
             clean: true,
         },
@@ -146,102 +161,8 @@ pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn start_kernel(
-    system: &SystemConfig,
-    config: &crate::config::LogConfig,
-    log: Arc<dyn EventLog>,
-    backend: &str,
-) -> anyhow::Result<KernelPart> {
-    let node = node(system);
-    let started = EventRecord::new(
-        "kernel",
-        node.clone(),
-        KernelStarted {
-            node: node.clone(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            backend: backend.into(),
-        },
-        Utc::now(),
-    );
-    let sequence = log
-        .append(&started)
-        .await
-        .context("recording kernel started")?;
-    say(&format!(
-        "kernel.events #{sequence}: kernel started. Press Ctrl-C to stop."
-    ));
-    let retention = log::spawn_retention(log.clone(), config, Duration::from_secs(1));
-    let (kernel, report) = crate::kernel::Kernel::start(
-        log,
-        crate::kernel::KernelConfig {
-            node: node.clone(),
-            ..system.kernel.clone()
-        },
-        Arc::new(crate::kernel::TokioClock::new()),
-    )
-    .await
-    .context("starting the kernel")?;
-    let commands = kernel.consume_commands();
-    tracing::info!(node = %node, events_folded = report.events_folded, volks = report.volks, "kernel started");
-    say(&format!(
-        "kernel: folded {} events; {} Volks registered{}; executing commands from the `commands` stream; Postman running",
-        report.events_folded,
-        report.volks,
-        if report.roster_registered {
-            " (standard roster registered now: U:Ox U:PS U:Vz U:Qa U:Ar U:Ux U:PM U:Cx)"
-        } else {
-            ""
-        }
-    ));
-    Ok(KernelPart {
-        kernel,
-        commands,
-        retention,
-        node,
-    })
-}
-
-/// Starts every view live and a task printing `projector: cxp.traffic #N` as the
-/// thread view advances.
-async fn start_projector(
-    system: &SystemConfig,
-    config: &crate::config::LogConfig,
-    log: Arc<dyn EventLog>,
-) -> anyhow::Result<(Projections, tokio::task::JoinHandle<()>)> {
-    let dir = system
-        .projections
-        .views_dir
-        .clone()
-        .unwrap_or_else(|| projection::views_dir(config));
-    let store = ViewStore::open(&dir)
-        .with_context(|| format!("opening the view store {}", dir.display()))?;
-    let views = Projections::start(log, store, system.projections.runner)
-        .await
-        .context("starting the projection runner")?;
-    say(&format!("projector: folding views into {}", dir.display()));
-    let threads = views.threads().clone();
-    let progress = tokio::spawn(async move {
-        let mut shown = None;
-        loop {
-            let seq = threads.checkpoint().last(Stream::CxpTraffic);
-            if seq != shown {
-                if let Some(seq) = seq {
-                    tracing::info!(stream = "cxp.traffic", sequence = seq, "views advanced");
-                    say(&format!("projector: cxp.traffic #{seq}"));
-                }
-                shown = seq;
-            }
-            let next = seq.map_or(0, |s| s + 1);
-            let _ = threads
-                .wait_for(Stream::CxpTraffic, next, Duration::from_millis(500))
-                .await;
-        }
-    });
-    Ok((views, progress))
-}
-
 /// Prints a status line; a closed stdout must not stop the shutdown sequence.
-fn say(line: &str) {
+pub(super) fn say(line: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}").and_then(|()| out.flush());

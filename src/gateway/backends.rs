@@ -12,8 +12,9 @@ use orchestrata_projections::{DecisionIndex, SessionView, ThreadView, View, Volk
 use orchestrata_schemas::events::{Command, Stream};
 
 use super::error::{ErrorCode, RpcError};
+use super::kernel_port::KernelPort;
 use super::state::Call;
-use crate::kernel::{Kernel, KernelError, Outcome};
+use crate::kernel::{KernelError, Outcome};
 use crate::projection::{Projections, ViewHandle};
 
 /// How long a mutating method waits for its view to catch up before answering -32603
@@ -46,7 +47,7 @@ impl Views {
 }
 
 /// The kernel, or -32603 `kernel_unavailable` when this gateway runs without one.
-pub fn kernel(call: &Call) -> Result<Kernel, RpcError> {
+pub fn kernel(call: &Call) -> Result<KernelPort, RpcError> {
     call.gw.services.kernel.clone().ok_or_else(|| {
         RpcError::internal(
             "kernel_unavailable",
@@ -71,7 +72,23 @@ pub fn views(call: &Call) -> Result<Views, RpcError> {
 pub fn kernel_error(e: KernelError) -> RpcError {
     let code = match &e {
         KernelError::Denied { .. } => ErrorCode::Unauthorized,
-        KernelError::Log(_)
+        KernelError::Rejected { code, .. } if *code == "governance_denied" => {
+            ErrorCode::Unauthorized
+        }
+        KernelError::Rejected { code, .. }
+            if matches!(
+                *code,
+                "log_unavailable"
+                    | "append_failed"
+                    | "corrupt_log"
+                    | "kernel_stopped"
+                    | "governance_unavailable"
+            ) =>
+        {
+            ErrorCode::InternalError
+        }
+        KernelError::NoAnswer { .. }
+        | KernelError::Log(_)
         | KernelError::AppendFailed { .. }
         | KernelError::Corrupt { .. }
         | KernelError::Stopped

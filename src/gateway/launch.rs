@@ -22,12 +22,29 @@ pub const TOKEN_FILE: &str = "gateway.token";
 pub struct Launch<'a> {
     /// `--listen HOST:PORT`, overriding the file.
     pub listen: Option<&'a str>,
+    /// `--redis URL`, overriding `gateway.redis_url`: state shared with other gateway
+    /// instances (nonces, auth cache, token store, client registry).
+    pub redis: Option<&'a str>,
     /// The YAML config file, if any (its `gateway:` section).
     pub config_file: Option<&'a Path>,
     /// The log's configuration (for `config.get` and the token file's directory).
     pub log_config: &'a LogConfig,
     /// The open log.
     pub log: Arc<dyn EventLog>,
+    /// What the gateway serves besides the log: kernel, views, governance, workflows.
+    pub components: Components,
+}
+
+/// The components `up` started for the gateway; each absent one makes its methods
+/// answer `-32603 <component>_unavailable`.
+#[derive(Default)]
+pub struct Components {
+    /// Where commands go, and the views mutating methods wait on.
+    pub kernel: Option<(super::kernel_port::KernelPort, super::backends::Views)>,
+    /// `governance.*` and policy-based scope decisions.
+    pub governance: Option<crate::governance::Governance>,
+    /// `workflow.*` and `agents.escalations`.
+    pub workflows: Option<crate::agents::workflow::Workflows>,
 }
 
 /// A started gateway and, when one was generated, the token and where it was saved.
@@ -80,6 +97,9 @@ pub async fn launch(l: Launch<'_>) -> anyhow::Result<Launched> {
     if let Some(listen) = l.listen {
         config.listen = parse_listen(listen)?;
     }
+    if let Some(url) = l.redis.filter(|u| !u.trim().is_empty()) {
+        config.redis_url = Some(url.to_owned());
+    }
     let mut generated = None;
     if config.tokens.is_empty() {
         match std::env::var("GATEWAY_TOKEN") {
@@ -115,7 +135,23 @@ pub async fn launch(l: Launch<'_>) -> anyhow::Result<Launched> {
             "fsync": l.log_config.fsync.to_string(),
         },
     });
-    let services = Services::new(l.log.clone()).with_config_view(view);
+    let mut services = Services::new(l.log.clone()).with_config_view(view);
+    if let Some((kernel, views)) = l.components.kernel {
+        services = services.with_kernel(kernel, views);
+    }
+    if let Some(governance) = l.components.governance {
+        services = services.with_governance(governance);
+    }
+    if let Some(workflows) = l.components.workflows {
+        services = services.with_workflows(workflows);
+    }
+    let services = match &config.redis_url {
+        Some(url) => {
+            let state = super::shared::RedisState::connect(url, &config.instance_id).await?;
+            services.with_shared_state(Arc::new(state))
+        }
+        None => services,
+    };
     let running = start(config, services)
         .await
         .context("starting the gateway")?;

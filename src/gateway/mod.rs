@@ -13,7 +13,8 @@
 //!   method family;
 //! - [`auth`] (static tokens, scopes), [`authz`] (decisions, audited on the log);
 //! - [`topic`]: hubs tailing the log, events serialized once, filters;
-//! - [`config`], [`metrics`], [`schema`] (params JSON Schemas), [`state`], [`client`].
+//! - [`config`], [`metrics`], [`schema`] (params JSON Schemas), [`state`], [`client`],
+//!   [`outbox`] (per-client queue, drop-oldest, gap notices), [`rate_limit`].
 //!
 //! ```no_run
 //! # async fn demo(log: std::sync::Arc<dyn orchestrata::log::EventLog>) -> Result<(), Box<dyn std::error::Error>> {
@@ -26,6 +27,8 @@
 //! ```
 
 pub mod auth;
+pub mod auth_hmac;
+pub mod auth_policy;
 pub mod authz;
 pub mod backends;
 pub mod client;
@@ -35,12 +38,17 @@ pub mod console;
 pub mod dispatch;
 pub mod error;
 pub mod handlers;
+pub mod kernel_port;
 pub mod launch;
 pub mod methods;
 pub mod metrics;
+pub mod outbox;
+pub mod presence;
+pub mod rate_limit;
 pub mod rpc;
 pub mod schema;
 pub mod server;
+pub mod shared;
 pub mod state;
 pub mod topic;
 

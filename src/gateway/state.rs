@@ -32,7 +32,7 @@ pub struct Services {
     pub config_loaded_at: DateTime<Utc>,
     /// The kernel that executes `cxp.send/ack/work`, `volk.register/deregister`,
     /// `session.open/close`; those methods answer -32603 `kernel_unavailable` without it.
-    pub kernel: Option<crate::kernel::Kernel>,
+    pub kernel: Option<super::kernel_port::KernelPort>,
     /// The live views the read methods answer from (and mutating methods wait on).
     pub views: Option<super::backends::Views>,
     /// The governance service (`governance.*`, scope decisions).
@@ -40,6 +40,10 @@ pub struct Services {
     /// Workflow runs and the agents under them (`workflow.*`, `agents.escalations`);
     /// those methods answer `unavailable` without it.
     pub workflows: Option<crate::agents::workflow::Workflows>,
+    /// State shared with other gateway instances (HMAC nonces, auth cache, token
+    /// store, client registry): in memory unless [`Services::with_shared_state`] gives
+    /// a [`super::shared::RedisState`].
+    pub shared_state: Arc<dyn super::shared::SharedState>,
 }
 
 impl Services {
@@ -53,7 +57,14 @@ impl Services {
             views: None,
             governance: None,
             workflows: None,
+            shared_state: Arc::new(super::shared::MemoryState::default()),
         }
+    }
+
+    /// Shares nonces, auth decisions, tokens and the client registry through `state`.
+    pub fn with_shared_state(mut self, state: Arc<dyn super::shared::SharedState>) -> Self {
+        self.shared_state = state;
+        self
     }
 
     /// Serves workflows (and the agents' metrics and human queue) from `workflows`.
@@ -62,13 +73,14 @@ impl Services {
         self
     }
 
-    /// Acts through `kernel` and reads (and waits on) `views`.
+    /// Acts through `kernel` — a [`crate::kernel::Kernel`] in this process or a
+    /// [`crate::kernel::RemoteKernel`] over the log — and reads (and waits on) `views`.
     pub fn with_kernel(
         mut self,
-        kernel: crate::kernel::Kernel,
+        kernel: impl Into<super::kernel_port::KernelPort>,
         views: super::backends::Views,
     ) -> Self {
-        self.kernel = Some(kernel);
+        self.kernel = Some(kernel.into());
         self.views = Some(views);
         self
     }

@@ -11,9 +11,11 @@
 
 use std::time::Duration;
 
+use chrono::Utc;
 use futures::stream::FuturesOrdered;
 use futures::StreamExt;
-use orchestrata_schemas::events::{Event, Stream};
+use orchestrata_schemas::events::kernel::CommandRejected;
+use orchestrata_schemas::events::{Command, Event, EventRecord, Stream};
 use tokio::task::JoinHandle;
 
 use super::{Kernel, KernelError};
@@ -72,6 +74,39 @@ impl Kernel {
         })
     }
 
+    /// Governs a command read from the stream exactly as [`Kernel::execute`] governs an
+    /// in-process one. A command executed before (redelivered after a crash) is not
+    /// decided again: it reaches the writer, which answers it as a duplicate.
+    async fn govern_streamed(&self, command: &Command) -> Result<(), KernelError> {
+        if !self.governed() {
+            return Ok(());
+        }
+        let id = command.id;
+        if self.read(move |s| s.is_executed(&id)).await? {
+            return Ok(());
+        }
+        self.govern(command).await
+    }
+
+    /// Records a governance refusal of a streamed command as `command_rejected` (code
+    /// `governance_denied` or `governance_unavailable`), so its issuer gets an answer
+    /// and the id counts as executed on the next start.
+    async fn reject(&self, command: &Command, refusal: &KernelError) -> Result<(), KernelError> {
+        let record = EventRecord::new(
+            "kernel",
+            command.id.to_string(),
+            CommandRejected {
+                code: refusal.code().into(),
+                message: refusal.to_string(),
+            },
+            super::writer::log_time(Utc::now()),
+        )
+        .caused_by(command.id);
+        self.log().append(&record).await?;
+        tracing::info!(command_id = %command.id, issuer = %command.issuer, code = refusal.code(), "streamed command refused by governance");
+        Ok(())
+    }
+
     async fn consume_once(&self) -> Result<(), KernelError> {
         let from = self.commands_checkpoint().await?;
         let mut tail = self.log().tail(Stream::Commands, from).await?;
@@ -92,7 +127,10 @@ impl Kernel {
                     let Some(envelope) = next else { return Ok(()) };
                     let envelope = envelope?;
                     if let Event::Command(command) = envelope.record.event {
-                        pending.push_back(self.submit(command, true).await?);
+                        match self.govern_streamed(&command).await {
+                            Ok(()) => pending.push_back(self.submit(command, true).await?),
+                            Err(refusal) => self.reject(&command, &refusal).await?,
+                        }
                     }
                 }
             }

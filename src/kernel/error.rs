@@ -196,7 +196,57 @@ pub enum KernelError {
     /// Governance could not be asked (invalid request or log failure): fail closed.
     #[error("governance unavailable: {0}")]
     GovernanceFailed(String),
+    /// A kernel in another process refused a command sent through the `commands`
+    /// stream; `code` is the [`KernelError::code`] it recorded in `command_rejected`.
+    #[error("{message}")]
+    Rejected {
+        /// The recorded code (one of the codes of this enum).
+        code: &'static str,
+        /// The recorded message.
+        message: String,
+    },
+    /// A command appended to the `commands` stream got no `command_applied` /
+    /// `command_rejected` in time: no kernel is running, or it is far behind. The
+    /// command stays on the stream and may still be executed later.
+    #[error("no kernel answered command {command_id} within {waited_ms} ms (is a kernel running against this log?)")]
+    NoAnswer {
+        /// The command.
+        command_id: uuid::Uuid,
+        /// How long the caller waited.
+        waited_ms: u64,
+    },
 }
+
+/// Every code [`KernelError::code`] can return, for turning a recorded code back into
+/// its static form.
+pub const CODES: &[&str] = &[
+    "unknown_target_volk",
+    "unknown_sender_volk",
+    "unknown_volk",
+    "volk_exists",
+    "volk_unavailable",
+    "unknown_packet",
+    "duplicate_packet",
+    "invalid_packet",
+    "invalid_field",
+    "invalid_transition",
+    "retry_limit_reached",
+    "not_recipient",
+    "unknown_thread",
+    "thread_not_active",
+    "thread_mismatch",
+    "unknown_session",
+    "session_exists",
+    "session_closed",
+    "cross_session",
+    "log_unavailable",
+    "append_failed",
+    "corrupt_log",
+    "kernel_stopped",
+    "governance_denied",
+    "governance_unavailable",
+    "kernel_no_answer",
+];
 
 impl KernelError {
     /// The stable code of this error (written into `command_rejected` events and sent to
@@ -228,6 +278,21 @@ impl KernelError {
             KernelError::Stopped => "kernel_stopped",
             KernelError::Denied { .. } => "governance_denied",
             KernelError::GovernanceFailed(_) => "governance_unavailable",
+            KernelError::Rejected { code, .. } => code,
+            KernelError::NoAnswer { .. } => "kernel_no_answer",
+        }
+    }
+
+    /// A refusal recorded by another kernel as `command_rejected {code, message}`;
+    /// an unknown code (a newer kernel) keeps the message and reads `command_rejected`.
+    pub fn rejected(code: &str, message: impl Into<String>) -> Self {
+        KernelError::Rejected {
+            code: CODES
+                .iter()
+                .copied()
+                .find(|c| *c == code)
+                .unwrap_or("command_rejected"),
+            message: message.into(),
         }
     }
 

@@ -103,27 +103,43 @@ impl Kernel {
     /// (`Outcome::duplicate`). With governance attached, a governed command is first
     /// decided; anything but allow is [`KernelError::Denied`] with the decision id.
     pub async fn execute(&self, command: Command) -> Result<Outcome, KernelError> {
-        if let Some(governance) = &self.governance {
-            if let Some(request) = crate::governance::kernel::request_for(&command) {
-                let decision = governance
-                    .decide(request.clone())
-                    .await
-                    .map_err(|e| KernelError::GovernanceFailed(e.to_string()))?;
-                if !decision.allowed() {
-                    return Err(KernelError::Denied {
-                        decision_id: decision.decision_id,
-                        result: format!("{:?}", decision.result).to_lowercase(),
-                        action: request.action,
-                        resource: request.resource,
-                        trace: decision.trace,
-                    });
-                }
-            }
-        }
+        self.govern(&command).await?;
         self.submit(command, false)
             .await?
             .await
             .map_err(|_| KernelError::Stopped)?
+    }
+
+    /// Asks governance (when attached) whether `command` may run: `Ok` for an allowed
+    /// or ungoverned command, [`KernelError::Denied`] with the recorded decision id for
+    /// deny or escalate, [`KernelError::GovernanceFailed`] when governance cannot answer
+    /// (fail closed).
+    pub async fn govern(&self, command: &Command) -> Result<(), KernelError> {
+        let Some(governance) = &self.governance else {
+            return Ok(());
+        };
+        let Some(request) = crate::governance::kernel::request_for(command) else {
+            return Ok(());
+        };
+        let decision = governance
+            .decide(request.clone())
+            .await
+            .map_err(|e| KernelError::GovernanceFailed(e.to_string()))?;
+        if decision.allowed() {
+            return Ok(());
+        }
+        Err(KernelError::Denied {
+            decision_id: decision.decision_id,
+            result: format!("{:?}", decision.result).to_lowercase(),
+            action: request.action,
+            resource: request.resource,
+            trace: decision.trace,
+        })
+    }
+
+    /// Whether governance is attached.
+    pub fn governed(&self) -> bool {
+        self.governance.is_some()
     }
 
     /// Queues `command` as if read from the `commands` stream and returns the receiver

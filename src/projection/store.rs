@@ -67,6 +67,20 @@ impl ViewStore {
         Ok(ViewStore { tree, db, path })
     }
 
+    /// A store that lives in memory only and is gone when dropped: for processes that
+    /// keep views to answer reads but are not the projector of record (a split
+    /// deployment's gateways), which rebuild them from the log at every start.
+    pub fn temporary() -> Result<Self, ProjectionError> {
+        let path = PathBuf::from("<memory>");
+        let db = sled::Config::new()
+            .temporary(true)
+            .flush_every_ms(None)
+            .open()
+            .map_err(|e| store_error(&path, e))?;
+        let tree = db.open_tree("views").map_err(|e| store_error(&path, e))?;
+        Ok(ViewStore { tree, db, path })
+    }
+
     /// The store's directory.
     pub fn path(&self) -> &Path {
         &self.path

@@ -3,9 +3,10 @@
 //!
 //! | role        | runs                                                             |
 //! |-------------|------------------------------------------------------------------|
-//! | `all`       | kernel + gateway in one process (default; embedded sled or Kafka) |
+//! | `all`       | kernel + projector + gateway in one process (default; embedded)  |
 //! | `kernel`    | the kernel: executes the `commands` stream, Postman, roster       |
-//! | `gateway`   | the WebSocket gateway: serves topics/replay by tailing the log   |
+//! | `gateway`   | the WebSocket gateway: topics/replay from the log, commands to    |
+//! |             | the `commands` stream, reads from views it folds in memory        |
 //! | `projector` | the projection runner: folds the log into the view store         |
 //!
 //! In a split deployment the processes talk only through the log: a gateway appends
@@ -19,7 +20,7 @@ use clap::ValueEnum;
 /// Which part of the system a process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum Role {
-    /// Kernel and gateway in one process: the embedded mode.
+    /// Kernel, projector and gateway in one process: the embedded mode.
     #[default]
     All,
     /// Only the kernel (one per log).
@@ -51,8 +52,8 @@ impl Role {
         matches!(self, Role::All | Role::Gateway)
     }
 
-    /// Whether this role runs the projection runner.
+    /// Whether this role runs the projection runner of record (views on disk).
     pub fn runs_projector(self) -> bool {
-        matches!(self, Role::Projector)
+        matches!(self, Role::All | Role::Projector)
     }
 }

@@ -1,0 +1,283 @@
+//! The components one `orchestrata up` process runs, started in dependency order and
+//! stopped in reverse: kernel (with governance and the commands consumer), projection
+//! runner, workflows, gateway — whichever of them its role includes.
+//!
+//! | role        | kernel | governance | views                    | gateway's kernel     |
+//! |-------------|--------|------------|--------------------------|----------------------|
+//! | `all`       | yes    | yes        | on disk (`views_dir`)    | in-process           |
+//! | `kernel`    | yes    | yes        | —                        | —                    |
+//! | `gateway`   | —      | yes        | in memory, from the log  | through `commands`   |
+//! | `projector` | —      | —          | on disk (`views_dir`)    | —                    |
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use chrono::Utc;
+use orchestrata_schemas::events::kernel::KernelStarted;
+use orchestrata_schemas::events::{EventRecord, Stream};
+
+use super::up::say;
+use crate::agents::workflow::{PipelineConfig, Workflows};
+use crate::agents::{AgentMetrics, Agents, EscalationPaths};
+use crate::config::{LogConfig, SystemConfig};
+use crate::gateway::backends::Views;
+use crate::gateway::kernel_port::KernelPort;
+use crate::governance::Governance;
+use crate::kernel::{Kernel, RemoteKernel};
+use crate::log::{self, EventLog};
+use crate::projection::{self, Projections, ViewStore};
+use crate::roles::Role;
+
+/// The running kernel and its background tasks.
+pub(super) struct KernelPart {
+    pub kernel: Kernel,
+    pub node: String,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl KernelPart {
+    /// Stops the background tasks, then the kernel's writer.
+    pub async fn stop(self) -> (Kernel, String) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        self.kernel.stop().await;
+        (self.kernel, self.node)
+    }
+}
+
+/// The kernel's node name: `kernel.node` when configured, else `$HOSTNAME`.
+pub(super) fn node(system: &SystemConfig) -> String {
+    if system.kernel.node != crate::kernel::KernelConfig::default().node {
+        return system.kernel.node.clone();
+    }
+    std::env::var("HOSTNAME").unwrap_or_else(|_| "orchestrata".into())
+}
+
+/// Starts governance: the policy of `governance.policy_dir` (or the built-in one).
+pub(super) async fn start_governance(
+    system: &SystemConfig,
+    log: Arc<dyn EventLog>,
+) -> anyhow::Result<Governance> {
+    let governance = Governance::start(log, system.governance.clone())
+        .await
+        .context("starting governance")?;
+    say(&format!(
+        "governance: policy {} loaded ({})",
+        governance.policy_hash().unwrap_or_else(|| "none".into()),
+        system
+            .governance
+            .policy_dir
+            .as_ref()
+            .map_or("built-in policy".into(), |d| d.display().to_string())
+    ));
+    Ok(governance)
+}
+
+/// Starts the kernel under `governance`: records `kernel started`, rebuilds the
+/// aggregate, registers the roster on a fresh log, executes the `commands` stream,
+/// enforces retention and supervises junior lifespans.
+pub(super) async fn start_kernel(
+    system: &SystemConfig,
+    config: &LogConfig,
+    log: Arc<dyn EventLog>,
+    backend: &str,
+    governance: Governance,
+) -> anyhow::Result<KernelPart> {
+    let node = node(system);
+    let started = EventRecord::new(
+        "kernel",
+        node.clone(),
+        KernelStarted {
+            node: node.clone(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            backend: backend.into(),
+        },
+        Utc::now(),
+    );
+    let sequence = log
+        .append(&started)
+        .await
+        .context("recording kernel started")?;
+    say(&format!(
+        "kernel.events #{sequence}: kernel started. Press Ctrl-C to stop."
+    ));
+    let retention = log::spawn_retention(log.clone(), config, Duration::from_secs(1));
+    let clock = Arc::new(crate::kernel::TokioClock::new());
+    let (kernel, report) = Kernel::start(
+        log,
+        crate::kernel::KernelConfig {
+            node: node.clone(),
+            ..system.kernel.clone()
+        },
+        clock.clone(),
+    )
+    .await
+    .context("starting the kernel")?;
+    let kernel = kernel.with_governance(governance);
+    let commands = kernel.consume_commands();
+    let agents = agents(system, kernel.clone())?;
+    let lifespans = crate::agents::lifespan::supervise(agents, clock);
+    tracing::info!(node = %node, events_folded = report.events_folded, volks = report.volks, "kernel started");
+    say(&format!(
+        "kernel: folded {} events; {} Volks registered{}; executing commands from the `commands` stream; Postman running",
+        report.events_folded,
+        report.volks,
+        if report.roster_registered {
+            " (standard roster registered now: U:Ox U:PS U:Vz U:Qa U:Ar U:Ux U:PM U:Cx)"
+        } else {
+            ""
+        }
+    ));
+    Ok(KernelPart {
+        kernel,
+        node,
+        tasks: vec![commands, retention, lifespans],
+    })
+}
+
+/// The coordination API over `kernel`, with the escalation paths of `agents.escalation`.
+fn agents(system: &SystemConfig, kernel: Kernel) -> anyhow::Result<Agents> {
+    let paths = match system.agents.get("escalation") {
+        Some(section) => EscalationPaths::from_yaml(&serde_yaml_ng::to_string(section)?)
+            .context("agents.escalation")?,
+        None => EscalationPaths::default(),
+    };
+    let metrics = AgentMetrics::new().context("registering the agents' metrics")?;
+    Ok(Agents::new(kernel, paths, metrics))
+}
+
+/// `agents.pipeline`: the built-in pipeline's coding junior and where it works.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PipelineSection {
+    /// `[program, args...]` of the coding junior.
+    coder: Vec<String>,
+    /// Where code files are written (default `<data-dir>/workflows`).
+    workdir: Option<std::path::PathBuf>,
+    /// A junior task's time limit in seconds (default 300).
+    #[serde(default = "default_task_timeout")]
+    task_timeout_s: u64,
+}
+
+fn default_task_timeout() -> u64 {
+    300
+}
+
+/// Workflow runs, when `agents.pipeline.coder` names the coding junior's command
+/// (`[program, args...]`); `None` otherwise (the `workflow.*` methods then answer
+/// `workflows_unavailable`).
+pub(super) fn workflows(
+    system: &SystemConfig,
+    config: &LogConfig,
+    kernel: Kernel,
+) -> anyhow::Result<Option<Workflows>> {
+    let Some(pipeline) = system.agents.get("pipeline") else {
+        return Ok(None);
+    };
+    let pipeline: PipelineSection =
+        serde_yaml_ng::from_value(pipeline.clone()).context("agents.pipeline")?;
+    let Some((program, args)) = pipeline.coder.split_first() else {
+        anyhow::bail!("agents.pipeline.coder is empty: give [program, args...]");
+    };
+    let review = match system.agents.get("review") {
+        Some(section) => {
+            crate::agents::review::ReviewConfig::from_yaml(&serde_yaml_ng::to_string(section)?)
+                .context("agents.review")?
+        }
+        None => crate::agents::review::ReviewConfig::from_yaml("{}").context("agents.review")?,
+    };
+    let workdir = pipeline
+        .workdir
+        .unwrap_or_else(|| projection::views_dir(config).with_file_name("workflows"));
+    let task_timeout = Duration::from_secs(pipeline.task_timeout_s);
+    let coder = crate::agents::drivers::cli::CliConfig::new(program).args(args.iter().cloned());
+    let config = PipelineConfig {
+        coder,
+        review,
+        workdir,
+        task_timeout,
+    };
+    Ok(Some(Workflows::new(agents(system, kernel)?, config)))
+}
+
+/// Starts every view live over `store` and a task following the thread view; with
+/// `announce` it prints `projector: cxp.traffic #N` as the view advances.
+pub(super) async fn start_projections(
+    system: &SystemConfig,
+    log: Arc<dyn EventLog>,
+    store: ViewStore,
+    announce: bool,
+) -> anyhow::Result<(Projections, tokio::task::JoinHandle<()>)> {
+    let location = store.path().display().to_string();
+    let views = Projections::start(log, store, system.projections.runner)
+        .await
+        .context("starting the projection runner")?;
+    if announce {
+        say(&format!("projector: folding views into {location}"));
+    }
+    let threads = views.threads().clone();
+    let progress = tokio::spawn(async move {
+        let mut shown = None;
+        loop {
+            let seq = threads.checkpoint().last(Stream::CxpTraffic);
+            if seq != shown {
+                if let Some(seq) = seq {
+                    tracing::debug!(stream = "cxp.traffic", sequence = seq, "views advanced");
+                    if announce {
+                        say(&format!("projector: cxp.traffic #{seq}"));
+                    }
+                }
+                shown = seq;
+            }
+            let next = seq.map_or(0, |s| s + 1);
+            let _ = threads
+                .wait_for(Stream::CxpTraffic, next, Duration::from_millis(500))
+                .await;
+        }
+    });
+    Ok((views, progress))
+}
+
+/// The view store of a role that is the projector of record (`all`, `projector`).
+pub(super) fn disk_store(system: &SystemConfig, config: &LogConfig) -> anyhow::Result<ViewStore> {
+    let dir = system
+        .projections
+        .views_dir
+        .clone()
+        .unwrap_or_else(|| projection::views_dir(config));
+    ViewStore::open(&dir).with_context(|| format!("opening the view store {}", dir.display()))
+}
+
+/// What a gateway of `role` acts through: the in-process kernel, or the kernel of the
+/// deployment through the `commands` stream.
+pub(super) async fn kernel_port(
+    kernel: Option<&KernelPart>,
+    system: &SystemConfig,
+    log: Arc<dyn EventLog>,
+    role: Role,
+) -> anyhow::Result<KernelPort> {
+    if let Some(k) = kernel {
+        return Ok(KernelPort::Local(k.kernel.clone()));
+    }
+    let remote = RemoteKernel::connect(
+        log,
+        format!("gateway@{}", node(system)),
+        crate::kernel::remote::DEFAULT_ANSWER_TIMEOUT,
+    )
+    .await
+    .with_context(|| {
+        format!(
+            "role {}: watching the log for kernel answers",
+            role.as_str()
+        )
+    })?;
+    say("gateway: commands go to the `commands` stream; answers are read back from the log");
+    Ok(KernelPort::Remote(remote))
+}
+
+/// Handles on the views a gateway answers from.
+pub(super) fn views(projections: &Projections) -> Views {
+    Views::of(projections)
+}

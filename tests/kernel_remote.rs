@@ -1,0 +1,137 @@
+//! The split deployment's write path on a real sled log: a [`RemoteKernel`] appends
+//! commands to the `commands` stream, the kernel (with governance) executes them from
+//! there, and the answer — events with their sequences, or the recorded refusal — is
+//! read back from the log. Nothing is shared in memory between the two sides but the log.
+
+mod kernel_common;
+
+use std::time::Duration;
+
+use kernel_common::{config, events, harness};
+use orchestrata::governance::{Governance, GovernanceConfig};
+use orchestrata::kernel::{cmd, KernelError, RemoteKernel};
+use orchestrata_schemas::events::{Event, Stream};
+
+async fn remote(h: &kernel_common::Harness, timeout: Duration) -> RemoteKernel {
+    RemoteKernel::connect(h.log.clone(), "gateway@test", timeout)
+        .await
+        .expect("watch the log")
+}
+
+// Issue 9: a command through the `commands` stream answers what an in-process kernel
+// answers: every caused event with its stream and sequence.
+// REQ-004-INTG-014
+#[tokio::test]
+async fn a_streamed_command_answers_its_events_and_sequences() {
+    let h = harness(config()).await;
+    let _consumer = h.kernel.consume_commands();
+    let client = remote(&h, Duration::from_secs(10)).await;
+    let packet = cmd::packet("U:Ox", "U:Vz", "plan", serde_json::json!({"n": 1}));
+    let outcome = client
+        .execute(cmd::send("U:Ox", packet.clone()))
+        .await
+        .expect("the kernel applies the command");
+    assert!(
+        outcome.event_types().contains(&"packet_sent"),
+        "{:?}",
+        outcome.event_types()
+    );
+    let seq = outcome
+        .last_sequence(Stream::CxpTraffic)
+        .expect("a cxp.traffic sequence");
+    let traffic = events(&h.log, Stream::CxpTraffic).await;
+    let at = traffic
+        .iter()
+        .find(|e| e.sequence == seq)
+        .expect("the sequence is on the log");
+    assert_eq!(at.record.command_id, Some(outcome.command_id));
+    match &at.record.event {
+        Event::PacketSent(sent) => assert_eq!(sent.packet.message_id, packet.message_id),
+        other => panic!("unexpected {}", other.event_type()),
+    }
+}
+
+// Issue 9: a refusal recorded as `command_rejected` comes back with the kernel's code.
+#[tokio::test]
+async fn a_refused_streamed_command_answers_the_kernels_code() {
+    let h = harness(config()).await;
+    let _consumer = h.kernel.consume_commands();
+    let client = remote(&h, Duration::from_secs(10)).await;
+    let packet = cmd::packet("U:Ox", "U:Zz", "plan", serde_json::json!({}));
+    let err = client
+        .execute(cmd::send("U:Ox", packet))
+        .await
+        .expect_err("unknown target");
+    assert_eq!(err.code(), "unknown_target_volk", "{err}");
+    assert!(matches!(err, KernelError::Rejected { .. }), "{err:?}");
+}
+
+// Issue 9 / issue 5: commands from the stream are governed like in-process ones; the
+// denial is recorded as command_rejected `governance_denied` and nothing is sent.
+// REQ-005-FR4-001
+#[tokio::test]
+async fn streamed_commands_are_governed() {
+    let h = harness(config()).await;
+    let governance = Governance::start(h.log.clone(), GovernanceConfig::default())
+        .await
+        .expect("governance starts");
+    let kernel = h.kernel.clone().with_governance(governance);
+    let _consumer = kernel.consume_commands();
+    let client = remote(&h, Duration::from_secs(10)).await;
+    let before = h
+        .log
+        .bounds(Stream::CxpTraffic)
+        .await
+        .expect("bounds")
+        .count();
+    // only U:Qa sends fix_issues (Article X)
+    let packet = cmd::packet("U:Ox", "U:Vz", "fix_issues", serde_json::json!({}));
+    let err = client
+        .execute(cmd::send("U:Ox", packet))
+        .await
+        .expect_err("governance denies");
+    assert_eq!(err.code(), "governance_denied", "{err}");
+    let after = h
+        .log
+        .bounds(Stream::CxpTraffic)
+        .await
+        .expect("bounds")
+        .count();
+    assert_eq!(before, after, "a denied streamed send appended traffic");
+    let allowed = cmd::packet("U:Qa", "U:Vz", "fix_issues", serde_json::json!({}));
+    client
+        .execute(cmd::send("U:Qa", allowed))
+        .await
+        .expect("governance allows U:Qa");
+}
+
+// Issue 9: with no kernel consuming the stream the caller gets a bounded, typed error.
+#[tokio::test]
+async fn without_a_kernel_the_caller_gets_no_answer_in_bounded_time() {
+    let h = harness(config()).await;
+    let client = remote(&h, Duration::from_millis(300)).await;
+    let packet = cmd::packet("U:Ox", "U:Vz", "plan", serde_json::json!({}));
+    let err = client
+        .execute(cmd::send("U:Ox", packet))
+        .await
+        .expect_err("nobody answers");
+    assert_eq!(err.code(), "kernel_no_answer", "{err}");
+    // The command stays on the stream: a consumer started later still executes it.
+    assert_eq!(events(&h.log, Stream::Commands).await.len(), 1);
+    let _consumer = h.kernel.consume_commands();
+    let mut sent = false;
+    for _ in 0..100 {
+        sent = events(&h.log, Stream::CxpTraffic)
+            .await
+            .iter()
+            .any(|e| matches!(e.record.event, Event::PacketSent(_)));
+        if sent {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        sent,
+        "the late consumer did not execute the waiting command"
+    );
+}
