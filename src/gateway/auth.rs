@@ -3,8 +3,10 @@
 //! A client proves itself with `auth.authenticate {strategy: "static_token", token}`.
 //! The token is compared in constant time ([`subtle`]) against every configured grant;
 //! the matching grant gives the connection its [`Scope`]. Empty and missing tokens are
-//! rejected before any comparison. `hmac` and `prolog_policy` are part 2 of the gateway
-//! and answer -32001 `unsupported_strategy` until then.
+//! rejected before any comparison. A token no configured grant matches may still be
+//! in the shared token store ([`super::shared`], rotation across instances). The other
+//! strategies live in [`super::auth_hmac`] and [`super::auth_policy`];
+//! `handlers::auth` picks one by the `strategy` param.
 
 use std::fmt;
 use std::str::FromStr;
@@ -101,7 +103,7 @@ pub fn check_static_token<'g>(
         return Err(
             RpcError::new(ErrorCode::Unauthorized, "unsupported_strategy").with(
                 "detail",
-                format!("strategy `{strategy}` is not enabled on this gateway; use static_token"),
+                format!("strategy `{strategy}` is not static_token"),
             ),
         );
     }

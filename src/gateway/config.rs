@@ -15,9 +15,19 @@
 //!   rate_limit_per_second: 500
 //!   heartbeat_interval_ms: 30000
 //!   heartbeat_max_misses: 3
+//!   heartbeat_timeout_ms: 10000     # a ping unanswered this long is a miss
 //!   read_your_write_timeout_ms: 2000
+//!   redis_url: redis://127.0.0.1:6379  # or ORCHESTRATA_GATEWAY__REDIS_URL, `up --redis`
+//!   instance_id: gw-a               # default: random gw-xxxxxxxx
+//!   auth_cache_ttl_ms: 300000       # prolog_policy decisions
+//!   hmac:                           # enables the hmac strategy
+//!     secrets: [«new», «old»]       # several during rotation
+//!     clients: { billing-bot: read_write }
+//!     drift_window_ms: 60000
 //! ```
 
+use std::collections::BTreeMap;
+use std::fmt;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -56,6 +66,18 @@ pub struct GatewayConfig {
     pub heartbeat_interval: Duration,
     /// Consecutive unanswered pings before the client is dropped (`timeout`).
     pub heartbeat_max_misses: u32,
+    /// How long a ping may go unanswered before it counts as missed (capped at
+    /// `heartbeat_interval`). Any frame from the client counts as an answer.
+    pub heartbeat_timeout: Duration,
+    /// Redis shared by several gateway instances (nonces, auth cache, token store,
+    /// client registry); `None` keeps that state in memory.
+    pub redis_url: Option<String>,
+    /// This instance's id in the shared client registry.
+    pub instance_id: String,
+    /// How long a `prolog_policy` decision is cached.
+    pub auth_cache_ttl: Duration,
+    /// The `hmac` strategy; `None` leaves it disabled.
+    pub hmac: Option<HmacConfig>,
     /// How long a read after a write waits for the views to catch up.
     pub read_your_write_timeout: Duration,
     /// Largest number of events `gateway.replay` scans for a time or filtered query.
@@ -76,6 +98,11 @@ impl Default for GatewayConfig {
             rate_limit_per_second: 500,
             heartbeat_interval: Duration::from_secs(30),
             heartbeat_max_misses: 3,
+            heartbeat_timeout: Duration::from_secs(10),
+            redis_url: None,
+            instance_id: super::shared::new_instance_id(),
+            auth_cache_ttl: Duration::from_secs(300),
+            hmac: None,
             read_your_write_timeout: Duration::from_secs(2),
             max_replay_scan: 100_000,
         }
@@ -103,6 +130,61 @@ pub enum GatewayConfigError {
     },
 }
 
+/// Settings of the `hmac` strategy: the client signs
+/// `timestamp + nonce + client_id` with HMAC-SHA256 under one of `secrets`.
+#[derive(Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HmacConfig {
+    /// Accepted secrets; during a rotation both the new and the old one.
+    pub secrets: Vec<String>,
+    /// Which scope each client id gets. A client id not listed is refused.
+    #[serde(default)]
+    pub clients: BTreeMap<String, Scope>,
+    /// Largest accepted difference between the client's timestamp and the server clock;
+    /// nonces are remembered this long.
+    #[serde(default = "default_drift", rename = "drift_window_ms", with = "millis")]
+    pub drift_window: Duration,
+}
+
+fn default_drift() -> Duration {
+    Duration::from_secs(60)
+}
+
+mod millis {
+    use serde::{Deserialize, Deserializer};
+    use std::time::Duration;
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}
+
+impl fmt::Debug for HmacConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HmacConfig")
+            .field("secrets", &format!("<{} redacted>", self.secrets.len()))
+            .field("clients", &self.clients)
+            .field("drift_window", &self.drift_window)
+            .finish()
+    }
+}
+
+impl HmacConfig {
+    /// Secrets `secrets`, no clients, the default 60 s drift window.
+    pub fn new<S: Into<String>>(secrets: impl IntoIterator<Item = S>) -> Self {
+        HmacConfig {
+            secrets: secrets.into_iter().map(Into::into).collect(),
+            clients: BTreeMap::new(),
+            drift_window: default_drift(),
+        }
+    }
+
+    /// Grants `scope` to `client_id`.
+    pub fn with_client(mut self, client_id: &str, scope: Scope) -> Self {
+        self.clients.insert(client_id.to_owned(), scope);
+        self
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 struct FileConfig {
     gateway: Option<FileGateway>,
@@ -125,6 +207,11 @@ struct FileGateway {
     rate_limit_per_second: Option<u32>,
     heartbeat_interval_ms: Option<u64>,
     heartbeat_max_misses: Option<u32>,
+    heartbeat_timeout_ms: Option<u64>,
+    redis_url: Option<String>,
+    instance_id: Option<String>,
+    auth_cache_ttl_ms: Option<u64>,
+    hmac: Option<HmacConfig>,
     read_your_write_timeout_ms: Option<u64>,
     max_replay_scan: Option<u64>,
 }
@@ -215,6 +302,16 @@ impl GatewayConfig {
                 g.read_your_write_timeout_ms,
                 &mut c.read_your_write_timeout,
             ),
+            (
+                "heartbeat_timeout_ms",
+                g.heartbeat_timeout_ms,
+                &mut c.heartbeat_timeout,
+            ),
+            (
+                "auth_cache_ttl_ms",
+                g.auth_cache_ttl_ms,
+                &mut c.auth_cache_ttl,
+            ),
         ] {
             let mut ms = 0u64;
             positive(field, value, &mut ms)?;
@@ -222,7 +319,40 @@ impl GatewayConfig {
                 *target = Duration::from_millis(ms);
             }
         }
+        c.redis_url = g.redis_url.filter(|u| !u.trim().is_empty());
+        if let Some(id) = g.instance_id {
+            if id.trim().is_empty() {
+                return Err(GatewayConfigError::Invalid {
+                    field: "gateway.instance_id".into(),
+                    reason: "must not be empty".into(),
+                });
+            }
+            c.instance_id = id;
+        }
+        if let Some(h) = g.hmac {
+            c = c.with_hmac(h)?;
+        }
         Ok(c)
+    }
+
+    /// Enables the `hmac` strategy. Refuses an empty secret list, empty secrets and a
+    /// zero drift window.
+    pub fn with_hmac(mut self, hmac: HmacConfig) -> Result<Self, GatewayConfigError> {
+        let invalid = |field: &str, reason: &str| GatewayConfigError::Invalid {
+            field: format!("gateway.hmac.{field}"),
+            reason: reason.into(),
+        };
+        if hmac.secrets.is_empty() {
+            return Err(invalid("secrets", "at least one secret is required"));
+        }
+        if let Some(i) = hmac.secrets.iter().position(|s| s.is_empty()) {
+            return Err(invalid(&format!("secrets[{i}]"), "must not be empty"));
+        }
+        if hmac.drift_window.is_zero() {
+            return Err(invalid("drift_window_ms", "must be at least 1"));
+        }
+        self.hmac = Some(hmac);
+        Ok(self)
     }
 
     /// Reads the `gateway:` section of a YAML file.

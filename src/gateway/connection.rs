@@ -16,14 +16,13 @@ use std::time::{Duration, Instant};
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use chrono::Utc;
 use futures::{SinkExt, StreamExt};
-use orchestrata_schemas::events::presence::ClientDisconnected;
 use orchestrata_schemas::events::types::DisconnectReason;
-use orchestrata_schemas::events::EventRecord;
 use tokio::sync::{mpsc, watch};
 use uuid::Uuid;
 
 use super::client::{Client, ClientHandle, CloseRequest, Outbound};
 use super::dispatch;
+use super::presence::{self, Beat, Heartbeat};
 use super::state::Shared;
 
 /// Close code: going away (shutdown, heartbeat timeout).
@@ -77,6 +76,12 @@ pub async fn serve(gw: Arc<Shared>, socket: WebSocket, remote: Option<SocketAddr
     let writer = tokio::spawn(write_loop(gw.clone(), sink, rx, close_rx.clone()));
     let reason = read_loop(&gw, &client, &mut stream, close_rx).await;
     client.handle.request_close(1000, "bye");
+    // Subscriptions, registry entry and the presence event go at once, not after the
+    // closing handshake (REQ-014-120).
+    presence::forget(&gw, &client).await;
+    presence::disconnected(&gw, &client, reason.0, reason.1).await;
+    gw.clients().remove(&id);
+    gw.metrics.connected_clients.dec();
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
     // Closing handshake: keep reading until the client answers our close frame, so its
     // last writes (e.g. pongs) do not hit a reset socket.
@@ -88,25 +93,6 @@ pub async fn serve(gw: Arc<Shared>, socket: WebSocket, remote: Option<SocketAddr
         }
     })
     .await;
-    gw.clients().remove(&id);
-    for hub in gw.hubs.values() {
-        hub.remove_client(&id);
-    }
-    gw.metrics.connected_clients.dec();
-    if client.scope().is_some() {
-        let event = ClientDisconnected {
-            client_id: id.clone(),
-            reason: reason.0,
-            detail: reason.1,
-            connected_ms: (Utc::now() - client.connected_at).num_milliseconds(),
-        };
-        if let Err(e) = gw
-            .append(&EventRecord::new("gateway", id.as_str(), event, Utc::now()))
-            .await
-        {
-            tracing::warn!(client = %id, error = %e, "cannot record disconnect");
-        }
-    }
 }
 
 type Sink = futures::stream::SplitSink<WebSocket, Message>;
@@ -159,9 +145,7 @@ async fn read_loop(
     let handle = client.handle.clone();
     let mut shutdown = gw.shutdown.subscribe();
     let auth_deadline = tokio::time::Instant::now() + gw.config.auth_grace;
-    let mut heartbeat = tokio::time::interval(gw.config.heartbeat_interval);
-    heartbeat.tick().await;
-    let mut misses = 0u32;
+    let mut heartbeat = Heartbeat::new(&gw.config);
     let max = gw.config.max_message_size_bytes;
     let closing = |code: u16, reason: &str, why: DisconnectReason| -> Reason {
         handle.request_close(code, reason);
@@ -182,7 +166,7 @@ async fn read_loop(
                         return (DisconnectReason::Error, Some(text));
                     }
                 };
-                misses = 0;
+                heartbeat.activity();
                 client.lock().last_activity = Utc::now();
                 match msg {
                     Message::Text(text) => {
@@ -221,12 +205,18 @@ async fn read_loop(
             _ = shutdown.changed() => {
                 return closing(CLOSE_GOING_AWAY, "server_shutdown", DisconnectReason::ServerShutdown);
             }
-            _ = heartbeat.tick() => {
-                if misses >= gw.config.heartbeat_max_misses {
-                    return closing(CLOSE_GOING_AWAY, "heartbeat_timeout", DisconnectReason::Timeout);
+            _ = tokio::time::sleep_until(heartbeat.deadline()) => {
+                match heartbeat.wake(tokio::time::Instant::now()) {
+                    Beat::Ping => {
+                        handle.try_ping();
+                        presence::on_ping(gw, client);
+                    }
+                    Beat::Wait => {}
+                    Beat::TimedOut(misses) => {
+                        presence::timed_out(gw, client, misses).await;
+                        return closing(CLOSE_GOING_AWAY, "heartbeat_timeout", DisconnectReason::Timeout);
+                    }
                 }
-                misses += 1;
-                handle.try_ping();
             }
         }
     }

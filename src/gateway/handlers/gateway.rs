@@ -51,15 +51,21 @@ pub async fn ping(_call: Call) -> RpcResult {
     }))
 }
 
-/// Every connected client: id, connection time, last activity, scope, metadata and
-/// subscription ids.
+/// Every connected client of every gateway instance sharing state (REQ-014-111,
+/// REQ-014-112): id, instance, connection time, last activity, scope, metadata and
+/// subscription ids. This instance's clients are read live; other instances' from the
+/// shared registry (as of their last heartbeat). While shared state is away only this
+/// instance's clients are listed, and `shared_state_available` says so.
 pub async fn clients(call: Call) -> RpcResult {
-    let clients: Vec<_> = call.gw.clients().values().cloned().collect();
+    let state = &call.gw.services.shared_state;
+    let me = state.instance_id().to_owned();
+    let local: Vec<_> = call.gw.clients().values().cloned().collect();
     let mut out = Vec::new();
-    for c in clients {
+    for c in local {
         let st = c.lock();
         out.push(json!({
             "client_id": c.id(),
+            "instance_id": me,
             "connected_at": c.connected_at.to_rfc3339_opts(SecondsFormat::Millis, true),
             "last_activity": st.last_activity.to_rfc3339_opts(SecondsFormat::Millis, true),
             "auth_scope": st.auth.as_ref().map(|a| a.scope.as_str()),
@@ -68,6 +74,28 @@ pub async fn clients(call: Call) -> RpcResult {
             "remote_addr": c.remote_addr.map(|a| a.to_string()),
         }));
     }
+    let shared = state.clients().await.unwrap_or_else(|e| {
+        tracing::debug!(error = %e, "shared client registry unreadable");
+        Vec::new()
+    });
+    for e in shared.into_iter().filter(|e| e.instance_id != me) {
+        out.push(json!({
+            "client_id": e.client_id,
+            "instance_id": e.instance_id,
+            "connected_at": e.connected_at.to_rfc3339_opts(SecondsFormat::Millis, true),
+            "last_activity": e.last_activity.to_rfc3339_opts(SecondsFormat::Millis, true),
+            "auth_scope": e.auth_scope.as_str(),
+            "client_metadata": e.client_metadata,
+            "subscriptions": e.subscriptions,
+            "remote_addr": e.remote_addr,
+        }));
+    }
     out.sort_by(|a, b| a["connected_at"].as_str().cmp(&b["connected_at"].as_str()));
-    Ok(json!({ "clients": out, "total": out.len() }))
+    Ok(json!({
+        "clients": out,
+        "total": out.len(),
+        "instance_id": me,
+        "shared_state": state.backend(),
+        "shared_state_available": state.available(),
+    }))
 }
