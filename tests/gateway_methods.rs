@@ -380,3 +380,50 @@ async fn volk_register_and_deregister_go_through_the_kernel_for_admins_only() {
         .await;
     assert_eq!(sent["status"], "failed", "deregistered target: {sent}");
 }
+
+// Issue 6: /ready is 200 only while the log, the views and governance are healthy;
+// a stopped view runner makes it 503 and names the view.
+// REQ-014-138 REQ-014-139 REQ-014-140
+#[tokio::test]
+async fn ready_covers_the_views_and_turns_503_when_a_view_runner_stops() {
+    let stack = Stack::start().await;
+    let addr = stack.running.local_addr();
+    let mut ws = stack.client(TOKEN).await;
+    ws.ok(
+        "cxp.send",
+        json!({"from": "U:Ox", "target": "U:Vz", "subject": "plan", "payload": {}}),
+    )
+    .await;
+    let (status, body) = ws::http_get(addr, "/ready").await;
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("json");
+    let views = &v["components"]["projections"];
+    assert_eq!(views["configured"], true, "{v}");
+    assert_eq!(
+        views["views"]["threads"]["streams"]["cxp.traffic"]["lag"], 0,
+        "{v}"
+    );
+    assert_eq!(v["components"]["kernel"]["mode"], "local", "{v}");
+    let (_, metrics) = ws::http_get(addr, "/metrics").await;
+    assert!(
+        metrics.contains(
+            "orchestrata_projection_lag_events{stream=\"cxp.traffic\",view=\"thread\"} 0"
+        ),
+        "{metrics}"
+    );
+    let Stack {
+        running,
+        _projections,
+        ..
+    } = stack;
+    _projections.stop().await.expect("views stop");
+    let (status, body) = ws::http_get(addr, "/ready").await;
+    assert_eq!(status, 503, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(v["components"]["projections"]["healthy"], false, "{v}");
+    assert_eq!(
+        v["components"]["projections"]["views"]["threads"]["running"], false,
+        "{v}"
+    );
+    drop(running);
+}

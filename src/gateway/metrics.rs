@@ -31,6 +31,8 @@ pub struct Metrics {
     pub log_lag: IntGaugeVec,
     /// Last sequence of each stream in the log.
     pub log_last_sequence: IntGaugeVec,
+    /// Log events each view (`view`, `stream`) has not applied yet.
+    pub projection_lag: IntGaugeVec,
 }
 
 /// A metric failed to register (a programming error caught by the first test).
@@ -115,6 +117,14 @@ impl Metrics {
         registry.register(Box::new(events_dropped.clone()))?;
         registry.register(Box::new(log_lag.clone()))?;
         registry.register(Box::new(log_last_sequence.clone()))?;
+        let projection_lag = IntGaugeVec::new(
+            Opts::new(
+                "orchestrata_projection_lag_events",
+                "Events of a stream in the log that a view has not applied yet",
+            ),
+            &["view", "stream"],
+        )?;
+        registry.register(Box::new(projection_lag.clone()))?;
         Ok(Metrics {
             registry,
             connected_clients,
@@ -128,6 +138,7 @@ impl Metrics {
             events_dropped,
             log_lag,
             log_last_sequence,
+            projection_lag,
         })
     }
 

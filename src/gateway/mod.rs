@@ -45,6 +45,7 @@ pub mod metrics;
 pub mod outbox;
 pub mod presence;
 pub mod rate_limit;
+pub mod readiness;
 pub mod rpc;
 pub mod schema;
 pub mod server;

@@ -271,12 +271,21 @@ async fn ready(State(gw): State<Arc<Shared>>) -> Response {
         Err(_) => json!({"healthy": false, "error": "no answer within 2 s"}),
     };
     let tails_ok = gw.hubs.values().all(|h| h.healthy());
+    let projections = super::readiness::projections(
+        gw.services.views.as_ref(),
+        gw.services.log.as_ref(),
+        &gw.metrics,
+    )
+    .await;
     let components = json!({
         "log": log_status,
         "topics": {"healthy": tails_ok},
+        "projections": projections,
+        "governance": super::readiness::governance(gw.services.governance.as_ref()),
+        "kernel": {"healthy": true, "mode": gw.services.kernel.as_ref().map_or("none", |k| k.mode())},
         "gateway": {"healthy": !gw.shutting_down()},
     });
-    let all = ["log", "topics", "gateway"]
+    let all = ["log", "topics", "projections", "governance", "gateway"]
         .iter()
         .all(|k| components[k]["healthy"].as_bool() == Some(true));
     let status = if all {
@@ -292,6 +301,12 @@ async fn ready(State(gw): State<Arc<Shared>>) -> Response {
 }
 
 async fn metrics_text(State(gw): State<Arc<Shared>>) -> Response {
+    super::readiness::refresh_lag(
+        gw.services.views.as_ref(),
+        gw.services.log.as_ref(),
+        &gw.metrics,
+    )
+    .await;
     for (stream, hub) in &gw.hubs {
         if let Ok(bounds) = gw.services.log.bounds(*stream).await {
             let next = bounds.next();

@@ -32,6 +32,12 @@ impl<V: View> ViewHandle<V> {
         self.view.read().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether the runner keeping this view live is still running (a stopped or
+    /// crashed runner leaves the view frozen at its last checkpoint).
+    pub fn is_running(&self) -> bool {
+        self.progress.has_changed().is_ok()
+    }
+
     /// How far the view has applied each stream.
     pub fn checkpoint(&self) -> Checkpoint {
         self.progress.borrow().clone()
