@@ -82,7 +82,9 @@ export function sparkline(svg, values, width = 240, height = 40) {
 export function errText(e) {
   if (!e) return '';
   const reason = e.data?.reason ? ` ${e.data.reason}` : '';
-  return e.code ? `${e.code}${reason}: ${e.message}` : String(e.message || e);
+  const field = e.data?.field ? ` (${e.data.field})` : '';
+  const detail = e.data?.detail || e.message;
+  return e.code ? `${e.code}${reason}${field}: ${detail}` : String(e.message || e);
 }
 
 /** Pretty JSON for <pre> blocks. */

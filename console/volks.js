@@ -31,10 +31,13 @@ export function tree(volks) {
 
 function node(v) {
   const health = v.health ?? v.status ?? 'unknown';
-  const tasks = v.active_tasks ?? (Array.isArray(v.tasks) ? v.tasks.length : undefined);
+  // active_tasks is a map task_id -> task in the Volk view (a count in some clients).
+  const active = v.active_tasks;
+  const tasks = typeof active === 'number' ? active : active && typeof active === 'object' ? Object.keys(active).length : undefined;
   return h('li', { dataset: { alias: v.alias } },
     h('span', { class: 'volk' }, h('b', {}, v.alias), h('span', { class: `st-${health}` }, health),
-      tasks !== undefined ? h('span', { class: 'muted' }, `${tasks} active`) : null,
+      tasks !== undefined ? h('span', { class: 'muted' }, `${tasks} active task${tasks === 1 ? '' : 's'}`) : null,
+      v.status && v.status !== health ? h('span', { class: `st-${v.status}` }, v.status) : null,
       h('span', { class: 'muted' }, `last ${age(v.last_activity)}`),
       (v.capabilities || []).length ? h('span', { class: 'muted' }, (v.capabilities || []).join(', ')) : null),
     v.children.length ? h('ul', {}, v.children.map(node)) : null);
@@ -50,6 +53,8 @@ function describe(ev) {
     case 'task_completed': return `${p.alias} finished ${p.task_id}: ${p.outcome} in ${p.duration_ms} ms`;
     case 'spawned': return `${p.parent} spawned ${p.alias} (${p.driver}): ${p.purpose}`;
     case 'terminated': return `${p.alias} terminated: ${p.reason}`;
+    case 'registered': return `${p.alias}${p.parent ? ` under ${p.parent}` : ''} (${(p.capabilities || []).join(', ')})`;
+    case 'deregistered': return `${p.alias}: ${p.reason}`;
     default: return `${p.alias ?? ''} ${JSON.stringify(p).slice(0, 160)}`;
   }
 }

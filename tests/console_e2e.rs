@@ -176,7 +176,10 @@ async fn operator_console_end_to_end_in_headless_chromium() {
     std::fs::write(
         &config,
         format!(
-            "gateway:\n  static_token: \"{RW_TOKEN}\"\n  tokens:\n    - {{ token: \"{RO_TOKEN}\", scope: read_only, name: wall-screen }}\n"
+            "gateway:\n  static_token: \"{RW_TOKEN}\"\n  tokens:\n    - {{ token: \"{RO_TOKEN}\", scope: read_only, name: wall-screen }}\n\
+             # The coding junior of the pipeline workflow takes a minute, so the run the\n\
+             # page starts stays open while it is paused, resumed and looked at.\n\
+             agents:\n  pipeline:\n    coder: [sh, -c, \"sleep 60\"]\n    task_timeout_s: 120\n"
         ),
     )
     .expect("write config");

@@ -98,6 +98,7 @@ async function main() {
   try {
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     const page = await context.newPage();
+    current = page;
     page.on('pageerror', (e) => console.error(`page error: ${e.message}`));
 
     step('sign-in');
@@ -119,7 +120,7 @@ async function main() {
     step('traffic');
     const sender = await otherClient(browser);
     const a = await send(sender, { from: 'U:Cx', target: 'U:Ox', subject: 'build_feature', payload: { feature: 'login' }, priority: 7 });
-    const b = await send(sender, { from: 'U:Ox', target: 'U:Vz', subject: 'review_code', payload: { pr: 42 }, priority: 3 });
+    const b = await send(sender, { from: 'U:Vz', target: 'U:Qa', subject: 'review_code', payload: { pr: 42 }, priority: 3 });
     await page.waitForSelector(`#traffic-rows tr[data-message-id="${a.message_id}"]`, { timeout: 10000 });
     await page.waitForSelector(`#traffic-rows tr[data-message-id="${b.message_id}"]`, { timeout: 10000 });
     const cells = await page.$$eval(`#traffic-rows tr[data-message-id="${a.message_id}"] td`, (tds) => tds.map((t) => t.textContent));
@@ -171,7 +172,10 @@ async function main() {
     step('workflows');
     await tab(page, 'sessions');
     await page.click('#workflow-start button[type=submit]');
-    await page.waitForSelector('#workflows button.control[data-method="workflow.pause"]', { timeout: 10000 });
+    await page.waitForFunction(() => document.querySelector('#workflows button.control[data-method="workflow.pause"]')
+      || document.getElementById('workflows-error').textContent, null, { timeout: 10000 });
+    const wfError = await page.textContent('#workflows-error');
+    expect(!wfError, `workflow started from the console (${wfError})`);
     await page.click('#workflows button.control[data-method="workflow.pause"]');
     await page.waitForSelector('#workflows button.control[data-method="workflow.resume"]', { timeout: 10000 });
     await shot(page, 'sessions');
@@ -220,6 +224,7 @@ async function main() {
 
     step('read-only');
     const ro = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+    current = ro;
     await signIn(ro, RO_TOKEN);
     expect(await ro.textContent('#scope') === 'read_only', 'scope pill shows read_only');
     await tab(ro, 'sessions');
@@ -236,9 +241,16 @@ async function main() {
     expect(refused && refused.code === -32001 && refused.reason === 'insufficient_scope', `server refuses workflow.cancel for read_only (${JSON.stringify(refused)})`);
     await shot(ro, 'readonly');
     console.log(`@@done ${JSON.stringify({ workflow: wf })}`);
+  } catch (e) {
+    if (current) {
+      const where = join(process.env.TMPDIR || '/tmp', 'console-e2e-failure.png');
+      await current.screenshot({ path: where }).then(() => console.error(`failure screenshot: ${where}`), () => {});
+    }
+    throw e;
   } finally {
     await browser.close();
   }
 }
 
+let current = null; // the page being driven, for a screenshot of a failure
 main().then(() => process.exit(0), (e) => { console.error(e.stack || String(e)); process.exit(1); });
