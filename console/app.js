@@ -119,6 +119,7 @@ async function boot(token) {
   for (const start of panels) {
     start(ctx).catch((e) => notice(`${start.name}: ${errText(e)}`));
   }
+  document.body.dataset.ready = 'true'; // signed in, controls gated, panels starting
 }
 
 document.addEventListener('DOMContentLoaded', () => {

@@ -107,7 +107,12 @@ export async function sessionsPanel(ctx) {
     if (ev.event_type === 'recovered') s.status = 'open';
     sessions.set(p.session_id, s);
     renderSessions();
+    // The session view is the authority (status words, goals, durations): re-read it
+    // once a burst of session events has passed.
+    clearTimeout(reload);
+    reload = setTimeout(loadSessions, 300);
   }
+  let reload = null;
 
   await loadSessions();
   await ctx.gw.follow('session.events', applySession, { history: 200 });

@@ -85,7 +85,7 @@ async function signIn(page, token) {
   await page.goto(`${URL_BASE}/console`);
   await page.fill('#token', token);
   await page.click('#signin-form button[type=submit]');
-  await page.waitForSelector('#conn[data-state=open]', { timeout: 15000 });
+  await page.waitForSelector('body[data-ready=true]', { timeout: 15000 });
 }
 
 async function tab(page, name) {
@@ -111,7 +111,7 @@ async function main() {
     expect(await page.evaluate(() => sessionStorage.length) === 0, 'a refused token is not kept');
     await page.fill('#token', TOKEN);
     await page.click('#signin-form button[type=submit]');
-    await page.waitForSelector('#conn[data-state=open]', { timeout: 15000 });
+    await page.waitForSelector('body[data-ready=true]', { timeout: 15000 });
     expect(!page.url().includes(TOKEN), 'the token is never in the URL');
     const stored = await page.evaluate(() => Object.values(sessionStorage));
     expect(stored.includes(TOKEN), 'the token is kept in sessionStorage');
@@ -125,6 +125,14 @@ async function main() {
     await page.waitForSelector(`#traffic-rows tr[data-message-id="${b.message_id}"]`, { timeout: 10000 });
     const cells = await page.$$eval(`#traffic-rows tr[data-message-id="${a.message_id}"] td`, (tds) => tds.map((t) => t.textContent));
     expect(cells.includes('U:Cx') && cells.includes('U:Ox') && cells.includes('build_feature'), `row shows from/to/subject (${cells})`);
+
+    // A burst: the events/s chart must register it.
+    for (let i = 0; i < 12; i += 1) {
+      await send(sender, { from: 'U:Cx', target: 'U:Ox', subject: `burst_${i % 3}`, payload: { i }, priority: 5 });
+    }
+    await page.waitForFunction(() => Number(document.getElementById('rate-now').textContent) > 0, null, { timeout: 5000 });
+    const opened = await sender.call('session.open', { portfolio: 'orchestrata', goals: ['ship the operator console', 'resume without duplicates'] });
+    expect(opened.result && opened.result.session_id, `session.open answered a session (${JSON.stringify(opened)})`);
 
     step('filter');
     await page.fill('#f-subject', 'review_*');
@@ -171,6 +179,7 @@ async function main() {
 
     step('workflows');
     await tab(page, 'sessions');
+    await page.waitForSelector(`#sessions tr[data-session="${opened.result.session_id}"]`, { timeout: 10000 });
     await page.click('#workflow-start button[type=submit]');
     await page.waitForFunction(() => document.querySelector('#workflows button.control[data-method="workflow.pause"]')
       || document.getElementById('workflows-error').textContent, null, { timeout: 10000 });
