@@ -10,9 +10,19 @@
 decide(client(C), 'gateway.access', Scope, _, R) :- !,
     rule(gateway_access),
     verdict(gateway_access(C, Scope), R).
+%% A client authenticated by token carries its scope in the context (scope-Held,
+%% required-Need from the gateway's method table); the policy may only tighten it.
+decide(client(_), 'gateway.execute', Method, Ctx, R) :-
+    memberchk(scope-Held, Ctx), memberchk(required-Need, Ctx), !,
+    rule(gateway_can_execute),
+    verdict(token_can_execute(Held, Need, Method), R).
 decide(client(C), 'gateway.execute', Method, _, R) :- !,
     rule(gateway_can_execute),
     verdict(gateway_can_execute(C, Method), R).
+decide(client(_), 'gateway.subscribe', Topic, Ctx, R) :-
+    memberchk(scope-Held, Ctx), memberchk(required-Need, Ctx), !,
+    rule(gateway_can_subscribe),
+    verdict(token_can_subscribe(Held, Need, Topic), R).
 decide(client(C), 'gateway.subscribe', Topic, _, R) :- !,
     rule(gateway_can_subscribe),
     verdict(gateway_can_subscribe(C, Topic), R).

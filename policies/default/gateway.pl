@@ -56,6 +56,16 @@ gateway_can_subscribe(C, Topic) :-
     topic_requires_scope(Topic, Required),
     scope_sufficient(Scope, Required).
 
+%% token_can_execute(+Held, +Need, +Method): a token client holding Held may call Method,
+%% which the gateway's method table says needs Need and the policy may say needs more.
+token_can_execute(Held, Need, Method) :-
+    scope_sufficient(Held, Need),
+    (   method_scope(Method, PolicyNeed) -> scope_sufficient(Held, PolicyNeed) ; true ).
+
+token_can_subscribe(Held, Need, Topic) :-
+    scope_sufficient(Held, Need),
+    (   topic_scope(Topic, PolicyNeed) -> scope_sufficient(Held, PolicyNeed) ; true ).
+
 %% Knowledge-graph queries: admins may run anything, others read-only patterns.
 gateway_can_query_kg(C, Pattern) :-
     gateway_access(C, Scope),

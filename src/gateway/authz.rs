@@ -1,7 +1,10 @@
 //! Authorization of methods and topics, and the audit record of each decision.
 //!
 //! A method needs the scope its row in the method table names; a topic the scope of
-//! the contract's `event_topics`. Every denial, and every allowed call of a mutating
+//! the contract's `event_topics`. With governance attached the question goes to the
+//! policy (`decide(client(Id), 'gateway.execute', Method, [scope-Held, required-Need], R)`,
+//! answered by `gateway_can_execute/2` for policy clients and `token_can_execute/3` for
+//! token clients), which can only tighten the table; decisions are cached by governance. Every denial, and every allowed call of a mutating
 //! method or subscription, is appended to `governance.decisions` as a
 //! `decision_recorded` event (subject kind `client`), so audits see who was let in to
 //! do what. Allowed reads are not recorded: they change nothing and would put an fsync
@@ -18,13 +21,85 @@ use uuid::Uuid;
 use super::auth::Scope;
 use super::error::RpcError;
 use super::state::Shared;
+use crate::governance::{Governance, Request};
 
-/// Policy hash recorded for decisions taken by the gateway's scope table.
+/// Policy hash recorded for decisions taken by the gateway's scope table (a gateway
+/// started without governance).
 pub const SCOPE_TABLE_POLICY: &str = "gateway-scope-table-v1";
 
-/// Decides whether a client with `have` may do `action` needing `need`; records the
-/// decision when `record` (or when denied) and answers -32001 `insufficient_scope` on
-/// denial.
+/// What the policy (or the scope table) answered.
+struct Verdict {
+    allowed: bool,
+    trace: Vec<String>,
+    policy_hash: String,
+    query: String,
+    reason: Option<String>,
+}
+
+/// The governance question for `action` on `resource`: `gateway.subscribe` for a
+/// topic (`subscribe:<topic>`), `gateway.execute` for a method.
+fn request(client_id: &str, have: Scope, need: Scope, action: &str, resource: &str) -> Request {
+    let (asked, on) = match action.strip_prefix("subscribe:") {
+        Some(_) => ("gateway.subscribe", resource),
+        None => ("gateway.execute", action),
+    };
+    let mut request = Request::client(client_id, asked, on);
+    request.context.insert("scope".into(), have.as_str().into());
+    request
+        .context
+        .insert("required".into(), need.as_str().into());
+    request
+}
+
+/// Asks the policy's `gateway_can_execute/2` / `gateway_can_subscribe/2` (through
+/// `decide/5`, cached); fails closed when the policy cannot answer.
+async fn by_policy(g: &Governance, request: &Request) -> Verdict {
+    let judgment = g.judge(request).await;
+    let query = request.goal_text();
+    match judgment.outcome {
+        Ok(outcome) => Verdict {
+            allowed: outcome.result == DecisionResult::Allow,
+            trace: outcome.trace,
+            policy_hash: judgment.policy_hash,
+            query,
+            reason: None,
+        },
+        Err(e) => Verdict {
+            allowed: false,
+            trace: vec!["fail_closed".into()],
+            policy_hash: judgment.policy_hash,
+            query,
+            reason: Some(e),
+        },
+    }
+}
+
+/// The scope table alone, for a gateway without governance.
+fn by_table(client_id: &str, have: Scope, need: Scope, action: &str) -> Verdict {
+    let allowed = have.covers(need);
+    Verdict {
+        allowed,
+        trace: vec![format!(
+            "scope_sufficient({}, {}) = {allowed}",
+            have.as_str(),
+            need.as_str()
+        )],
+        policy_hash: SCOPE_TABLE_POLICY.into(),
+        query: format!("gateway_can_execute('{client_id}', '{action}')"),
+        reason: Some(format!(
+            "client scope {} {} required scope {}",
+            have.as_str(),
+            if allowed { "covers" } else { "does not cover" },
+            need.as_str()
+        )),
+    }
+}
+
+/// Decides whether a client with `have` may do `action` (a method, or
+/// `subscribe:<topic>`) needing `need` by the method table: through the governance
+/// policy when the gateway has one (the policy may tighten the table, never loosen
+/// it), else by the table. Records the decision when `record` (or when denied) and
+/// answers -32001 `insufficient_scope` on denial.
 pub async fn decide(
     gw: &Shared,
     client_id: &str,
@@ -35,13 +110,22 @@ pub async fn decide(
     record: bool,
 ) -> Result<(), RpcError> {
     let started = Instant::now();
-    let allowed = have.covers(need);
-    if record || !allowed {
-        let rule = format!(
-            "scope_sufficient({}, {}) = {allowed}",
+    let mut verdict = match &gw.services.governance {
+        Some(g) => by_policy(g, &request(client_id, have, need, action, resource)).await,
+        None => by_table(client_id, have, need, action),
+    };
+    // The table is a floor: whatever a site policy says, it cannot grant what the
+    // token's scope does not cover.
+    if verdict.allowed && !have.covers(need) {
+        verdict.allowed = false;
+        verdict.trace.push(format!(
+            "scope_sufficient({}, {}) = false",
             have.as_str(),
             need.as_str()
-        );
+        ));
+    }
+    let allowed = verdict.allowed;
+    if record || !allowed {
         let event = DecisionRecorded {
             decision_id: Uuid::new_v4(),
             subject_kind: SubjectKind::Client,
@@ -53,18 +137,13 @@ pub async fn decide(
             } else {
                 DecisionResult::Deny
             },
-            rule_trace: vec![rule],
+            rule_trace: verdict.trace,
             articles_applied: Vec::new(),
-            policy_hash: SCOPE_TABLE_POLICY.into(),
+            policy_hash: verdict.policy_hash,
             latency_us: i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX),
-            query: Some(format!("gateway_can_execute('{client_id}', '{action}')")),
+            query: Some(verdict.query),
             dry_run: false,
-            reason: Some(format!(
-                "client scope {} {} required scope {}",
-                have.as_str(),
-                if allowed { "covers" } else { "does not cover" },
-                need.as_str()
-            )),
+            reason: verdict.reason,
         };
         let record = EventRecord::new("gateway", client_id, event, Utc::now());
         // Fail closed: an allow that cannot be audited is not granted.
