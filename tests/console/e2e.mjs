@@ -249,6 +249,32 @@ async function main() {
     }, wf);
     expect(refused && refused.code === -32001 && refused.reason === 'insufficient_scope', `server refuses workflow.cancel for read_only (${JSON.stringify(refused)})`);
     await shot(ro, 'readonly');
+
+    step('load');
+    // 3,000 cxp.traffic frames (a few seconds at 1,000 events/s) fed through the page's
+    // own frame parser at 1,000 per second: the page keeps at most MAX_ROWS packets and
+    // renders them all. The frames use an epoch of their own, so the real subscription's
+    // resume position is not disturbed. Last step: the page is closed afterwards.
+    await tab(ro, 'traffic');
+    await ro.evaluate(async () => {
+      const gw = window.orchestrataConsole.gw;
+      const frame = (i) => JSON.stringify({ jsonrpc: '2.0', method: 'cxp.traffic', params: {
+        topic: 'cxp.traffic', sequence: 1e9 + i, epoch: 'load-test', timestamp: new Date().toISOString(),
+        source: 'e2e', event_type: 'packet_sent', key: `load-${i}`, payload: { packet: {
+          message_id: `load-${i}`, from_agent: 'U:Lt', to_agent: 'U:Ox', thread_id: `load-${i}`, subject: 'load',
+          priority: 5, delivery_status: 'queued', work_status: 'pending' } } } });
+      for (let s = 0; s < 3; s += 1) {
+        const start = performance.now();
+        for (let i = 0; i < 1000; i += 1) {
+          gw.frame(frame(s * 1000 + i));
+          if (i % 100 === 99) await new Promise((r) => setTimeout(r, Math.max(0, start + (i + 1) - performance.now())));
+        }
+      }
+    });
+    await ro.waitForFunction(() => document.querySelectorAll('#traffic-rows tr[data-message-id="load-2999"]').length === 1, null, { timeout: 10000 });
+    const kept = await ro.$$eval('#traffic-rows tr', (trs) => trs.length);
+    expect(kept === 500, `the table keeps the newest 500 packets under load (kept ${kept})`);
+    expect(!(await ro.$('#traffic-rows tr[data-message-id="load-2499"]')), 'older packets were dropped from the table');
     console.log(`@@done ${JSON.stringify({ workflow: wf })}`);
   } catch (e) {
     if (current) {
