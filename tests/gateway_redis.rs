@@ -4,7 +4,9 @@
 
 mod support;
 
+use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -367,4 +369,83 @@ async fn a_malformed_redis_url_is_a_config_error_naming_the_field() {
         Ok(_) => panic!("an http URL is not a Redis URL"),
     };
     assert!(err.to_string().contains("gateway.redis_url"), "{err}");
+}
+
+/// `orchestrata up` on `port` with its own data dir, sharing `redis` through the
+/// `--redis` flag or, when `by_env`, `ORCHESTRATA_GATEWAY__REDIS_URL`.
+fn start_up(config: &Path, data: &Path, port: u16, redis: &str, by_env: bool) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_orchestrata"));
+    cmd.args(["up", "--listen", &format!("127.0.0.1:{port}"), "--config"])
+        .arg(config)
+        .arg("--data-dir")
+        .arg(data)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if by_env {
+        cmd.env("ORCHESTRATA_GATEWAY__REDIS_URL", redis);
+    } else {
+        cmd.args(["--redis", redis]);
+    }
+    let mut child = cmd.spawn().expect("start orchestrata up");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let line = lines
+            .next()
+            .expect("up prints its banner")
+            .expect("read line");
+        if line.contains("gateway listening on") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "up did not start the gateway");
+    }
+    std::thread::spawn(move || for _ in lines {});
+    child
+}
+
+/// Kills the `up` processes when the test ends, whatever happens.
+struct Processes(Vec<Child>);
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+// REQ-014-098 REQ-014-111 REQ-014-ERR-013 REQ-014-117
+#[tokio::test]
+async fn two_orchestrata_up_processes_share_nonces_and_the_client_registry_through_redis() {
+    let redis = PrivateRedis::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("orchestrata.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "gateway:\n  static_token: {TOKEN}\n  hmac:\n    secrets: [{SECRET}]\n    clients: {{billing-bot: read_write}}\n"
+        ),
+    )
+    .expect("write config");
+    let (pa, pb) = (support::free_port(), support::free_port());
+    let _procs = Processes(vec![
+        start_up(&config, &dir.path().join("a"), pa, &redis.url(), false),
+        start_up(&config, &dir.path().join("b"), pb, &redis.url(), true),
+    ]);
+    let mut on_a = support::ws::Ws::connect(&format!("ws://127.0.0.1:{pa}/")).await;
+    let mut on_b = support::ws::Ws::connect(&format!("ws://127.0.0.1:{pb}/")).await;
+    let params = hmac("billing-bot", &nonce());
+    on_a.ok("auth.authenticate", params.clone()).await;
+    let e = on_b.err("auth.authenticate", params).await;
+    assert_eq!(reason(&e), "nonce_replay", "{e}");
+    on_b.auth(TOKEN).await;
+    let from_a = on_a.ok("gateway.clients", json!({})).await;
+    let from_b = on_b.ok("gateway.clients", json!({})).await;
+    assert_eq!(from_a["total"], 2, "{from_a}");
+    assert_eq!(ids(&from_a), ids(&from_b));
+    assert_eq!(from_a["shared_state"], "redis");
+    let instances: std::collections::BTreeSet<String> =
+        ids(&from_a).into_iter().map(|(_, i)| i).collect();
+    assert_eq!(instances.len(), 2, "one client per process: {from_a}");
 }

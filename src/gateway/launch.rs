@@ -128,6 +128,15 @@ pub async fn launch(l: Launch<'_>) -> anyhow::Result<Launched> {
             "rate_limit_per_second": config.rate_limit_per_second,
             "heartbeat_interval_ms": config.heartbeat_interval.as_millis() as u64,
             "heartbeat_max_misses": config.heartbeat_max_misses,
+            "heartbeat_timeout_ms": config.heartbeat_timeout.as_millis() as u64,
+            "redis_url": config.redis_url.as_deref().map(super::shared::redacted_url),
+            "instance_id": config.instance_id,
+            "auth_cache_ttl_ms": config.auth_cache_ttl.as_millis() as u64,
+            "hmac": config.hmac.as_ref().map(|h| json!({
+                "secrets": h.secrets.len(),
+                "clients": h.clients,
+                "drift_window_ms": h.drift_window.as_millis() as u64,
+            })),
         },
         "log": {
             "location": l.log.location(),

@@ -165,8 +165,39 @@ pub fn token_digest(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
+/// `url` with any user name and password replaced by `<redacted>`, for display
+/// (`redis://:pw@host:6379/` becomes `redis://<redacted>@host:6379/`).
+pub fn redacted_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}<redacted>{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
 /// A fresh instance id, e.g. `gw-3f2a9c01`.
 pub fn new_instance_id() -> String {
     let simple = uuid::Uuid::new_v4().simple().to_string();
     format!("gw-{}", simple.get(..8).unwrap_or(&simple))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // REQ-014-083
+    #[test]
+    fn passwords_in_redis_urls_are_redacted_for_display() {
+        assert_eq!(
+            redacted_url("redis://:pw@10.0.0.5:6379/0"),
+            "redis://<redacted>@10.0.0.5:6379/0"
+        );
+        assert_eq!(
+            redacted_url("redis://127.0.0.1:6379/"),
+            "redis://127.0.0.1:6379/"
+        );
+        assert_ne!(token_digest("a"), token_digest("b"));
+        assert_eq!(token_digest("a").len(), 64);
+    }
 }
