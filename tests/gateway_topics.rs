@@ -6,7 +6,6 @@ mod support;
 
 use std::time::Duration;
 
-use orchestrata::gateway::GatewayConfig;
 use orchestrata_schemas::events::Stream;
 use serde_json::{json, Value};
 use support::ws::{self, packet_sent, volk_registered, TestGateway, READ_ONLY_TOKEN, TOKEN};
@@ -543,37 +542,4 @@ on_both_backends! {
     fn resume_with_another_epoch_says_the_position_is_void;
 }
 
-// REQ-014-150 REQ-014-189
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_that_does_not_read_is_dropped_as_slow_without_holding_up_others() {
-    let config = GatewayConfig {
-        event_buffer_per_client: 32,
-        ..ws::test_config()
-    };
-    let gw = TestGateway::sled(config).await;
-    let mut stuck = gw.client(TOKEN).await;
-    stuck.ok("cxp.subscribe", json!({})).await;
-    let mut reader = gw.client(TOKEN).await;
-    reader.ok("cxp.subscribe", json!({})).await;
-    let log = gw.log.clone();
-    let big = "z".repeat(64 * 1024);
-    let writer = tokio::spawn(async move {
-        for i in 0..200 {
-            log.append(&packet_sent("U:Ox", "U:Vz", &format!("{big}{i}"), "t"))
-                .await
-                .expect("append");
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-    });
-    let got = reader.notifications(200).await;
-    assert_eq!(got.len(), 200, "the reading client got everything");
-    writer.await.expect("writer");
-    let closed = stuck.closed().await;
-    assert_eq!(closed.code, 1008);
-    assert_eq!(closed.reason, "slow_consumer");
-    let (_, metrics) = gw.http_get("/metrics").await;
-    assert!(
-        !metrics.contains("orchestrata_gateway_events_dropped_total{topic=\"cxp.traffic\"} 0"),
-        "{metrics}"
-    );
-}
+// Slow clients (bounded buffer, drop-oldest, gap notices): tests/gateway_limits.rs.

@@ -1,10 +1,12 @@
 //! A connected client: its outbound queue, its authentication and its subscriptions.
 //!
-//! Everything sent to a client — responses and event notifications — goes through one
-//! bounded queue drained by the connection's writer, so frames leave in the order they
+//! Everything sent to a client — responses and event notifications — goes through its
+//! [`Outbox`], drained by the connection's writer, so frames leave in the order they
 //! were queued. Responses wait for room (the client's own backlog slows only itself);
-//! events never wait: a client whose queue is full when an event arrives is asked to
-//! close with 1008 `slow_consumer` so it cannot hold up other subscribers.
+//! events never wait: when the client's event buffer is full the oldest queued event
+//! is evicted and the client later receives a `gateway.gap` notification naming what
+//! it missed (see [`super::outbox`]), so a slow client never holds up the log tail or
+//! other subscribers.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -15,18 +17,12 @@ use axum::extract::ws::Utf8Bytes;
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::events::Stream;
 use serde_json::Value;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use super::auth::Scope;
-
-/// A frame for the writer.
-#[derive(Debug, Clone)]
-pub enum Outbound {
-    /// A text frame.
-    Frame(Utf8Bytes),
-    /// A heartbeat ping.
-    Ping,
-}
+pub use super::outbox::Outbound;
+use super::outbox::Outbox;
+use super::rate_limit::TokenBucket;
 
 /// Why and how the server wants a connection closed: WebSocket close code and reason.
 pub type CloseRequest = Option<(u16, String)>;
@@ -35,38 +31,33 @@ pub type CloseRequest = Option<(u16, String)>;
 pub struct ClientHandle {
     /// The client id, e.g. `client-3f2a…`.
     pub id: String,
-    tx: mpsc::Sender<Outbound>,
+    /// The outbound queue the connection's writer drains.
+    pub outbox: Outbox,
     close: watch::Sender<CloseRequest>,
 }
 
 impl ClientHandle {
-    /// A handle and the receivers its connection drains.
-    pub fn new(
-        id: String,
-        capacity: usize,
-    ) -> (
-        Self,
-        mpsc::Receiver<Outbound>,
-        watch::Receiver<CloseRequest>,
-    ) {
-        let (tx, rx) = mpsc::channel(capacity.max(1));
+    /// A handle whose outbox buffers at most `event_capacity` events
+    /// (`event_buffer_per_client`), and the receiver of its close requests.
+    pub fn new(id: String, event_capacity: usize) -> (Self, watch::Receiver<CloseRequest>) {
         let (close, close_rx) = watch::channel(None);
-        (ClientHandle { id, tx, close }, rx, close_rx)
+        let handle = ClientHandle {
+            id,
+            outbox: Outbox::new(event_capacity),
+            close,
+        };
+        (handle, close_rx)
     }
 
-    /// Queues an event frame without waiting; `false` when the queue is full or closed.
-    pub fn try_push(&self, frame: Utf8Bytes) -> bool {
-        self.tx.try_send(Outbound::Frame(frame)).is_ok()
-    }
-
-    /// Queues a frame, waiting for room; `false` once the connection is gone.
+    /// Queues a response frame, waiting for room; `false` once the connection is gone.
     pub async fn push(&self, frame: Utf8Bytes) -> bool {
-        self.tx.send(Outbound::Frame(frame)).await.is_ok()
+        self.outbox.push_control(Outbound::Frame(frame)).await
     }
 
-    /// Queues a heartbeat ping without waiting.
+    /// Queues a heartbeat ping without waiting; `false` if the client's control queue
+    /// is full or the connection is gone.
     pub fn try_ping(&self) -> bool {
-        self.tx.try_send(Outbound::Ping).is_ok()
+        self.outbox.try_push_control(Outbound::Ping)
     }
 
     /// Asks the connection to close with `code` and `reason` (first request wins).
@@ -116,8 +107,8 @@ pub struct ClientState {
     pub last_activity: DateTime<Utc>,
     /// Live subscriptions by id.
     pub subscriptions: BTreeMap<String, SubscriptionRecord>,
-    /// Start of the current rate-limit window and requests in it.
-    pub window: (Instant, u32),
+    /// The request-rate token bucket (`rate_limit_per_second`).
+    pub bucket: TokenBucket,
 }
 
 /// A connected client.
@@ -133,8 +124,12 @@ pub struct Client {
 }
 
 impl Client {
-    /// A fresh, unauthenticated client.
-    pub fn new(handle: std::sync::Arc<ClientHandle>, remote_addr: Option<SocketAddr>) -> Self {
+    /// A fresh, unauthenticated client allowed `rate_per_second` requests per second.
+    pub fn new(
+        handle: std::sync::Arc<ClientHandle>,
+        remote_addr: Option<SocketAddr>,
+        rate_per_second: u32,
+    ) -> Self {
         let now = Utc::now();
         Client {
             handle,
@@ -144,7 +139,7 @@ impl Client {
                 auth: None,
                 last_activity: now,
                 subscriptions: BTreeMap::new(),
-                window: (Instant::now(), 0),
+                bucket: TokenBucket::new(rate_per_second, Instant::now()),
             }),
         }
     }

@@ -1,11 +1,16 @@
 //! One WebSocket connection: a reader that dispatches frames and a writer that drains
-//! the client's outbound queue.
+//! the client's outbound queue ([`super::outbox`]).
+//!
+//! A slow client is never closed for being slow: its oldest queued events are evicted
+//! and it gets a `gateway.gap` notification to refill from `gateway.replay`. Only its
+//! responses wait (its reader stops reading requests while too many responses are
+//! unread), which slows nobody else.
 //!
 //! Close codes the server uses:
 //! - 1001 `server_shutdown` (SIGTERM / Ctrl-C) or `heartbeat_timeout`;
 //! - 1003 `binary_frames_not_supported`: only text frames carry JSON-RPC;
 //! - 1008 `authentication_timeout` (no successful `auth.authenticate` within the grace
-//!   period) or `slow_consumer` (outbound queue full);
+//!   period);
 //! - 1009 `message_too_big`: a frame over `max_message_size_bytes`;
 //! - 1013 `max_clients`: the gateway is full, try again later.
 
@@ -17,7 +22,7 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use chrono::Utc;
 use futures::{SinkExt, StreamExt};
 use orchestrata_schemas::events::types::DisconnectReason;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::client::{Client, ClientHandle, CloseRequest, Outbound};
@@ -29,7 +34,7 @@ use super::state::Shared;
 pub const CLOSE_GOING_AWAY: u16 = 1001;
 /// Close code: unsupported data (binary frames).
 pub const CLOSE_UNSUPPORTED: u16 = 1003;
-/// Close code: policy violation (auth timeout, slow consumer).
+/// Close code: policy violation (authentication timeout).
 pub const CLOSE_POLICY: u16 = 1008;
 /// Close code: message too big.
 pub const CLOSE_TOO_BIG: u16 = 1009;
@@ -52,8 +57,12 @@ pub async fn serve(gw: Arc<Shared>, socket: WebSocket, remote: Option<SocketAddr
     }
     let simple = Uuid::new_v4().simple().to_string();
     let id = format!("client-{}", simple.get(..12).unwrap_or(&simple));
-    let (handle, rx, close_rx) = ClientHandle::new(id.clone(), gw.config.event_buffer_per_client);
-    let client = Arc::new(Client::new(Arc::new(handle), remote));
+    let (handle, close_rx) = ClientHandle::new(id.clone(), gw.config.event_buffer_per_client);
+    let client = Arc::new(Client::new(
+        Arc::new(handle),
+        remote,
+        gw.config.rate_limit_per_second,
+    ));
     let admitted = {
         let mut clients = gw.clients();
         let room = clients.len() < gw.config.max_clients;
@@ -73,7 +82,12 @@ pub async fn serve(gw: Arc<Shared>, socket: WebSocket, remote: Option<SocketAddr
     gw.metrics.connected_clients.inc();
     gw.metrics.total_connections.inc();
     let (sink, mut stream) = socket.split();
-    let writer = tokio::spawn(write_loop(gw.clone(), sink, rx, close_rx.clone()));
+    let writer = tokio::spawn(write_loop(
+        gw.clone(),
+        sink,
+        client.handle.clone(),
+        close_rx.clone(),
+    ));
     let reason = read_loop(&gw, &client, &mut stream, close_rx).await;
     client.handle.request_close(1000, "bye");
     // Subscriptions, registry entry and the presence event go at once, not after the
@@ -98,40 +112,88 @@ pub async fn serve(gw: Arc<Shared>, socket: WebSocket, remote: Option<SocketAddr
 type Sink = futures::stream::SplitSink<WebSocket, Message>;
 type Source = futures::stream::SplitStream<WebSocket>;
 
+/// Most frames the writer takes from the outbox per write.
+const WRITE_BATCH: usize = 256;
+
+/// Drains the client's outbox: takes every queued frame (up to [`WRITE_BATCH`]),
+/// `feed`s them to the socket and flushes once, so a burst of notifications costs one
+/// write syscall instead of one per frame. A close request interrupts even a write
+/// blocked on a client that does not read. On exit the outbox is closed so nobody
+/// waits for room that will never come.
 async fn write_loop(
     gw: Arc<Shared>,
     mut sink: Sink,
-    mut rx: mpsc::Receiver<Outbound>,
+    handle: Arc<ClientHandle>,
     mut close_rx: watch::Receiver<CloseRequest>,
 ) {
-    loop {
+    let outbox = &handle.outbox;
+    let mut batch: Vec<Outbound> = Vec::with_capacity(WRITE_BATCH);
+    'run: loop {
         tokio::select! {
             biased;
             changed = close_rx.changed() => {
-                let request = close_rx.borrow().clone();
-                if let (Ok(()), Some((code, reason))) = (changed, request) {
-                    let frame = CloseFrame { code, reason: Utf8Bytes::from(reason) };
-                    let _ = sink.send(Message::Close(Some(frame))).await;
-                }
+                send_close(&mut sink, changed.is_ok(), &close_rx).await;
+                break 'run;
+            }
+            () = outbox.ready() => {}
+        }
+        loop {
+            outbox.drain(&mut batch, WRITE_BATCH);
+            if batch.is_empty() {
                 break;
             }
-            out = rx.recv() => match out {
-                Some(Outbound::Frame(text)) => {
-                    if sink.send(Message::Text(text)).await.is_err() {
-                        break;
-                    }
-                    gw.metrics.messages_sent.inc();
+            let frames = batch
+                .iter()
+                .filter(|o| matches!(o, Outbound::Frame(_)))
+                .count() as u64;
+            let write = async {
+                for out in batch.drain(..) {
+                    let msg = match out {
+                        Outbound::Frame(text) => Message::Text(text),
+                        Outbound::Ping => Message::Ping(Default::default()),
+                    };
+                    sink.feed(msg).await?;
                 }
-                Some(Outbound::Ping) => {
-                    if sink.send(Message::Ping(Default::default())).await.is_err() {
-                        break;
-                    }
+                sink.flush().await
+            };
+            let written = tokio::select! {
+                biased;
+                changed = close_rx.changed() => Err(changed.is_ok()),
+                r = write => Ok(r),
+            };
+            match written {
+                Ok(Ok(())) => gw.metrics.messages_sent.inc_by(frames),
+                Ok(Err(e)) => {
+                    tracing::debug!(client = %handle.id, error = %e, "write failed; closing");
+                    handle.request_close(1011, "write_failed");
+                    break 'run;
                 }
-                None => break,
-            },
+                Err(requested) => {
+                    send_close(&mut sink, requested, &close_rx).await;
+                    break 'run;
+                }
+            }
+            batch.clear();
         }
     }
-    let _ = sink.flush().await;
+    outbox.close();
+    let _ = tokio::time::timeout(Duration::from_secs(1), sink.flush()).await;
+}
+
+/// Sends the requested close frame, giving up after a second (the peer may not read).
+async fn send_close(sink: &mut Sink, requested: bool, close_rx: &watch::Receiver<CloseRequest>) {
+    let request = close_rx.borrow().clone();
+    if let (true, Some((code, reason))) = (requested, request) {
+        let frame = CloseFrame {
+            code,
+            reason: Utf8Bytes::from(reason),
+        };
+        let _ = tokio::time::timeout(
+            Duration::from_secs(1),
+            sink.send(Message::Close(Some(frame))),
+        )
+        .await;
+    }
 }
 
 type Reason = (DisconnectReason, Option<String>);
@@ -183,7 +245,7 @@ async fn read_loop(
                             }
                         }
                         for work in outcome.after {
-                            tokio::spawn(work);
+                            tokio::spawn(tracing::Instrument::in_current_span(work));
                         }
                     }
                     Message::Binary(_) => {

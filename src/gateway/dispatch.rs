@@ -1,8 +1,11 @@
 //! From a text frame to its response: framing, authentication gate, rate limit, method
 //! lookup, scope check, params validation, handler.
+//!
+//! The rate limit ([`super::rate_limit`]) is checked per call, so each element of a
+//! batch takes its own token; calls over the limit answer -32002 without running.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -11,6 +14,7 @@ use super::authz;
 use super::client::Client;
 use super::error::{ErrorCode, RpcError};
 use super::methods;
+use super::rate_limit;
 use super::rpc::{self, Frame, Request};
 use super::state::{Call, Shared};
 
@@ -71,27 +75,15 @@ async fn answer(
     })
 }
 
+/// Takes one token from the client's bucket; -32002 `rate_limited` with
+/// `data.retry_after_ms` (time until the next token) when it is empty.
 fn rate_limit(gw: &Shared, client: &Client) -> Result<(), RpcError> {
-    let limit = gw.config.rate_limit_per_second;
-    let mut st = client.lock();
-    let now = Instant::now();
-    let (start, count) = st.window;
-    let elapsed = now.duration_since(start);
-    if elapsed >= Duration::from_secs(1) {
-        st.window = (now, 1);
-        return Ok(());
-    }
-    if count >= limit {
-        let retry = Duration::from_secs(1).saturating_sub(elapsed);
-        return Err(RpcError::new(ErrorCode::RateLimited, "rate_limited")
-            .with(
-                "retry_after_ms",
-                u64::try_from(retry.as_millis()).unwrap_or(1000),
-            )
-            .with("limit_per_second", limit));
-    }
-    st.window = (start, count + 1);
-    Ok(())
+    let taken = client.lock().bucket.try_take(Instant::now());
+    taken.map_err(|wait| {
+        RpcError::new(ErrorCode::RateLimited, "rate_limited")
+            .with("retry_after_ms", rate_limit::retry_after_ms(wait))
+            .with("limit_per_second", gw.config.rate_limit_per_second)
+    })
 }
 
 async fn call(

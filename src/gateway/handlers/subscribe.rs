@@ -4,6 +4,13 @@
 //! `since: {epoch, sequence}`. The gateway answers with the subscription id, then
 //! replays the topic from the log starting at `sequence + 1` up to where its live tail
 //! is, then continues live — no gap, no duplicate (see [`crate::gateway::topic::hub`]).
+//! The replay is paced by the client (it waits for room in the client's outbox); live
+//! events that arrive meanwhile are buffered in the pending subscription.
+//!
+//! Limits: at most `max_subscriptions_per_client` (50) live subscriptions per client;
+//! one more answers -32602 `subscription_limit` with `data.current_count` and
+//! `data.max` (REQ-014-194, REQ-014-195, ERR-005). A duplicate (same topic, filters and
+//! `max_payload_size`) returns the existing id and does not count.
 //! A different epoch means the log was recreated and the position is void: -32602
 //! `epoch_mismatch` with the current epoch. A position older than the log retains:
 //! -32602 `position_truncated` with the first retained sequence.
@@ -179,9 +186,10 @@ async fn open(call: Call, stream: Stream, p: SubscribeParams) -> RpcResult {
             max_payload_size: max,
         },
     );
+    let origin = hub.origin(id.clone());
     let live_from = hub.add(
         client.handle.clone(),
-        id.clone(),
+        origin.clone(),
         filter.clone(),
         max,
         skip_below,
@@ -215,7 +223,11 @@ async fn open(call: Call, stream: Stream, p: SubscribeParams) -> RpcResult {
                         let Ok(event) = TopicEvent::new(envelope, &gw.index) else {
                             continue;
                         };
-                        if filter.matches(&event.facts) && !handle.push(event.frame_for(max)).await
+                        if filter.matches(&event.facts)
+                            && !handle
+                                .outbox
+                                .push_event_wait(event.frame_for(max), event.sequence, &origin)
+                                .await
                         {
                             return;
                         }

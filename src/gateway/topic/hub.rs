@@ -2,15 +2,19 @@
 //!
 //! The hub's tailer reads each event once from the log, builds its notification frame
 //! once ([`TopicEvent`]) and pushes the shared bytes to every client with a matching
-//! subscription (at most once per client and event). Pushing never waits: a client
-//! whose queue is full is dropped with 1008 `slow_consumer` and the miss is counted in
-//! `orchestrata_gateway_events_dropped_total{topic}`.
+//! subscription (at most once per client and event). Pushing never waits: it appends a
+//! reference to the shared frame to the client's [`Outbox`](crate::gateway::outbox),
+//! which evicts that client's oldest queued event when its buffer is full and later
+//! tells it so with a `gateway.gap` notification. A slow client therefore costs the
+//! tail a few pointer copies, never a wait, and never affects other clients.
 //!
 //! A new subscription starts *pending*: live events that match are buffered in it
 //! until its owner has sent the subscribe response (and, when resuming, replayed the
 //! log up to the hub's position); then [`Hub::go_live`] flushes the buffer and the
 //! subscription receives events directly. `skip_below` drops events the client has
-//! already seen, so the seam between replay and live has no gap and no duplicate.
+//! already seen, so the seam between replay and live has no gap and no duplicate. The
+//! pending buffer is bounded like the outbox (`event_buffer_per_client`): overflow
+//! evicts its oldest events into a gap that is queued ahead of the rest at go-live.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,17 +29,16 @@ use super::facts::PacketIndex;
 use super::filter::Filter;
 use crate::gateway::client::ClientHandle;
 use crate::gateway::metrics::Metrics;
+use crate::gateway::outbox::{Gap, Origin};
 use crate::log::EventLog;
 
-/// Close code and reason used for clients that cannot keep up.
-pub const SLOW_CONSUMER: (u16, &str) = (1008, "slow_consumer");
-
 struct LiveSub {
-    id: String,
+    origin: Arc<Origin>,
     filter: Arc<Filter>,
     max_payload: Option<usize>,
     skip_below: u64,
     pending: Option<VecDeque<Arc<TopicEvent>>>,
+    pending_gap: Option<Gap>,
 }
 
 struct ClientSubs {
@@ -96,13 +99,28 @@ impl Hub {
         self.healthy.load(Ordering::Relaxed)
     }
 
-    /// Adds a pending subscription; returns the hub's next sequence at that moment.
-    /// Events below the returned sequence have been published already and must be
-    /// read from the log; events from it on will be buffered, then pushed.
+    /// The origin tag of subscription `subscription` on this topic: what its queued
+    /// events carry so an eviction can be reported (and counted) per subscription.
+    pub fn origin(&self, subscription: String) -> Arc<Origin> {
+        Arc::new(Origin {
+            topic: self.stream,
+            subscription,
+            epoch: self.epoch.clone(),
+            dropped: self
+                .metrics
+                .events_dropped
+                .with_label_values(&[self.stream.as_str()]),
+        })
+    }
+
+    /// Adds a pending subscription (`origin` from [`Hub::origin`]); returns the hub's
+    /// next sequence at that moment. Events below the returned sequence have been
+    /// published already and must be read from the log; events from it on will be
+    /// buffered, then pushed.
     pub fn add(
         &self,
         handle: Arc<ClientHandle>,
-        id: String,
+        origin: Arc<Origin>,
         filter: Arc<Filter>,
         max_payload: Option<usize>,
         skip_below: u64,
@@ -116,11 +134,12 @@ impl Hub {
                 subs: Vec::new(),
             });
         entry.subs.push(LiveSub {
-            id,
+            origin,
             filter,
             max_payload,
             skip_below,
             pending: Some(VecDeque::new()),
+            pending_gap: None,
         });
         self.metrics
             .subscriptions
@@ -129,25 +148,27 @@ impl Hub {
         st.next
     }
 
-    /// Flushes a pending subscription's buffer and makes it live. Returns `false` if
-    /// the client could not take the buffered events (it is then asked to close).
+    /// Flushes a pending subscription's buffer (after the gap of what it could not
+    /// buffer, if any) and makes it live. `false` if there is no such subscription.
     pub fn go_live(&self, client_id: &str, id: &str) -> bool {
         let mut st = self.lock();
         let Some(entry) = st.clients.get_mut(client_id) else {
             return false;
         };
         let handle = entry.handle.clone();
-        let Some(sub) = entry.subs.iter_mut().find(|s| s.id == id) else {
+        let Some(sub) = entry.subs.iter_mut().find(|s| s.origin.subscription == id) else {
             return false;
         };
+        if let Some(gap) = sub.pending_gap.take() {
+            handle.outbox.push_gap(gap, &sub.origin);
+        }
         let buffered = sub.pending.take().unwrap_or_default();
-        let max = sub.max_payload;
         for event in buffered {
-            if !handle.try_push(event.frame_for(max)) {
-                drop(st);
-                self.drop_slow(&handle);
-                return false;
-            }
+            handle.outbox.push_event(
+                event.frame_for(sub.max_payload),
+                event.sequence,
+                &sub.origin,
+            );
         }
         true
     }
@@ -159,7 +180,7 @@ impl Hub {
             return false;
         };
         let before = entry.subs.len();
-        entry.subs.retain(|s| s.id != id);
+        entry.subs.retain(|s| s.origin.subscription != id);
         let removed = entry.subs.len() < before;
         if entry.subs.is_empty() {
             st.clients.remove(client_id);
@@ -184,46 +205,38 @@ impl Hub {
         }
     }
 
-    fn drop_slow(&self, handle: &Arc<ClientHandle>) {
-        self.metrics
-            .events_dropped
-            .with_label_values(&[self.stream.as_str()])
-            .inc();
-        handle.request_close(SLOW_CONSUMER.0, SLOW_CONSUMER.1);
-        self.remove_client(&handle.id);
-    }
-
-    /// Pushes one event to every matching subscription.
+    /// Pushes one event to every matching subscription. Never waits: a full client
+    /// outbox (or pending buffer) evicts its oldest event into a gap.
     pub fn publish(&self, event: Arc<TopicEvent>) {
-        let mut slow = Vec::new();
-        {
-            let mut st = self.lock();
-            st.next = st.next.max(event.sequence + 1);
-            let limit = self.pending_limit;
-            for entry in st.clients.values_mut() {
-                let mut sent = false;
-                for sub in entry.subs.iter_mut() {
-                    if event.sequence < sub.skip_below || !sub.filter.matches(&event.facts) {
-                        continue;
-                    }
-                    if let Some(pending) = sub.pending.as_mut() {
-                        if pending.len() >= limit {
-                            slow.push(entry.handle.clone());
-                            break;
-                        }
-                        pending.push_back(event.clone());
-                    } else if !sent {
-                        sent = true;
-                        if !entry.handle.try_push(event.frame_for(sub.max_payload)) {
-                            slow.push(entry.handle.clone());
-                            break;
+        let mut st = self.lock();
+        st.next = st.next.max(event.sequence + 1);
+        let limit = self.pending_limit;
+        for entry in st.clients.values_mut() {
+            let mut sent = false;
+            for sub in entry.subs.iter_mut() {
+                if event.sequence < sub.skip_below || !sub.filter.matches(&event.facts) {
+                    continue;
+                }
+                if let Some(pending) = sub.pending.as_mut() {
+                    if pending.len() >= limit {
+                        if let Some(old) = pending.pop_front() {
+                            sub.origin.dropped.inc();
+                            match sub.pending_gap.as_mut() {
+                                Some(gap) => gap.add(old.sequence),
+                                None => sub.pending_gap = Some(Gap::one(old.sequence)),
+                            }
                         }
                     }
+                    pending.push_back(event.clone());
+                } else if !sent {
+                    sent = true;
+                    entry.handle.outbox.push_event(
+                        event.frame_for(sub.max_payload),
+                        event.sequence,
+                        &sub.origin,
+                    );
                 }
             }
-        }
-        for handle in slow {
-            self.drop_slow(&handle);
         }
     }
 
@@ -239,7 +252,14 @@ impl Hub {
                     while let Some(item) = tail.next().await {
                         match item {
                             Ok(envelope) => match TopicEvent::new(envelope, &index) {
-                                Ok(event) => self.publish(Arc::new(event)),
+                                Ok(event) => {
+                                    self.publish(Arc::new(event));
+                                    // A tail with a backlog is always ready, and the
+                                    // writers this publish woke sit in this worker's
+                                    // (unstealable) LIFO slot: yield so they write now
+                                    // instead of after the whole backlog.
+                                    tokio::task::yield_now().await;
+                                }
                                 Err(e) => {
                                     tracing::error!(topic = %self.stream, error = %e, "cannot render event")
                                 }
