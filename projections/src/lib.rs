@@ -20,6 +20,7 @@
 //! | [`SessionView`] | `session.events` | sessions, their context and facts, portfolio statistics |
 //! | [`VolkView`] | `volk.lifecycle`, `cxp.traffic` | each Volk's registration, health, tasks, last activity |
 //! | [`DecisionIndex`] | `governance.decisions` | governance decisions by time, subject, action, result |
+//! | [`GraphView`] | `cxp.traffic`, `volk.lifecycle`, `session.events`, `governance.decisions` | the knowledge graph: nodes and relationships, filtered by label, type and properties |
 //!
 //! The runner that keeps these views up to date against the log, stores them and
 //! answers read-your-write waits lives in the `orchestrata` crate (`orchestrata::projection`).
@@ -28,6 +29,7 @@
 
 mod checkpoint;
 pub mod decision;
+pub mod graph;
 mod page;
 pub mod sample;
 pub mod session;
@@ -40,6 +42,7 @@ pub mod volk;
 
 pub use checkpoint::Checkpoint;
 pub use decision::DecisionIndex;
+pub use graph::GraphView;
 pub use page::{Page, PageRequest};
 pub use session::SessionView;
 pub use thread::ThreadView;

@@ -51,15 +51,18 @@ pub enum ViewName {
     Volk,
     /// [`DecisionIndex`](crate::DecisionIndex).
     Decision,
+    /// [`GraphView`](crate::GraphView).
+    Graph,
 }
 
 impl ViewName {
     /// Every view, in a stable order.
-    pub const ALL: [ViewName; 4] = [
+    pub const ALL: [ViewName; 5] = [
         ViewName::Thread,
         ViewName::Session,
         ViewName::Volk,
         ViewName::Decision,
+        ViewName::Graph,
     ];
 
     /// The name as written on the command line and in the store.
@@ -69,6 +72,7 @@ impl ViewName {
             ViewName::Session => "session",
             ViewName::Volk => "volk",
             ViewName::Decision => "decision",
+            ViewName::Graph => "graph",
         }
     }
 }
@@ -81,7 +85,7 @@ impl fmt::Display for ViewName {
 
 /// A view name that is none of [`ViewName::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown view `{0}` (known: thread, session, volk, decision)")]
+#[error("unknown view `{0}` (known: thread, session, volk, decision, graph)")]
 pub struct UnknownView(pub String);
 
 impl FromStr for ViewName {

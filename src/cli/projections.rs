@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use orchestrata_projections::{DecisionIndex, SessionView, ThreadView, View, ViewName, VolkView};
+use orchestrata_projections::{
+    DecisionIndex, GraphView, SessionView, ThreadView, View, ViewName, VolkView,
+};
 use orchestrata_schemas::events::Stream;
 use serde_json::json;
 
@@ -82,7 +84,7 @@ fn parse_choice(s: &str) -> Result<ViewChoice, String> {
 pub struct RebuildArgs {
     #[command(flatten)]
     store: StoreArgs,
-    /// thread, session, volk, decision or all.
+    /// thread, session, volk, decision, graph or all.
     #[arg(long, default_value = "all", value_parser = parse_choice)]
     view: ViewChoice,
     /// Stop at this sequence (inclusive) of each stream a view folds.
@@ -95,10 +97,10 @@ pub struct RebuildArgs {
 pub struct ShowArgs {
     #[command(flatten)]
     store: StoreArgs,
-    /// thread, session, volk or decision.
+    /// thread, session, volk, decision or graph.
     #[arg(long)]
     view: ViewName,
-    /// One entry: thread id, session id, Volk alias or decision id.
+    /// One entry: thread id, session id, Volk alias, decision id or graph node id.
     #[arg(long)]
     id: Option<String>,
     /// Fold from scratch up to this sequence (inclusive) of each stream: the view as it
@@ -153,6 +155,7 @@ async fn rebuild(args: RebuildArgs) -> anyhow::Result<()> {
                 ViewName::Decision => {
                     rebuilt::<DecisionIndex>(log, &store, args.until, progress).await?
                 }
+                ViewName::Graph => rebuilt::<GraphView>(log, &store, args.until, progress).await?,
             }
         };
         reporter.finish();
@@ -255,6 +258,7 @@ async fn status(args: StoreArgs) -> anyhow::Result<()> {
             ViewName::Session => SessionView::STREAMS,
             ViewName::Volk => VolkView::STREAMS,
             ViewName::Decision => DecisionIndex::STREAMS,
+            ViewName::Graph => GraphView::STREAMS,
         };
         let stored = store.checkpoint(name)?;
         for stream in streams {
@@ -343,6 +347,19 @@ async fn show(args: ShowArgs) -> anyhow::Result<()> {
                 view.decision(&decision_id)
                     .ok_or_else(|| missing("decision", id))?,
             )?
+        }
+        (ViewName::Graph, None) => {
+            serde_json::to_value(current::<GraphView>(log, &store, args.as_of).await?)?
+        }
+        (ViewName::Graph, Some(id)) => {
+            let view: GraphView = current(log, &store, args.as_of).await?;
+            let node = view.node(id).ok_or_else(|| missing("node", id))?;
+            let query = orchestrata_projections::graph::RelQuery::default();
+            let touching: Vec<_> = view
+                .relationships(&query)
+                .filter(|r| r.from == id || r.to == id)
+                .collect();
+            json!({"node": node, "relationships": touching})
         }
     };
     let mut out = std::io::stdout().lock();

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use orchestrata_projections::{DecisionIndex, SessionView, ThreadView, View, VolkView};
+use orchestrata_projections::{DecisionIndex, GraphView, SessionView, ThreadView, View, VolkView};
 use orchestrata_schemas::events::{Command, Stream};
 
 use super::error::{ErrorCode, RpcError};
@@ -21,7 +21,7 @@ use crate::projection::{Projections, ViewHandle};
 /// `view_lagging`.
 pub const READ_YOUR_WRITE: Duration = Duration::from_secs(5);
 
-/// Handles on the four live views (cheap clones of the runner's handles).
+/// Handles on the live views (cheap clones of the runner's handles).
 #[derive(Clone)]
 pub struct Views {
     /// Packets and threads (`cxp.status`).
@@ -32,6 +32,8 @@ pub struct Views {
     pub volks: ViewHandle<VolkView>,
     /// Governance decisions.
     pub decisions: ViewHandle<DecisionIndex>,
+    /// The knowledge graph (`knowledge.nodes`, `knowledge.relationships`).
+    pub graph: ViewHandle<GraphView>,
 }
 
 impl Views {
@@ -42,6 +44,7 @@ impl Views {
             sessions: projections.sessions().clone(),
             volks: projections.volks().clone(),
             decisions: projections.decisions().clone(),
+            graph: projections.graph().clone(),
         }
     }
 }

@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{select_all, StreamExt};
 use futures::FutureExt;
-use orchestrata_projections::{Checkpoint, DecisionIndex, SessionView, ThreadView, View, VolkView};
+use orchestrata_projections::{
+    Checkpoint, DecisionIndex, GraphView, SessionView, ThreadView, View, VolkView,
+};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
@@ -203,12 +205,13 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-/// All four views, kept live together on one log.
+/// All the views, kept live together on one log.
 pub struct Projections {
     threads: RunningView<ThreadView>,
     sessions: RunningView<SessionView>,
     volks: RunningView<VolkView>,
     decisions: RunningView<DecisionIndex>,
+    graph: RunningView<GraphView>,
 }
 
 impl Projections {
@@ -222,7 +225,8 @@ impl Projections {
             threads: spawn_view(log.clone(), store.clone(), config).await?,
             sessions: spawn_view(log.clone(), store.clone(), config).await?,
             volks: spawn_view(log.clone(), store.clone(), config).await?,
-            decisions: spawn_view(log, store, config).await?,
+            decisions: spawn_view(log.clone(), store.clone(), config).await?,
+            graph: spawn_view(log, store, config).await?,
         })
     }
 
@@ -246,6 +250,11 @@ impl Projections {
         self.decisions.handle()
     }
 
+    /// The knowledge graph (`knowledge.nodes`, `knowledge.relationships`, the Neo4j sink).
+    pub fn graph(&self) -> &ViewHandle<GraphView> {
+        self.graph.handle()
+    }
+
     /// Commits and stops every view; the first error, if any.
     pub async fn stop(self) -> Result<(), ProjectionError> {
         let results = [
@@ -253,6 +262,7 @@ impl Projections {
             self.sessions.stop().await,
             self.volks.stop().await,
             self.decisions.stop().await,
+            self.graph.stop().await,
         ];
         results.into_iter().collect()
     }

@@ -1,0 +1,321 @@
+//! [`GraphView`]: the knowledge graph — Volks, threads, sessions, packets and decisions
+//! as nodes, and how they relate.
+//!
+//! Folds `cxp.traffic`, `volk.lifecycle`, `session.events` and `governance.decisions`
+//! into a property graph:
+//!
+//! | node | id | from |
+//! |------|----|------|
+//! | `Volk` | `volk:<alias>` | `registered` / `spawned` (properties), or any packet, parent link or decision naming it (existence only) |
+//! | `Thread` | `thread:<thread id>` | `thread_opened`, `packet_sent`, thread status events |
+//! | `Session` | `session:<session id>` | `session.events` (properties), or a Volk or packet naming it |
+//! | `Packet` | `packet:<message id>` | `packet_sent`, then its delivery / work status events |
+//! | `Decision` | `decision:<decision id>` | `decision_recorded` |
+//!
+//! | relationship | from -> to | meaning |
+//! |--------------|------------|---------|
+//! | `SENT_BY` | Packet -> Volk | the packet's sender |
+//! | `SENT_TO` | Packet -> Volk | the packet's recipient |
+//! | `SENT_TO` | Volk -> Volk | the sender has sent the recipient packets (`packets`: how many, ever) |
+//! | `IN_THREAD` | Packet -> Thread | the packet's conversation |
+//! | `IN_SESSION` | Packet / Volk -> Session | metadata `session_id` of the packet, registration of the Volk |
+//! | `CHILD_OF` | Volk -> Volk | the Volk reports to (was spawned by) the other |
+//! | `DECIDED_ABOUT` | Decision -> Volk | a governance decision whose subject is that Volk |
+//!
+//! ## Order independence
+//!
+//! Each stream owns what it writes: a node's properties are set only by the stream its
+//! label belongs to, and other streams only make sure the node exists (with the same
+//! identifying property the owner sets). So the view does not depend on how the four
+//! streams interleave, as [`View`] requires.
+//!
+//! ## Bounded memory
+//!
+//! Packets and decisions grow without bound in a running system, so the view keeps the
+//! latest [`MAX_PACKETS`] packets and [`MAX_DECISIONS`] decisions: when one more arrives,
+//! the oldest (by sequence of its stream) is evicted with its relationships. Volks,
+//! threads, sessions and the aggregate Volk -> Volk `SENT_TO` edges (whose `packets`
+//! count keeps counting) are kept. The full history stays on the log; `knowledge.query`
+//! on Neo4j sees what the sink wrote.
+
+mod fold;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Checkpoint;
+
+/// Packets the view keeps; the oldest is evicted when one more is sent.
+pub const MAX_PACKETS: usize = 10_000;
+
+/// Decisions the view keeps; the oldest is evicted when one more is recorded.
+pub const MAX_DECISIONS: usize = 10_000;
+
+/// A node's label (its kind). Serialized as written in Cypher: `Volk`, `Thread`...
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum NodeLabel {
+    /// An agent, by alias.
+    Volk,
+    /// A conversation thread.
+    Thread,
+    /// A work session.
+    Session,
+    /// A CXP packet.
+    Packet,
+    /// A governance decision.
+    Decision,
+}
+
+impl NodeLabel {
+    /// Every label, in a stable order.
+    pub const ALL: [NodeLabel; 5] = [
+        NodeLabel::Volk,
+        NodeLabel::Thread,
+        NodeLabel::Session,
+        NodeLabel::Packet,
+        NodeLabel::Decision,
+    ];
+
+    /// The label as written in Cypher.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            NodeLabel::Volk => "Volk",
+            NodeLabel::Thread => "Thread",
+            NodeLabel::Session => "Session",
+            NodeLabel::Packet => "Packet",
+            NodeLabel::Decision => "Decision",
+        }
+    }
+
+    /// The prefix of this label's node ids (`volk:U:Ox`).
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            NodeLabel::Volk => "volk",
+            NodeLabel::Thread => "thread",
+            NodeLabel::Session => "session",
+            NodeLabel::Packet => "packet",
+            NodeLabel::Decision => "decision",
+        }
+    }
+
+    /// The id of this label's node with key `key` (an alias, a thread id, a UUID...).
+    pub fn node_id(self, key: &str) -> String {
+        format!("{}:{key}", self.prefix())
+    }
+
+    /// The label written `name` (`Volk`, case-sensitive as in Cypher).
+    pub fn parse(name: &str) -> Option<NodeLabel> {
+        NodeLabel::ALL.into_iter().find(|l| l.as_str() == name)
+    }
+}
+
+impl fmt::Display for NodeLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A relationship's type. Serialized as written in Cypher: `SENT_TO`, `CHILD_OF`...
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RelType {
+    /// Packet -> recipient Volk, or sender Volk -> recipient Volk.
+    SentTo,
+    /// Packet -> sender Volk.
+    SentBy,
+    /// Volk -> the Volk it reports to.
+    ChildOf,
+    /// Packet -> its thread.
+    InThread,
+    /// Packet or Volk -> its session.
+    InSession,
+    /// Decision -> the Volk it was about.
+    DecidedAbout,
+}
+
+impl RelType {
+    /// Every type, in a stable order.
+    pub const ALL: [RelType; 6] = [
+        RelType::SentTo,
+        RelType::SentBy,
+        RelType::ChildOf,
+        RelType::InThread,
+        RelType::InSession,
+        RelType::DecidedAbout,
+    ];
+
+    /// The type as written in Cypher.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RelType::SentTo => "SENT_TO",
+            RelType::SentBy => "SENT_BY",
+            RelType::ChildOf => "CHILD_OF",
+            RelType::InThread => "IN_THREAD",
+            RelType::InSession => "IN_SESSION",
+            RelType::DecidedAbout => "DECIDED_ABOUT",
+        }
+    }
+
+    /// The type written `name` (`SENT_TO`, case-sensitive as in Cypher).
+    pub fn parse(name: &str) -> Option<RelType> {
+        RelType::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+
+    /// The id of the relationship of this type from `from` to `to` (one per triple).
+    pub fn rel_id(self, from: &str, to: &str) -> String {
+        format!("{}:{from}->{to}", self.as_str())
+    }
+}
+
+impl fmt::Display for RelType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Properties of a node or relationship (ordered, so serialization is deterministic).
+pub type Properties = BTreeMap<String, Value>;
+
+/// One node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    /// Unique id: `<label prefix>:<key>`, e.g. `volk:U:Ox`.
+    pub id: String,
+    /// What it is.
+    pub label: NodeLabel,
+    /// Everything known about it (JSON values; nested ones stay nested).
+    pub properties: Properties,
+}
+
+/// One relationship.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Relationship {
+    /// Unique id: `<TYPE>:<from>-><to>`.
+    pub id: String,
+    /// What it means.
+    #[serde(rename = "type")]
+    pub rel_type: RelType,
+    /// Source node id.
+    pub from: String,
+    /// Target node id.
+    pub to: String,
+    /// Its properties.
+    pub properties: Properties,
+}
+
+/// A node search; set fields combine with AND.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeQuery {
+    /// Only nodes with this label.
+    pub label: Option<NodeLabel>,
+    /// Only nodes whose properties hold each of these values exactly.
+    pub properties: Properties,
+}
+
+impl NodeQuery {
+    /// Whether `node` matches.
+    pub fn matches(&self, node: &Node) -> bool {
+        self.label.is_none_or(|l| l == node.label) && has_all(&node.properties, &self.properties)
+    }
+}
+
+/// A relationship search; set fields combine with AND.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RelQuery {
+    /// Only relationships of this type.
+    pub rel_type: Option<RelType>,
+    /// Only relationships leaving this node id.
+    pub from: Option<String>,
+    /// Only relationships entering this node id.
+    pub to: Option<String>,
+    /// Only relationships whose properties hold each of these values exactly.
+    pub properties: Properties,
+}
+
+impl RelQuery {
+    /// Whether `rel` matches.
+    pub fn matches(&self, rel: &Relationship) -> bool {
+        self.rel_type.is_none_or(|t| t == rel.rel_type)
+            && self.from.as_ref().is_none_or(|f| *f == rel.from)
+            && self.to.as_ref().is_none_or(|t| *t == rel.to)
+            && has_all(&rel.properties, &self.properties)
+    }
+}
+
+fn has_all(properties: &Properties, wanted: &Properties) -> bool {
+    wanted.iter().all(|(k, v)| properties.get(k) == Some(v))
+}
+
+/// A packet or decision node kept, with the relationships it brought, for eviction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Kept {
+    node: String,
+    rels: Vec<String>,
+}
+
+/// The knowledge graph view. See the module docs for its nodes, relationships, order
+/// independence and memory bound.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GraphView {
+    checkpoint: Checkpoint,
+    nodes: BTreeMap<String, Node>,
+    relationships: BTreeMap<String, Relationship>,
+    /// Packets in send order (oldest first), for eviction.
+    packets: VecDeque<Kept>,
+    /// Decisions in record order (oldest first), for eviction.
+    decisions: VecDeque<Kept>,
+    /// Packets evicted so far.
+    evicted_packets: u64,
+    /// Decisions evicted so far.
+    evicted_decisions: u64,
+}
+
+impl GraphView {
+    /// The node with this id.
+    pub fn node(&self, id: &str) -> Option<&Node> {
+        self.nodes.get(id)
+    }
+
+    /// The relationship with this id.
+    pub fn relationship(&self, id: &str) -> Option<&Relationship> {
+        self.relationships.get(id)
+    }
+
+    /// Nodes matching `query`, ordered by id. The nodes borrow the view, not the query.
+    pub fn nodes<'a: 'q, 'q>(
+        &'a self,
+        query: &'q NodeQuery,
+    ) -> impl Iterator<Item = &'a Node> + 'q {
+        self.nodes.values().filter(move |n| query.matches(n))
+    }
+
+    /// Relationships matching `query`, ordered by id.
+    pub fn relationships<'a: 'q, 'q>(
+        &'a self,
+        query: &'q RelQuery,
+    ) -> impl Iterator<Item = &'a Relationship> + 'q {
+        self.relationships
+            .values()
+            .filter(move |r| query.matches(r))
+    }
+
+    /// Number of nodes.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Number of relationships.
+    pub fn relationship_count(&self) -> usize {
+        self.relationships.len()
+    }
+
+    /// Packets and decisions evicted so far to keep the view bounded.
+    pub fn evicted(&self) -> (u64, u64) {
+        (self.evicted_packets, self.evicted_decisions)
+    }
+}

@@ -1,0 +1,355 @@
+//! How each event changes the [`GraphView`].
+
+use chrono::{DateTime, Utc};
+use orchestrata_schemas::events::governance::DecisionRecorded;
+use orchestrata_schemas::events::types::{Packet, SubjectKind};
+use orchestrata_schemas::events::{Envelope, Event, Stream};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::{
+    GraphView, Kept, Node, NodeLabel, Properties, RelType, Relationship, MAX_DECISIONS, MAX_PACKETS,
+};
+use crate::{Checkpoint, View, ViewName};
+
+impl View for GraphView {
+    const NAME: ViewName = ViewName::Graph;
+    const STREAMS: &'static [Stream] = &[
+        Stream::CxpTraffic,
+        Stream::VolkLifecycle,
+        Stream::SessionEvents,
+        Stream::GovernanceDecisions,
+    ];
+
+    fn checkpoint(&self) -> &Checkpoint {
+        &self.checkpoint
+    }
+
+    fn apply(&mut self, envelope: &Envelope) -> bool {
+        if !Self::STREAMS.contains(&envelope.stream)
+            || !self.checkpoint.admit(envelope.stream, envelope.sequence)
+        {
+            return false;
+        }
+        let at = envelope.record.timestamp;
+        match &envelope.record.event {
+            Event::PacketSent(e) => self.packet_sent(&e.packet, at),
+            Event::PacketDelivered(e) => {
+                self.packet_update(&e.message_id, [("delivery_status", json!("delivered"))]);
+            }
+            Event::PacketAcknowledged(e) => {
+                self.packet_update(&e.message_id, [("delivery_status", json!("acknowledged"))]);
+            }
+            Event::PacketFailed(e) => self.packet_update(
+                &e.message_id,
+                [
+                    ("delivery_status", json!("failed")),
+                    ("failure_reason", json!(e.reason)),
+                    ("retry_count", json!(e.retry_count)),
+                ],
+            ),
+            Event::PacketRetried(e) => {
+                self.packet_update(&e.message_id, [("retry_count", json!(e.attempt))]);
+            }
+            Event::WorkStatusChanged(e) => {
+                self.packet_update(&e.message_id, [("work_status", json!(e.new))]);
+                if let Some(to) = &e.assigned_to {
+                    self.packet_update(&e.message_id, [("assigned_to", json!(to))]);
+                }
+            }
+            Event::PriorityChanged(e) => {
+                self.packet_update(&e.message_id, [("priority", json!(e.new))]);
+            }
+            Event::ThreadOpened(e) => {
+                self.thread(&e.thread_id, &e.subject, &e.opened_by, at);
+            }
+            Event::ThreadClosed(e) => self.thread_status(&e.thread_id, "resolved"),
+            Event::ThreadReopened(e) => self.thread_status(&e.thread_id, "active"),
+            Event::ThreadArchived(e) => self.thread_status(&e.thread_id, "archived"),
+            Event::VolkRegistered(e) => {
+                let id = self.volk(&e.alias);
+                self.set(
+                    &id,
+                    [
+                        ("status", json!("registered")),
+                        ("capabilities", json!(e.capabilities)),
+                        ("protocols", json!(e.protocols)),
+                        ("parent", json!(e.parent)),
+                        ("session_id", json!(e.session_id)),
+                        ("metadata", e.metadata.0.clone()),
+                        ("registered_at", json!(at)),
+                        ("health", json!("healthy")),
+                    ],
+                );
+                if let Some(parent) = &e.parent {
+                    let parent = self.volk(parent);
+                    self.link(RelType::ChildOf, &id, &parent, Properties::new());
+                }
+                if let Some(session) = &e.session_id {
+                    let session = self.session(session);
+                    self.link(RelType::InSession, &id, &session, Properties::new());
+                }
+            }
+            Event::VolkSpawned(e) => {
+                let id = self.volk(&e.alias);
+                self.set(
+                    &id,
+                    [
+                        ("status", json!("registered")),
+                        ("parent", json!(e.parent)),
+                        ("driver", json!(e.driver)),
+                        ("purpose", json!(e.purpose)),
+                        ("registered_at", json!(at)),
+                        ("health", json!("healthy")),
+                    ],
+                );
+                let parent = self.volk(&e.parent);
+                self.link(RelType::ChildOf, &id, &parent, Properties::new());
+            }
+            Event::VolkDeregistered(e) => self.volk_status(&e.alias, "deregistered"),
+            Event::VolkTerminated(e) => self.volk_status(&e.alias, "terminated"),
+            Event::VolkHealthChanged(e) => {
+                let id = self.volk(&e.alias);
+                self.set(&id, [("health", json!(e.new))]);
+            }
+            Event::SessionOpened(e) => {
+                let id = self.session(&e.session_id);
+                self.set(
+                    &id,
+                    [
+                        ("portfolio_id", json!(e.portfolio_id)),
+                        ("goals", json!(e.goals)),
+                        ("opened_by", json!(e.opened_by)),
+                        ("opened_at", json!(at)),
+                        ("status", json!("open")),
+                    ],
+                );
+            }
+            Event::SessionClosed(e) => {
+                let id = self.session(&e.session_id);
+                self.set(
+                    &id,
+                    [
+                        ("status", json!("closed")),
+                        ("closed_at", json!(at)),
+                        ("summary", json!(e.summary)),
+                        ("carryover", json!(e.carryover)),
+                    ],
+                );
+            }
+            Event::SessionRecovered(e) => {
+                let id = self.session(&e.session_id);
+                self.set(&id, [("status", json!("open"))]);
+            }
+            Event::DecisionRecorded(d) => self.decision(d, at),
+            _ => {}
+        }
+        true
+    }
+}
+
+impl GraphView {
+    /// Makes sure the node exists with its identifying property; returns its id. Never
+    /// changes an existing node, so a stream that does not own the label can call it.
+    fn ensure(&mut self, label: NodeLabel, key_name: &str, key: &str) -> String {
+        let id = label.node_id(key);
+        if !self.nodes.contains_key(&id) {
+            let mut properties = Properties::new();
+            properties.insert(key_name.to_owned(), json!(key));
+            self.nodes.insert(
+                id.clone(),
+                Node {
+                    id: id.clone(),
+                    label,
+                    properties,
+                },
+            );
+        }
+        id
+    }
+
+    fn volk(&mut self, alias: &str) -> String {
+        self.ensure(NodeLabel::Volk, "alias", alias)
+    }
+
+    fn session(&mut self, session_id: &str) -> String {
+        self.ensure(NodeLabel::Session, "session_id", session_id)
+    }
+
+    /// Sets properties of an existing node (nothing if it is gone).
+    fn set<const N: usize>(&mut self, id: &str, values: [(&str, Value); N]) {
+        if let Some(node) = self.nodes.get_mut(id) {
+            for (k, v) in values {
+                node.properties.insert(k.to_owned(), v);
+            }
+        }
+    }
+
+    fn link(&mut self, rel_type: RelType, from: &str, to: &str, properties: Properties) -> String {
+        let id = rel_type.rel_id(from, to);
+        self.relationships.insert(
+            id.clone(),
+            Relationship {
+                id: id.clone(),
+                rel_type,
+                from: from.to_owned(),
+                to: to.to_owned(),
+                properties,
+            },
+        );
+        id
+    }
+
+    /// Volk lifecycle events own the Volk's properties: they create the node if a
+    /// registration was never seen, so the result does not depend on whether a packet
+    /// naming the Volk came first.
+    fn volk_status(&mut self, alias: &str, status: &str) {
+        let id = self.volk(alias);
+        self.set(&id, [("status", json!(status))]);
+    }
+
+    /// The thread's node, created on its first event.
+    fn thread(&mut self, thread_id: &str, subject: &str, by: &str, at: DateTime<Utc>) -> String {
+        let id = NodeLabel::Thread.node_id(thread_id);
+        if !self.nodes.contains_key(&id) {
+            self.ensure(NodeLabel::Thread, "thread_id", thread_id);
+            self.set(
+                &id,
+                [
+                    ("subject", json!(subject)),
+                    ("opened_by", json!(by)),
+                    ("created_at", json!(at)),
+                    ("status", json!("active")),
+                    ("message_count", json!(0)),
+                ],
+            );
+        }
+        id
+    }
+
+    fn thread_status(&mut self, thread_id: &str, status: &str) {
+        let id = NodeLabel::Thread.node_id(thread_id);
+        self.set(&id, [("status", json!(status))]);
+    }
+
+    fn packet_sent(&mut self, p: &Packet, at: DateTime<Utc>) {
+        let id = NodeLabel::Packet.node_id(&p.message_id.to_string());
+        if self.nodes.contains_key(&id) {
+            return; // sent twice: the first one counts
+        }
+        self.ensure(NodeLabel::Packet, "message_id", &p.message_id.to_string());
+        self.set(
+            &id,
+            [
+                ("from_agent", json!(p.from_agent)),
+                ("to_agent", json!(p.to_agent)),
+                ("thread_id", json!(p.thread_id)),
+                ("subject", json!(p.subject)),
+                ("priority", json!(p.priority)),
+                ("delivery_status", json!(p.delivery_status)),
+                ("work_status", json!(p.work_status)),
+                ("protocol_version", json!(p.protocol_version)),
+                ("created_at", json!(p.created_at)),
+                ("sent_at", json!(at)),
+                ("in_reply_to", json!(p.in_reply_to.map(|u| u.to_string()))),
+            ],
+        );
+        let from = self.volk(&p.from_agent);
+        let to = self.volk(&p.to_agent);
+        let thread = self.thread(&p.thread_id, &p.subject, &p.from_agent, at);
+        if let Some(node) = self.nodes.get_mut(&thread) {
+            let count = node
+                .properties
+                .get("message_count")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            node.properties
+                .insert("message_count".into(), json!(count + 1));
+            if node.properties.get("status") == Some(&json!("resolved")) {
+                node.properties.insert("status".into(), json!("active"));
+            }
+        }
+        let mut rels = vec![
+            self.link(RelType::SentBy, &id, &from, Properties::new()),
+            self.link(RelType::SentTo, &id, &to, Properties::new()),
+            self.link(RelType::InThread, &id, &thread, Properties::new()),
+        ];
+        let session = p
+            .metadata
+            .0
+            .get("session_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if let Some(session) = session {
+            let session = self.session(&session);
+            rels.push(self.link(RelType::InSession, &id, &session, Properties::new()));
+        }
+        // The Volk -> Volk edge counts every packet ever sent between the two.
+        let pair = RelType::SentTo.rel_id(&from, &to);
+        let sent = self
+            .relationships
+            .get(&pair)
+            .and_then(|r| r.properties.get("packets"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let mut properties = Properties::new();
+        properties.insert("packets".into(), json!(sent + 1));
+        self.link(RelType::SentTo, &from, &to, properties);
+        self.packets.push_back(Kept { node: id, rels });
+        while self.packets.len() > MAX_PACKETS {
+            if let Some(old) = self.packets.pop_front() {
+                self.evict(&old);
+                self.evicted_packets += 1;
+            }
+        }
+    }
+
+    fn packet_update<const N: usize>(&mut self, message_id: &Uuid, values: [(&str, Value); N]) {
+        let id = NodeLabel::Packet.node_id(&message_id.to_string());
+        self.set(&id, values);
+    }
+
+    fn decision(&mut self, d: &DecisionRecorded, at: DateTime<Utc>) {
+        let key = d.decision_id.to_string();
+        let id = NodeLabel::Decision.node_id(&key);
+        if self.nodes.contains_key(&id) {
+            return;
+        }
+        self.ensure(NodeLabel::Decision, "decision_id", &key);
+        self.set(
+            &id,
+            [
+                ("subject_kind", json!(d.subject_kind)),
+                ("subject", json!(d.subject)),
+                ("action", json!(d.action)),
+                ("resource", json!(d.resource)),
+                ("result", json!(d.result)),
+                ("rule_trace", json!(d.rule_trace)),
+                ("articles_applied", json!(d.articles_applied)),
+                ("policy_hash", json!(d.policy_hash)),
+                ("dry_run", json!(d.dry_run)),
+                ("reason", json!(d.reason)),
+                ("recorded_at", json!(at)),
+            ],
+        );
+        let mut rels = Vec::new();
+        if d.subject_kind == SubjectKind::Volk && !d.subject.is_empty() {
+            let volk = self.volk(&d.subject);
+            rels.push(self.link(RelType::DecidedAbout, &id, &volk, Properties::new()));
+        }
+        self.decisions.push_back(Kept { node: id, rels });
+        while self.decisions.len() > MAX_DECISIONS {
+            if let Some(old) = self.decisions.pop_front() {
+                self.evict(&old);
+                self.evicted_decisions += 1;
+            }
+        }
+    }
+
+    fn evict(&mut self, kept: &Kept) {
+        self.nodes.remove(&kept.node);
+        for rel in &kept.rels {
+            self.relationships.remove(rel);
+        }
+    }
+}
