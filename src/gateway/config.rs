@@ -24,6 +24,12 @@
 //!     secrets: [«new», «old»]       # several during rotation
 //!     clients: { billing-bot: read_write }
 //!     drift_window_ms: 60000
+//!   neo4j:                          # enables knowledge.query (and the graph sink)
+//!     uri: neo4j://127.0.0.1:7687   # or ORCHESTRATA_GATEWAY__NEO4J__URI
+//!     user: neo4j                   # ORCHESTRATA_GATEWAY__NEO4J__USER
+//!     password: «secret»            # ORCHESTRATA_GATEWAY__NEO4J__PASSWORD; redacted
+//!   knowledge_timeout_ms: 10000     # knowledge.query default timeout
+//!   knowledge_max_results: 1000     # knowledge.query default cap on records
 //! ```
 
 use std::collections::BTreeMap;
@@ -82,6 +88,13 @@ pub struct GatewayConfig {
     pub read_your_write_timeout: Duration,
     /// Largest number of events `gateway.replay` scans for a time or filtered query.
     pub max_replay_scan: u64,
+    /// Neo4j for `knowledge.query`; `None`: that method answers -32603
+    /// `neo4j_unavailable` (the graph view still serves `knowledge.nodes/relationships`).
+    pub neo4j: Option<crate::projection::neo4j::Neo4jConfig>,
+    /// How long a `knowledge.query` may run when the call gives no `timeout_seconds`.
+    pub knowledge_timeout: Duration,
+    /// Records a `knowledge.query` returns at most when the call gives no `max_results`.
+    pub knowledge_max_results: usize,
 }
 
 impl Default for GatewayConfig {
@@ -105,6 +118,9 @@ impl Default for GatewayConfig {
             hmac: None,
             read_your_write_timeout: Duration::from_secs(2),
             max_replay_scan: 100_000,
+            neo4j: None,
+            knowledge_timeout: Duration::from_secs(10),
+            knowledge_max_results: 1000,
         }
     }
 }
@@ -214,6 +230,9 @@ struct FileGateway {
     hmac: Option<HmacConfig>,
     read_your_write_timeout_ms: Option<u64>,
     max_replay_scan: Option<u64>,
+    neo4j: Option<crate::projection::neo4j::Neo4jConfig>,
+    knowledge_timeout_ms: Option<u64>,
+    knowledge_max_results: Option<usize>,
 }
 
 fn positive<T: PartialOrd + Default + Copy>(
@@ -290,6 +309,11 @@ impl GatewayConfig {
             &mut c.heartbeat_max_misses,
         )?;
         positive("max_replay_scan", g.max_replay_scan, &mut c.max_replay_scan)?;
+        positive(
+            "knowledge_max_results",
+            g.knowledge_max_results,
+            &mut c.knowledge_max_results,
+        )?;
         for (field, value, target) in [
             ("auth_grace_ms", g.auth_grace_ms, &mut c.auth_grace),
             (
@@ -312,6 +336,11 @@ impl GatewayConfig {
                 g.auth_cache_ttl_ms,
                 &mut c.auth_cache_ttl,
             ),
+            (
+                "knowledge_timeout_ms",
+                g.knowledge_timeout_ms,
+                &mut c.knowledge_timeout,
+            ),
         ] {
             let mut ms = 0u64;
             positive(field, value, &mut ms)?;
@@ -331,6 +360,15 @@ impl GatewayConfig {
         }
         if let Some(h) = g.hmac {
             c = c.with_hmac(h)?;
+        }
+        if let Some(n) = g.neo4j {
+            if n.uri.trim().is_empty() {
+                return Err(GatewayConfigError::Invalid {
+                    field: "gateway.neo4j.uri".into(),
+                    reason: "must not be empty (remove `neo4j` to run without Neo4j)".into(),
+                });
+            }
+            c.neo4j = Some(n);
         }
         Ok(c)
     }

@@ -112,6 +112,9 @@ methods! {
     "governance.query" => handlers::governance::query, RO, mutates: false, exposed: true, "Recorded governance decisions, filtered, newest first, offset/limit paginated.";
     "governance.evaluate" => handlers::governance::evaluate, RW, mutates: false, exposed: true, "Dry-run a governance decision: result, rule trace, articles (recorded as dry_run).";
     "governance.rules" => handlers::governance::rules, ADMIN, mutates: false, exposed: true, "The loaded policy predicates by category, with file and line (admin).";
+    "knowledge.nodes" => handlers::knowledge::nodes, RO, mutates: false, exposed: true, "Knowledge-graph nodes by label and property values, offset/limit paginated.";
+    "knowledge.relationships" => handlers::knowledge::relationships, RO, mutates: false, exposed: true, "Knowledge-graph relationships by type, source, target and properties, paginated.";
+    "knowledge.query" => handlers::knowledge::query, RO, mutates: false, exposed: true, "Read-only Cypher on Neo4j (governed by gateway_can_query_kg; timeout, max_results).";
 }
 
 /// The row of `name`.

@@ -35,6 +35,7 @@ pub mod client;
 pub mod config;
 pub mod connection;
 pub mod console;
+pub mod cypher;
 pub mod dispatch;
 pub mod error;
 pub mod handlers;

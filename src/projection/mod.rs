@@ -34,6 +34,7 @@
 
 mod error;
 mod handle;
+pub mod neo4j;
 mod rebuild;
 mod runner;
 mod store;

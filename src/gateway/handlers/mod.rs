@@ -5,6 +5,7 @@ pub mod config;
 pub mod cxp;
 pub mod gateway;
 pub mod governance;
+pub mod knowledge;
 pub mod replay;
 pub mod session;
 pub mod subscribe;

@@ -1,0 +1,388 @@
+//! Read-only Cypher: the check `knowledge.query` runs before anything reaches Neo4j
+//! (REQ-014-152, REQ-014-153, ERR-007).
+//!
+//! The query is tokenized the way Cypher reads it — string literals (`'…'`, `"…"` with
+//! backslash escapes), backtick-quoted names, `//` and `/* */` comments, identifiers,
+//! parameters (`$name`) — so a keyword inside a string, a comment or a quoted name is
+//! data, not a clause: `MATCH (p:Packet) WHERE p.subject = 'CREATE user' RETURN p` is
+//! read-only. Keywords are case-insensitive. A word is a *clause keyword* unless it is
+//! a property (`n.set`), a label or relationship type (`:Create`, `[:SET]`), a map key
+//! (`{delete: 1}`) or a parameter (`$remove`).
+//!
+//! Accepted: queries that begin with `MATCH`, `OPTIONAL MATCH`, `WITH`, `UNWIND` or
+//! `RETURN` and use only reading clauses (`WHERE`, `ORDER BY`, `SKIP`, `LIMIT`, `UNION`
+//! and expressions). Refused with [`CypherError::Mutation`]: any of
+//! [`WRITE_KEYWORDS`] (`CREATE`, `MERGE`, `DELETE`, `DETACH`, `SET`, `REMOVE`, `DROP`,
+//! `CALL`, `LOAD CSV`, `FOREACH`, and the administration commands). One statement per
+//! query: a `;` may only end it.
+//!
+//! ```
+//! use orchestrata::gateway::cypher::{validate, CypherError};
+//!
+//! let ok = validate("MATCH (v:Volk) WHERE v.note = 'DELETE me' RETURN v // SET").unwrap();
+//! assert_eq!(ok.pattern, "MATCH (v:Volk) WHERE v.note = ? RETURN v");
+//! assert!(matches!(
+//!     validate("match (v) detach delete v"),
+//!     Err(CypherError::Mutation { ref keyword, .. }) if keyword == "DETACH"
+//! ));
+//! ```
+
+/// Words that make a query write or administer the database, as clause keywords.
+pub const WRITE_KEYWORDS: &[&str] = &[
+    "CREATE",
+    "MERGE",
+    "DELETE",
+    "DETACH",
+    "SET",
+    "REMOVE",
+    "DROP",
+    "CALL",
+    "LOAD",
+    "FOREACH",
+    "ALTER",
+    "GRANT",
+    "DENY",
+    "REVOKE",
+    "RENAME",
+    "START",
+    "STOP",
+    "TERMINATE",
+    "USE",
+];
+
+/// Words a read-only query may begin with.
+pub const FIRST_CLAUSES: &[&str] = &["MATCH", "OPTIONAL", "WITH", "UNWIND", "RETURN"];
+
+/// Why a query is not accepted. Each variant names the byte offset in the query.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CypherError {
+    /// The query writes (or administers) the database.
+    #[error("cypher: `{keyword}` at byte {offset} writes to the graph; knowledge.query is read-only (MATCH, OPTIONAL MATCH, WITH, UNWIND, RETURN, WHERE, ORDER BY, SKIP, LIMIT)")]
+    Mutation {
+        /// The keyword, upper-cased.
+        keyword: String,
+        /// Where it starts.
+        offset: usize,
+    },
+    /// Nothing but whitespace and comments.
+    #[error("cypher: the query is empty")]
+    Empty,
+    /// It does not begin with a reading clause.
+    #[error("cypher: a query must begin with MATCH, OPTIONAL MATCH, WITH, UNWIND or RETURN, not `{first}`")]
+    NotReadClause {
+        /// The first word (or character).
+        first: String,
+    },
+    /// A string, quoted name or comment is not closed.
+    #[error("cypher: unterminated {what} starting at byte {offset}")]
+    Unterminated {
+        /// `string`, `quoted name` or `comment`.
+        what: &'static str,
+        /// Where it starts.
+        offset: usize,
+    },
+    /// More than one statement.
+    #[error("cypher: `;` at byte {offset} starts a second statement; send one query at a time")]
+    MultipleStatements {
+        /// Where the `;` is.
+        offset: usize,
+    },
+}
+
+impl CypherError {
+    /// The `data.reason` of the JSON-RPC error: `mutation_not_allowed` (ERR-007) or
+    /// `invalid_cypher`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            CypherError::Mutation { .. } => "mutation_not_allowed",
+            _ => "invalid_cypher",
+        }
+    }
+}
+
+/// A query that passed: what governance is asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadOnly {
+    /// The query with comments removed and every string literal replaced by `?`
+    /// (whitespace runs collapsed): its shape, without the data in it. This is the
+    /// `QueryPattern` of `gateway_can_query_kg/2`, so a policy that looks for write
+    /// words is not fooled by (or does not trip on) a string that contains one.
+    pub pattern: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Word,
+    Param,
+    Str,
+    Quoted,
+    Punct(char),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Token<'a> {
+    kind: Kind,
+    text: &'a str,
+    offset: usize,
+}
+
+/// Splits `q` into tokens, dropping whitespace and comments.
+fn tokenize(q: &str) -> Result<Vec<Token<'_>>, CypherError> {
+    let bytes = q.as_bytes();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        let start = i;
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if q[i..].starts_with("//") {
+            i = q[i..].find('\n').map_or(bytes.len(), |n| i + n);
+        } else if q[i..].starts_with("/*") {
+            let end = q[i + 2..].find("*/").ok_or(CypherError::Unterminated {
+                what: "comment",
+                offset: start,
+            })?;
+            i += 2 + end + 2;
+        } else if c == b'\'' || c == b'"' {
+            i += 1;
+            loop {
+                match bytes.get(i) {
+                    None => {
+                        return Err(CypherError::Unterminated {
+                            what: "string",
+                            offset: start,
+                        })
+                    }
+                    Some(b'\\') => i += 2,
+                    Some(b) if *b == c => {
+                        i += 1;
+                        break;
+                    }
+                    Some(_) => i += 1,
+                }
+            }
+            tokens.push(Token {
+                kind: Kind::Str,
+                text: &q[start..i.min(bytes.len())],
+                offset: start,
+            });
+        } else if c == b'`' {
+            i += 1;
+            loop {
+                match bytes.get(i) {
+                    None => {
+                        return Err(CypherError::Unterminated {
+                            what: "quoted name",
+                            offset: start,
+                        })
+                    }
+                    Some(b'`') if bytes.get(i + 1) == Some(&b'`') => i += 2,
+                    Some(b'`') => {
+                        i += 1;
+                        break;
+                    }
+                    Some(_) => i += 1,
+                }
+            }
+            tokens.push(Token {
+                kind: Kind::Quoted,
+                text: &q[start..i],
+                offset: start,
+            });
+        } else if c == b'$' || c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80 {
+            i += 1;
+            while i < bytes.len()
+                && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || bytes[i] >= 0x80)
+            {
+                i += 1;
+            }
+            let kind = if c == b'$' { Kind::Param } else { Kind::Word };
+            tokens.push(Token {
+                kind,
+                text: &q[start..i],
+                offset: start,
+            });
+        } else {
+            i += 1;
+            tokens.push(Token {
+                kind: Kind::Punct(char::from(c)),
+                text: &q[start..i],
+                offset: start,
+            });
+        }
+    }
+    Ok(tokens)
+}
+
+/// Whether the word at `i` is used as a clause keyword (not a property, label,
+/// relationship type or map key).
+fn is_keyword_position(tokens: &[Token<'_>], i: usize) -> bool {
+    let before = i.checked_sub(1).map(|b| tokens[b].kind);
+    let after = tokens.get(i + 1).map(|t| t.kind);
+    !matches!(before, Some(Kind::Punct('.') | Kind::Punct(':')))
+        && !matches!(after, Some(Kind::Punct(':')))
+}
+
+/// Checks that `cypher` only reads (see the module docs) and returns its pattern.
+pub fn validate(cypher: &str) -> Result<ReadOnly, CypherError> {
+    let tokens = tokenize(cypher)?;
+    let Some(first) = tokens.first() else {
+        return Err(CypherError::Empty);
+    };
+    for (i, t) in tokens.iter().enumerate() {
+        match t.kind {
+            Kind::Word if is_keyword_position(&tokens, i) => {
+                let upper = t.text.to_ascii_uppercase();
+                if WRITE_KEYWORDS.contains(&upper.as_str()) {
+                    return Err(CypherError::Mutation {
+                        keyword: upper,
+                        offset: t.offset,
+                    });
+                }
+            }
+            Kind::Punct(';') if i + 1 < tokens.len() => {
+                return Err(CypherError::MultipleStatements { offset: t.offset });
+            }
+            _ => {}
+        }
+    }
+    let upper = first.text.to_ascii_uppercase();
+    if first.kind != Kind::Word || !FIRST_CLAUSES.contains(&upper.as_str()) {
+        return Err(CypherError::NotReadClause {
+            first: first.text.chars().take(40).collect(),
+        });
+    }
+    Ok(ReadOnly {
+        pattern: pattern(cypher, &tokens),
+    })
+}
+
+/// The query's tokens re-joined with single spaces where the source had whitespace,
+/// string literals as `?`, comments dropped, a trailing `;` dropped.
+fn pattern(cypher: &str, tokens: &[Token<'_>]) -> String {
+    let mut out = String::with_capacity(cypher.len());
+    let mut end = 0;
+    for t in tokens {
+        if t.kind == Kind::Punct(';') {
+            continue;
+        }
+        if !out.is_empty() && t.offset > end {
+            out.push(' ');
+        }
+        match t.kind {
+            Kind::Str => out.push('?'),
+            _ => out.push_str(t.text),
+        }
+        end = t.offset + t.text.len();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keyword(q: &str) -> Option<String> {
+        match validate(q) {
+            Err(CypherError::Mutation { keyword, .. }) => Some(keyword),
+            _ => None,
+        }
+    }
+
+    // REQ-014-153 ERR-007
+    #[test]
+    fn every_write_clause_is_refused_in_any_case() {
+        for (q, k) in [
+            ("CREATE (n:Volk {alias: 'x'})", "CREATE"),
+            ("MATCH (n) create (m)", "CREATE"),
+            ("MERGE (n:Volk {alias: 'x'}) RETURN n", "MERGE"),
+            ("MATCH (n) DELETE n", "DELETE"),
+            ("MATCH (n) Detach Delete n", "DETACH"),
+            ("MATCH (n) SET n.x = 1", "SET"),
+            ("MATCH (n) REMOVE n.x", "REMOVE"),
+            ("DROP INDEX volk_alias", "DROP"),
+            ("CALL db.labels()", "CALL"),
+            ("MATCH (n) CALL { WITH n RETURN n } RETURN n", "CALL"),
+            ("LOAD CSV FROM 'file:///x' AS row RETURN row", "LOAD"),
+            ("MATCH (n) FOREACH (x IN [1] | SET n.y = x)", "FOREACH"),
+            ("MATCH (n) WITH n /* ok */ SET n.k = 2", "SET"),
+            ("USE system SHOW USERS", "USE"),
+        ] {
+            assert_eq!(keyword(q).as_deref(), Some(k), "{q}");
+            assert_eq!(
+                validate(q).map_err(|e| e.reason()),
+                Err("mutation_not_allowed")
+            );
+        }
+    }
+
+    // REQ-014-152
+    #[test]
+    fn reading_queries_pass_even_when_data_or_comments_contain_write_words() {
+        for q in [
+            "MATCH (p:Packet) WHERE p.subject = 'CREATE user' RETURN p",
+            "MATCH (p:Packet) WHERE p.subject = \"it's a MERGE \\\" DELETE\" RETURN p",
+            "MATCH (v:Volk) RETURN v // then SET everything",
+            "MATCH (v:Volk) /* DETACH DELETE v */ RETURN v.alias AS alias",
+            "MATCH (v:`CREATE`) RETURN v",
+            "MATCH (n) WHERE n.set = 1 AND n.delete IS NULL RETURN {create: n.merge}",
+            "MATCH (a)-[:SET]->(b) RETURN a, b",
+            "MATCH (n) WHERE n.x = $remove RETURN n",
+            "optional match (v:Volk)-[r:CHILD_OF]->(p) return v, p order by v.alias skip 1 limit 5",
+            "WITH 1 AS x RETURN x",
+            "UNWIND [1, 2] AS x RETURN x;",
+            "RETURN 'a' UNION RETURN 'b'",
+            "MATCH (n) WHERE n.offset > 1 RETURN n",
+        ] {
+            assert!(validate(q).is_ok(), "{q}: {:?}", validate(q));
+        }
+    }
+
+    // REQ-014-152
+    #[test]
+    fn malformed_or_non_reading_queries_are_refused_with_a_reason() {
+        assert_eq!(validate("  // nothing\n"), Err(CypherError::Empty));
+        assert_eq!(
+            validate("MATCH (n) WHERE n.s = 'open RETURN n"),
+            Err(CypherError::Unterminated {
+                what: "string",
+                offset: 22
+            })
+        );
+        assert!(matches!(
+            validate("MATCH (n) /* RETURN n"),
+            Err(CypherError::Unterminated {
+                what: "comment",
+                ..
+            })
+        ));
+        assert!(matches!(
+            validate("MATCH (`n) RETURN 1"),
+            Err(CypherError::Unterminated {
+                what: "quoted name",
+                ..
+            })
+        ));
+        assert_eq!(
+            validate("MATCH (n) RETURN n; MATCH (m) RETURN m"),
+            Err(CypherError::MultipleStatements { offset: 18 })
+        );
+        assert!(matches!(
+            validate("EXPLAIN MATCH (n) RETURN n"),
+            Err(CypherError::NotReadClause { first }) if first == "EXPLAIN"
+        ));
+        assert_eq!(
+            validate("(n)").map_err(|e| e.reason()),
+            Err("invalid_cypher")
+        );
+        assert!(validate("MATCH (n) WHERE n.name = 'é' RETURN n").is_ok());
+    }
+
+    // REQ-014-162
+    #[test]
+    fn the_pattern_hides_literals_and_comments() {
+        let ok = validate("MATCH (p)  WHERE p.s = 'SET x' // c\n RETURN p;").expect("valid");
+        assert_eq!(ok.pattern, "MATCH (p) WHERE p.s = ? RETURN p");
+    }
+}
