@@ -11,7 +11,7 @@
 //! never seen. A token presented for the wrong tool or the wrong arguments is burnt as
 //! well as refused (fail closed: it was shown where it did not belong).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -20,6 +20,10 @@ use uuid::Uuid;
 
 /// How long an approval stays valid.
 pub const APPROVAL_TTL: Duration = Duration::from_secs(300);
+
+/// At most this many grants are kept (used ones included, until they are forgotten);
+/// issuing one more forgets the oldest, whose token then reads as unknown.
+pub const MAX_GRANTS: usize = 4096;
 
 /// Why a presented token does not let the call through. Each carries the stable word
 /// ([`Refusal::reason`]) that goes into the ledger and the refusal the client sees.
@@ -99,6 +103,8 @@ struct Grant {
 #[derive(Default)]
 pub struct ApprovalBook {
     grants: HashMap<[u8; 32], Grant>,
+    /// Digests in issue order (issue times never decrease), for expiry and the cap.
+    order: VecDeque<(Instant, [u8; 32])>,
 }
 
 fn digest(token: &str) -> [u8; 32] {
@@ -116,9 +122,16 @@ impl ApprovalBook {
     /// [`APPROVAL_TTL`] from `now`.
     pub fn issue(&mut self, tool: &str, arguments_hash: &str, now: Instant) -> Issued {
         self.forget_expired(now);
+        while self.order.len() >= MAX_GRANTS {
+            if let Some((_, oldest)) = self.order.pop_front() {
+                self.grants.remove(&oldest);
+            }
+        }
         let token = format!("{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple());
+        let key = digest(&token);
+        self.order.push_back((now, key));
         self.grants.insert(
-            digest(&token),
+            key,
             Grant {
                 tool: tool.to_owned(),
                 arguments_hash: arguments_hash.to_owned(),
@@ -168,8 +181,13 @@ impl ApprovalBook {
     /// Drops grants expired for longer than a TTL (until then a late reuse still reads
     /// "expired" or "already used" rather than "unknown").
     fn forget_expired(&mut self, now: Instant) {
-        self.grants
-            .retain(|_, g| now.saturating_duration_since(g.issued_at) < APPROVAL_TTL * 2);
+        while let Some((issued_at, key)) = self.order.front().copied() {
+            if now.saturating_duration_since(issued_at) < APPROVAL_TTL * 2 {
+                break;
+            }
+            self.order.pop_front();
+            self.grants.remove(&key);
+        }
     }
 
     /// Outstanding grants (used or not, not yet forgotten).
@@ -260,5 +278,25 @@ mod tests {
         // Old grants are forgotten once expired for a full TTL.
         book.issue("cxp_ack", "h", now + APPROVAL_TTL * 3);
         assert_eq!(book.len(), 1);
+    }
+
+    // REQ-014-205
+    #[test]
+    fn the_book_is_bounded_and_forgets_the_oldest_first() {
+        let mut book = ApprovalBook::new();
+        let now = Instant::now();
+        let first = book.issue("cxp_send", "h", now).token;
+        let second = book.issue("cxp_send", "h", now).token;
+        for _ in 2..MAX_GRANTS {
+            book.issue("cxp_send", "h", now);
+        }
+        assert_eq!(book.len(), MAX_GRANTS);
+        book.issue("cxp_send", "h", now);
+        assert_eq!(book.len(), MAX_GRANTS);
+        assert_eq!(
+            book.redeem(&first, "cxp_send", "h", now),
+            Err(Refusal::Unknown)
+        );
+        assert_eq!(book.redeem(&second, "cxp_send", "h", now), Ok(()));
     }
 }

@@ -69,7 +69,7 @@ impl McpServer {
         match method {
             "initialize" => initialize(params),
             "ping" => Ok(json!({})),
-            "tools/list" => Ok(self.catalog.list()),
+            "tools/list" => Ok(self.catalog.list().clone()),
             "tools/call" => self.call_tool(params).await,
             other => Err(ProtocolError::method_not_found(other)),
         }

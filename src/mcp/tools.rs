@@ -38,6 +38,8 @@ pub struct Tool {
 #[derive(Debug, Clone)]
 pub struct Catalog {
     tools: Vec<Tool>,
+    /// The `tools/list` result, built once.
+    list: Value,
 }
 
 /// The MCP tool name of a gateway method.
@@ -97,7 +99,7 @@ impl Catalog {
 
     /// The catalog of any method table (the exposed rows of `methods`).
     pub fn from_methods(methods: &[Method]) -> Catalog {
-        let tools = methods
+        let tools: Vec<Tool> = methods
             .iter()
             .filter(|m| m.exposed)
             .map(|m| {
@@ -117,7 +119,8 @@ impl Catalog {
                 }
             })
             .collect();
-        Catalog { tools }
+        let list = list_of(&tools);
+        Catalog { tools, list }
     }
 
     /// The tool called `name` (`None` for `approve` and unknown names).
@@ -131,29 +134,32 @@ impl Catalog {
     }
 
     /// The `tools/list` result: every method-backed tool, then `approve`.
-    pub fn list(&self) -> Value {
-        let gated: Vec<&str> = self
-            .tools
-            .iter()
-            .filter(|t| t.gated)
-            .map(|t| t.name.as_str())
-            .collect();
-        let mut tools: Vec<Value> = self
-            .tools
-            .iter()
-            .map(|t| {
-                json!({
-                    "name": t.name,
-                    "title": t.method,
-                    "description": t.description,
-                    "inputSchema": t.input_schema,
-                    "annotations": {"readOnlyHint": !t.gated, "openWorldHint": false},
-                })
-            })
-            .collect();
-        tools.push(approve_tool(&gated));
-        json!({ "tools": tools })
+    pub fn list(&self) -> &Value {
+        &self.list
     }
+}
+
+/// The `tools/list` result of `tools`: each of them, then `approve`.
+fn list_of(tools: &[Tool]) -> Value {
+    let gated: Vec<&str> = tools
+        .iter()
+        .filter(|t| t.gated)
+        .map(|t| t.name.as_str())
+        .collect();
+    let mut listed: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            json!({
+                "name": t.name,
+                "title": t.method,
+                "description": t.description,
+                "inputSchema": t.input_schema,
+                "annotations": {"readOnlyHint": !t.gated, "openWorldHint": false},
+            })
+        })
+        .collect();
+    listed.push(approve_tool(&gated));
+    json!({ "tools": listed })
 }
 
 /// Sorts object keys recursively, so equal arguments serialize to equal bytes whatever
