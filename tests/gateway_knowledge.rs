@@ -192,7 +192,7 @@ async fn nodes_and_relationships_follow_registrations_packets_and_sessions() {
     let packets = c
         .ok("knowledge.nodes", json!({"node_type": "Packet"}))
         .await;
-    assert_eq!(ids(&packets, "nodes"), [packet.clone()], "{packets}");
+    assert_eq!(ids(&packets, "nodes"), [packet.as_str()], "{packets}");
     let node = &packets["nodes"][0];
     assert_eq!(node["labels"], json!(["Packet"]));
     assert_eq!(node["properties"]["from_agent"], "U:Cx");
@@ -445,7 +445,7 @@ async fn with_neo4j(uri: String) -> Stack {
     Stack::with(config).await
 }
 
-// ERR-010
+// REQ-014-151 ERR-010
 #[tokio::test]
 async fn a_configured_neo4j_that_refuses_connections_is_unavailable() {
     let port = support::free_port();

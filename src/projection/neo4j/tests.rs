@@ -37,7 +37,7 @@ fn the_password_never_shows_in_debug_output() {
     assert!(e.to_string().contains("pasword"), "{e}");
 }
 
-// ERR-010
+// REQ-014-151 ERR-010
 #[tokio::test]
 async fn a_closed_port_is_unavailable_at_once() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
