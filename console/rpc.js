@@ -92,7 +92,7 @@ export class Gateway {
     if (history > 0) {
       const r = await this.call('gateway.replay', { topic, count: history });
       sub.epoch = r.epoch ?? null;
-      for (const ev of r.events || []) this.deliver(sub, ev);
+      for (const ev of r.events || []) this.deliver(sub, ev, { history: true });
       const newest = r.buffer_range?.newest_sequence;
       if (newest !== null && newest !== undefined) sub.last = Math.max(sub.last ?? -1, newest);
     }
@@ -217,7 +217,7 @@ export class Gateway {
     }
   }
 
-  deliver(sub, ev) {
+  deliver(sub, ev, meta = {}) {
     const seq = ev.sequence;
     if (sub.last !== null && sub.epoch === ev.epoch && seq <= sub.last) {
       this.stats.duplicatesDropped += 1;
@@ -230,8 +230,8 @@ export class Gateway {
     sub.last = seq;
     sub.epoch = ev.epoch ?? sub.epoch;
     this.stats.events += 1;
-    for (const h of sub.handlers) h(ev, {});
-    for (const l of this.eventListeners) l(ev, {});
+    for (const h of sub.handlers) h(ev, meta);
+    for (const l of this.eventListeners) l(ev, meta);
   }
 
   dropped(ws, e) {

@@ -18,7 +18,7 @@ export function foldWorkflow(runs, ev) {
   const run = runs.get(p.workflow_id) || { id: p.workflow_id, name: '', status: 'running', step: '' };
   if (ev.event_type === 'started') run.name = p.name;
   if (WORKFLOW_STATUS[ev.event_type]) run.status = WORKFLOW_STATUS[ev.event_type];
-  if (ev.event_type === 'step_started') run.step = p.step + (p.assigned_to ? ` (${p.assigned_to})` : '');
+  if (ev.event_type === 'step_started') run.step = p.step + (p.assigned_to && p.assigned_to !== p.step ? ` (${p.assigned_to})` : '');
   if (ev.event_type === 'step_completed') run.step = `${p.step} ✓`;
   run.updated = ev.timestamp;
   run.seq = ev.sequence;
@@ -44,7 +44,7 @@ export async function sessionsPanel(ctx) {
       button('workflow.pause', 'pause', r.status === 'running');
       button('workflow.resume', 'resume', r.status === 'paused');
       button('workflow.cancel', 'cancel', open);
-      return h('tr', { dataset: { workflow: r.id } }, h('td', { title: r.id }, r.id.slice(0, 12)), h('td', {}, r.name),
+      return h('tr', { dataset: { workflow: r.id } }, h('td', { title: r.id }, r.id.slice(0, 16)), h('td', {}, r.name),
         h('td', { class: `st-${r.status} status` }, r.status), h('td', {}, r.step), h('td', {}, age(r.updated)), actions);
     });
     byId('workflows').replaceChildren(...rows);

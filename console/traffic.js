@@ -26,8 +26,8 @@ export async function trafficPanel(ctx) {
   const body = byId('traffic-rows');
   const filters = { volk: byId('f-volk'), thread: byId('f-thread'), subject: byId('f-subject'), status: byId('f-status') };
 
-  function apply(ev) {
-    current += 1;
+  function apply(ev, meta = {}) {
+    if (!meta.history && !meta.fill) current += 1; // the chart counts live arrivals
     const p = ev.payload || {};
     if (ev.event_type === 'packet_sent' && p.packet) {
       const k = p.packet;

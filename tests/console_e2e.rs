@@ -164,7 +164,7 @@ async fn rw_client(port: u16) -> Ws {
 // REQ-014-001 REQ-014-002 REQ-014-003 REQ-014-004 REQ-014-005 REQ-014-006
 // REQ-014-011 REQ-014-013 REQ-014-016 REQ-014-021 REQ-014-031 REQ-014-041 REQ-014-043
 // REQ-014-051 REQ-014-077 REQ-014-079 REQ-014-086 REQ-014-102 REQ-014-111
-// REQ-014-128 REQ-014-131 REQ-014-132 REQ-014-134 REQ-014-141
+// REQ-014-128 REQ-014-131 REQ-014-132 REQ-014-133 REQ-014-134 REQ-014-141
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operator_console_end_to_end_in_headless_chromium() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -266,6 +266,7 @@ async fn operator_console_end_to_end_in_headless_chromium() {
         "gateway",
         "resumed",
         "readonly",
+        "gap",
     ] {
         let file = shots.join(format!("{shot}.png"));
         let len = std::fs::metadata(&file)

@@ -250,6 +250,25 @@ async function main() {
     expect(refused && refused.code === -32001 && refused.reason === 'insufficient_scope', `server refuses workflow.cancel for read_only (${JSON.stringify(refused)})`);
     await shot(ro, 'readonly');
 
+    step('gap');
+    // A gateway.gap notice (what the gateway sends when it had to drop events it could
+    // not queue for this page) shows as a notice whose "fill" replays exactly the range.
+    await tab(ro, 'traffic');
+    const gapFrom = Math.min(...Object.values(await ro.$$eval('#traffic-rows tr', (trs) => trs.map((t) => Number(t.cells[0].textContent)))));
+    await ro.evaluate(({ from }) => {
+      const sub = window.orchestrataConsole.gw.subs.get('cxp.traffic');
+      window.orchestrataConsole.gw.frame(JSON.stringify({ jsonrpc: '2.0', method: 'gateway.gap', params: {
+        topic: 'cxp.traffic', subscription: sub.id, dropped: 4, sequence_from: from, sequence_to: from + 3, epoch: sub.epoch } }));
+    }, { from: gapFrom });
+    await ro.waitForSelector('.notice .notice-action', { timeout: 5000 });
+    const noticeText = await ro.textContent('.notice');
+    expect(noticeText.includes(`#${gapFrom}..#${gapFrom + 3}`), `the gap notice names the missing range (${noticeText})`);
+    await shot(ro, 'gap');
+    await ro.click('.notice .notice-action');
+    await ro.waitForFunction(() => document.querySelector('.notice')?.textContent.includes('filled 4 events'), null, { timeout: 10000 });
+    const afterFill = await rowCounts(ro);
+    for (const [id, n] of Object.entries(afterFill)) expect(n === 1, `packet ${id} shown once after the fill`);
+
     step('load');
     // 3,000 cxp.traffic frames (a few seconds at 1,000 events/s) fed through the page's
     // own frame parser at 1,000 per second: the page keeps at most MAX_ROWS packets and
