@@ -137,6 +137,11 @@ pub async fn launch(l: Launch<'_>) -> anyhow::Result<Launched> {
                 "clients": h.clients,
                 "drift_window_ms": h.drift_window.as_millis() as u64,
             })),
+            "neo4j": config.neo4j.as_ref().map(|n| json!({
+                "uri": n.uri, "user": n.user, "password": "<redacted>",
+            })),
+            "knowledge_timeout_ms": config.knowledge_timeout.as_millis() as u64,
+            "knowledge_max_results": config.knowledge_max_results,
         },
         "log": {
             "location": l.log.location(),

@@ -53,3 +53,30 @@ async fn a_closed_port_is_unavailable_at_once() {
         .expect_err("nothing listens");
     assert!(matches!(e, Neo4jError::Unavailable { .. }), "{e}");
 }
+
+// REQ-014-154 REQ-014-164
+#[test]
+fn gateway_config_reads_neo4j_and_the_query_defaults() {
+    use crate::gateway::GatewayConfig;
+    let c = GatewayConfig::from_yaml("gateway: {}").expect("defaults");
+    assert!(c.neo4j.is_none());
+    assert_eq!(c.knowledge_timeout, std::time::Duration::from_secs(10));
+    assert_eq!(c.knowledge_max_results, 1000);
+    let c = GatewayConfig::from_yaml(
+        "gateway:\n  neo4j: {uri: 'neo4j://db:7687', user: ops, password: pw}\n  \
+         knowledge_timeout_ms: 2500\n  knowledge_max_results: 7\n",
+    )
+    .expect("neo4j config");
+    let n = c.neo4j.expect("neo4j");
+    assert_eq!((n.uri.as_str(), n.user.as_str()), ("neo4j://db:7687", "ops"));
+    assert_eq!(c.knowledge_timeout, std::time::Duration::from_millis(2500));
+    assert_eq!(c.knowledge_max_results, 7);
+    for (bad, field) in [
+        ("gateway:\n  neo4j: {uri: ' '}\n", "gateway.neo4j.uri"),
+        ("gateway:\n  knowledge_max_results: 0\n", "gateway.knowledge_max_results"),
+        ("gateway:\n  knowledge_timeout_ms: 0\n", "gateway.knowledge_timeout_ms"),
+    ] {
+        let e = GatewayConfig::from_yaml(bad).expect_err(bad);
+        assert!(e.to_string().contains(field), "{bad}: {e}");
+    }
+}
