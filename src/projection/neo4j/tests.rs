@@ -68,13 +68,22 @@ fn gateway_config_reads_neo4j_and_the_query_defaults() {
     )
     .expect("neo4j config");
     let n = c.neo4j.expect("neo4j");
-    assert_eq!((n.uri.as_str(), n.user.as_str()), ("neo4j://db:7687", "ops"));
+    assert_eq!(
+        (n.uri.as_str(), n.user.as_str()),
+        ("neo4j://db:7687", "ops")
+    );
     assert_eq!(c.knowledge_timeout, std::time::Duration::from_millis(2500));
     assert_eq!(c.knowledge_max_results, 7);
     for (bad, field) in [
         ("gateway:\n  neo4j: {uri: ' '}\n", "gateway.neo4j.uri"),
-        ("gateway:\n  knowledge_max_results: 0\n", "gateway.knowledge_max_results"),
-        ("gateway:\n  knowledge_timeout_ms: 0\n", "gateway.knowledge_timeout_ms"),
+        (
+            "gateway:\n  knowledge_max_results: 0\n",
+            "gateway.knowledge_max_results",
+        ),
+        (
+            "gateway:\n  knowledge_timeout_ms: 0\n",
+            "gateway.knowledge_timeout_ms",
+        ),
     ] {
         let e = GatewayConfig::from_yaml(bad).expect_err(bad);
         assert!(e.to_string().contains(field), "{bad}: {e}");
