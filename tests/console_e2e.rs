@@ -34,7 +34,7 @@ fn header(r: &reqwest::Response, name: &str) -> String {
         .to_owned()
 }
 
-// REQ-014-136
+// REQ-014-US-001
 #[tokio::test]
 async fn console_assets_are_served_from_the_binary_with_types_and_no_cache() {
     let gw = TestGateway::sled(support::ws::test_config()).await;
@@ -161,10 +161,12 @@ async fn rw_client(port: u16) -> Ws {
     ws
 }
 
-// REQ-014-001 REQ-014-002 REQ-014-003 REQ-014-004 REQ-014-005 REQ-014-006
-// REQ-014-011 REQ-014-013 REQ-014-016 REQ-014-021 REQ-014-031 REQ-014-041 REQ-014-043
-// REQ-014-051 REQ-014-077 REQ-014-079 REQ-014-086 REQ-014-102 REQ-014-111
-// REQ-014-128 REQ-014-131 REQ-014-132 REQ-014-133 REQ-014-134 REQ-014-141
+// REQ-014-US-001 REQ-014-US-002 REQ-014-US-003 REQ-014-US-004 REQ-014-US-005
+// REQ-014-US-006 REQ-014-US-008
+// REQ-014-001 REQ-014-002 REQ-014-011 REQ-014-013 REQ-014-016 REQ-014-021
+// REQ-014-031 REQ-014-041 REQ-014-043 REQ-014-051 REQ-014-077 REQ-014-078
+// REQ-014-086 REQ-014-102 REQ-014-111 REQ-014-128 REQ-014-133 REQ-014-134
+// REQ-014-141
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operator_console_end_to_end_in_headless_chromium() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

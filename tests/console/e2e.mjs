@@ -174,7 +174,9 @@ async function main() {
 
     step('volks');
     await tab(page, 'volks');
-    await page.waitForSelector('#volk-tree li[data-alias="U:Ox"]', { timeout: 10000 });
+    await page.waitForSelector('#volk-tree li[data-alias="U:Ox"] li[data-alias="U:Vz"]', { timeout: 10000 });
+    const lifecycle = await page.$$eval('#lifecycle-events li', (lis) => lis.map((li) => li.textContent));
+    expect(lifecycle.some((t) => t.includes('registered: U:Vz under U:Ox')), `lifecycle shows the roster's registrations (${lifecycle.length} events)`);
     await shot(page, 'volks');
 
     step('workflows');
@@ -185,6 +187,12 @@ async function main() {
       || document.getElementById('workflows-error').textContent, null, { timeout: 10000 });
     const wfError = await page.textContent('#workflows-error');
     expect(!wfError, `workflow started from the console (${wfError})`);
+    await page.click('#workflows button.control[data-method="workflow.pause"]');
+    await page.waitForSelector('#workflows button.control[data-method="workflow.resume"]', { timeout: 10000 });
+    expect(await page.textContent('#workflows td.status') === 'paused', 'the run shows paused');
+    await page.click('#workflows button.control[data-method="workflow.resume"]');
+    await page.waitForSelector('#workflows button.control[data-method="workflow.pause"]', { timeout: 10000 });
+    expect(await page.textContent('#workflows td.status') === 'running', 'the run shows running again');
     await page.click('#workflows button.control[data-method="workflow.pause"]');
     await page.waitForSelector('#workflows button.control[data-method="workflow.resume"]', { timeout: 10000 });
     await shot(page, 'sessions');
