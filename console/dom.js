@@ -75,6 +75,8 @@ export function sparkline(svg, values, width = 240, height = 40) {
   const step = values.length > 1 ? width / (values.length - 1) : width;
   const pts = values.map((v, i) => `${(i * step).toFixed(1)},${(height - (v / max) * (height - 2) - 1).toFixed(1)}`);
   svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+  svg.dataset.max = String(Math.max(0, ...values)); // the peak shown, for tests and tooltips
+  svg.setAttribute('title', `peak ${svg.dataset.max}/s over the last ${values.length} s`);
   svg.innerHTML = `<polyline fill="none" stroke="currentColor" stroke-width="1.5" points="${pts.join(' ')}"/>`;
 }
 

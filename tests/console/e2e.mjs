@@ -98,6 +98,7 @@ async function main() {
   try {
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     const page = await context.newPage();
+    page.setDefaultTimeout(20000);
     current = page;
     page.on('pageerror', (e) => console.error(`page error: ${e.message}`));
 
@@ -121,8 +122,8 @@ async function main() {
     const sender = await otherClient(browser);
     const a = await send(sender, { from: 'U:Cx', target: 'U:Ox', subject: 'build_feature', payload: { feature: 'login' }, priority: 7 });
     const b = await send(sender, { from: 'U:Vz', target: 'U:Qa', subject: 'review_code', payload: { pr: 42 }, priority: 3 });
-    await page.waitForSelector(`#traffic-rows tr[data-message-id="${a.message_id}"]`, { timeout: 10000 });
-    await page.waitForSelector(`#traffic-rows tr[data-message-id="${b.message_id}"]`, { timeout: 10000 });
+    await page.waitForSelector(`#traffic-rows tr[data-message-id="${a.message_id}"]`, { timeout: 20000 });
+    await page.waitForSelector(`#traffic-rows tr[data-message-id="${b.message_id}"]`, { timeout: 20000 });
     const cells = await page.$$eval(`#traffic-rows tr[data-message-id="${a.message_id}"] td`, (tds) => tds.map((t) => t.textContent));
     expect(cells.includes('U:Cx') && cells.includes('U:Ox') && cells.includes('build_feature'), `row shows from/to/subject (${cells})`);
 
@@ -130,7 +131,7 @@ async function main() {
     for (let i = 0; i < 12; i += 1) {
       await send(sender, { from: 'U:Cx', target: 'U:Ox', subject: `burst_${i % 3}`, payload: { i }, priority: 5 });
     }
-    await page.waitForFunction(() => Number(document.getElementById('rate-now').textContent) > 0, null, { timeout: 5000 });
+    await page.waitForFunction(() => Number(document.getElementById('rate-chart').dataset.max) > 0, null, { timeout: 5000 });
     const opened = await sender.call('session.open', { portfolio: 'orchestrata', goals: ['ship the operator console', 'resume without duplicates'] });
     expect(opened.result && opened.result.session_id, `session.open answered a session (${JSON.stringify(opened)})`);
 
@@ -150,10 +151,10 @@ async function main() {
 
     step('thread');
     await page.click(`#traffic-rows tr[data-message-id="${a.message_id}"]`);
-    await page.waitForSelector(`#thread-view .packet[data-message-id="${a.message_id}"]`, { timeout: 10000 });
+    await page.waitForSelector(`#thread-view .packet[data-message-id="${a.message_id}"]`, { timeout: 20000 });
     const thread = await page.textContent('#thread-view');
     expect(thread.includes(a.thread_id) && thread.includes('build_feature'), 'thread view shows the thread and packet');
-    await page.waitForFunction(() => document.querySelectorAll('#thread-view .transition').length > 0, null, { timeout: 10000 });
+    await page.waitForFunction(() => document.querySelectorAll('#thread-view .transition').length > 0, null, { timeout: 20000 });
     await shot(page, 'traffic');
 
     step('dry-run');
@@ -162,49 +163,49 @@ async function main() {
     await page.fill('#d-action', 'send');
     await page.fill('#d-resource', 'U:Ox');
     await page.click('#dryrun-form button[type=submit]');
-    await page.waitForSelector('#dryrun-result .dryrun-outcome, #dryrun-result .error', { timeout: 10000 });
+    await page.waitForSelector('#dryrun-result .dryrun-outcome, #dryrun-result .error', { timeout: 20000 });
     const err = await page.$('#dryrun-result .error');
     expect(!err, `dry run answered (${err ? await err.textContent() : ''})`);
     const outcome = await page.textContent('#dryrun-result .dryrun-outcome');
     expect(['allow', 'deny', 'escalate'].includes(outcome), `dry run outcome is a decision (${outcome})`);
     const trace = await page.$$eval('#dryrun-result .dryrun-trace li', (lis) => lis.length);
     expect(trace > 0, 'dry run shows the Prolog trace');
-    await page.waitForFunction(() => document.querySelectorAll('#decisions tr').length > 0, null, { timeout: 10000 });
+    await page.waitForFunction(() => document.querySelectorAll('#decisions tr').length > 0, null, { timeout: 20000 });
     await shot(page, 'governance');
 
     step('volks');
     await tab(page, 'volks');
-    await page.waitForSelector('#volk-tree li[data-alias="U:Ox"] li[data-alias="U:Vz"]', { timeout: 10000 });
+    await page.waitForSelector('#volk-tree li[data-alias="U:Ox"] li[data-alias="U:Vz"]', { timeout: 20000 });
     const lifecycle = await page.$$eval('#lifecycle-events li', (lis) => lis.map((li) => li.textContent));
     expect(lifecycle.some((t) => t.includes('registered: U:Vz under U:Ox')), `lifecycle shows the roster's registrations (${lifecycle.length} events)`);
     await shot(page, 'volks');
 
     step('workflows');
     await tab(page, 'sessions');
-    await page.waitForSelector(`#sessions tr[data-session="${opened.result.session_id}"]`, { timeout: 10000 });
+    await page.waitForSelector(`#sessions tr[data-session="${opened.result.session_id}"]`, { timeout: 20000 });
     await page.click('#workflow-start button[type=submit]');
     await page.waitForFunction(() => document.querySelector('#workflows button.control[data-method="workflow.pause"]')
-      || document.getElementById('workflows-error').textContent, null, { timeout: 10000 });
+      || document.getElementById('workflows-error').textContent, null, { timeout: 20000 });
     const wfError = await page.textContent('#workflows-error');
     expect(!wfError, `workflow started from the console (${wfError})`);
     await page.click('#workflows button.control[data-method="workflow.pause"]');
-    await page.waitForSelector('#workflows button.control[data-method="workflow.resume"]', { timeout: 10000 });
+    await page.waitForSelector('#workflows button.control[data-method="workflow.resume"]', { timeout: 20000 });
     expect(await page.textContent('#workflows td.status') === 'paused', 'the run shows paused');
     await page.click('#workflows button.control[data-method="workflow.resume"]');
-    await page.waitForSelector('#workflows button.control[data-method="workflow.pause"]', { timeout: 10000 });
+    await page.waitForSelector('#workflows button.control[data-method="workflow.pause"]', { timeout: 20000 });
     expect(await page.textContent('#workflows td.status') === 'running', 'the run shows running again');
     await page.click('#workflows button.control[data-method="workflow.pause"]');
-    await page.waitForSelector('#workflows button.control[data-method="workflow.resume"]', { timeout: 10000 });
+    await page.waitForSelector('#workflows button.control[data-method="workflow.resume"]', { timeout: 20000 });
     await shot(page, 'sessions');
 
     step('history');
     await tab(page, 'history');
     await page.selectOption('#h-topic', 'cxp.traffic');
-    await page.waitForFunction(() => Number(document.getElementById('scrub').max) > 0, null, { timeout: 10000 });
+    await page.waitForFunction(() => Number(document.getElementById('scrub').max) > 0, null, { timeout: 20000 });
     const [min, max] = await page.$eval('#scrub', (s) => [Number(s.min), Number(s.max)]);
     const scrubTo = async (v) => {
       await page.$eval('#scrub', (s, v) => { s.value = String(v); s.dispatchEvent(new Event('input', { bubbles: true })); }, v);
-      await page.waitForFunction((v) => document.getElementById('scrub-pos').dataset.position === String(v), v, { timeout: 10000 });
+      await page.waitForFunction((v) => document.getElementById('scrub-pos').dataset.position === String(v), v, { timeout: 20000 });
       return page.$eval('#history-events tr', (tr) => Number(tr.dataset.sequence));
     };
     expect(await scrubTo(min) === min, 'scrubbed back to the oldest event');
@@ -218,8 +219,8 @@ async function main() {
 
     step('gateway');
     await tab(page, 'gateway');
-    await page.waitForFunction(() => document.querySelectorAll('#gw-clients tr').length > 0, null, { timeout: 10000 });
-    await page.waitForSelector('#gw-metrics dd', { timeout: 10000 });
+    await page.waitForFunction(() => document.querySelectorAll('#gw-clients tr').length > 0, null, { timeout: 20000 });
+    await page.waitForSelector('#gw-metrics dd', { timeout: 20000 });
     await shot(page, 'gateway');
 
     step('restart');
@@ -231,7 +232,7 @@ async function main() {
     await page.waitForSelector('#conn[data-state=open]', { timeout: 20000 });
     await page.waitForSelector(`#traffic-rows tr[data-message-id="${afterRestart}"]`, { timeout: 15000 });
     const c = await send(sender, { from: 'U:Cx', target: 'U:Ox', subject: 'after_restart', payload: { n: 3 }, priority: 5 });
-    await page.waitForSelector(`#traffic-rows tr[data-message-id="${c.message_id}"]`, { timeout: 10000 });
+    await page.waitForSelector(`#traffic-rows tr[data-message-id="${c.message_id}"]`, { timeout: 20000 });
     const after = await rowCounts(page);
     for (const [id, n] of Object.entries(after)) expect(n === 1, `packet ${id} shown once after resume (shown ${n} times)`);
     for (const id of Object.keys(before)) expect(after[id] === 1, `packet ${id} from before the restart still shown once`);
@@ -241,11 +242,12 @@ async function main() {
 
     step('read-only');
     const ro = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+    ro.setDefaultTimeout(20000);
     current = ro;
     await signIn(ro, RO_TOKEN);
     expect(await ro.textContent('#scope') === 'read_only', 'scope pill shows read_only');
     await tab(ro, 'sessions');
-    await ro.waitForSelector('#workflows tr', { timeout: 10000 });
+    await ro.waitForSelector('#workflows tr', { timeout: 20000 });
     expect(await ro.$$eval('button.control', (b) => b.length) === 0, 'no control buttons for read_only');
     expect(!(await ro.$('#workflow-start')), 'no start form for read_only');
     const dryRunShown = await ro.evaluate(() => Boolean(document.getElementById('dryrun-form')));
@@ -273,7 +275,7 @@ async function main() {
     expect(noticeText.includes(`#${gapFrom}..#${gapFrom + 3}`), `the gap notice names the missing range (${noticeText})`);
     await shot(ro, 'gap');
     await ro.click('.notice .notice-action');
-    await ro.waitForFunction(() => document.querySelector('.notice')?.textContent.includes('filled 4 events'), null, { timeout: 10000 });
+    await ro.waitForFunction(() => document.querySelector('.notice')?.textContent.includes('filled 4 events'), null, { timeout: 20000 });
     const afterFill = await rowCounts(ro);
     for (const [id, n] of Object.entries(afterFill)) expect(n === 1, `packet ${id} shown once after the fill`);
 
@@ -298,7 +300,7 @@ async function main() {
         }
       }
     });
-    await ro.waitForFunction(() => document.querySelectorAll('#traffic-rows tr[data-message-id="load-2999"]').length === 1, null, { timeout: 10000 });
+    await ro.waitForFunction(() => document.querySelectorAll('#traffic-rows tr[data-message-id="load-2999"]').length === 1, null, { timeout: 20000 });
     const kept = await ro.$$eval('#traffic-rows tr', (trs) => trs.length);
     expect(kept === 500, `the table keeps the newest 500 packets under load (kept ${kept})`);
     expect(!(await ro.$('#traffic-rows tr[data-message-id="load-2499"]')), 'older packets were dropped from the table');
