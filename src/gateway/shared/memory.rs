@@ -189,3 +189,76 @@ impl SharedState for MemoryState {
         Ok(self.local_clients())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gateway::auth::Scope;
+
+    // REQ-014-098
+    #[tokio::test]
+    async fn a_nonce_is_claimable_once_until_its_window_passes() {
+        let m = MemoryState::new("t");
+        let ttl = Duration::from_millis(30);
+        assert_eq!(m.claim_nonce("n", ttl).await, Ok(true));
+        assert_eq!(m.claim_nonce("n", ttl).await, Ok(false));
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(
+            m.claim_nonce("n", ttl).await,
+            Ok(true),
+            "expired: free again"
+        );
+    }
+
+    // REQ-014-103 REQ-014-104
+    #[tokio::test]
+    async fn a_cached_decision_of_another_policy_or_past_its_ttl_is_a_miss() {
+        let m = MemoryState::new("t");
+        let d = AuthDecision {
+            scope: Some(Scope::ReadOnly),
+            reason: "ok".into(),
+            policy_hash: "h1".into(),
+        };
+        m.cache_auth("c", &d, Duration::from_secs(300))
+            .await
+            .expect("cached");
+        assert_eq!(m.cached_auth("c", "h1").await, Ok(Some(d.clone())));
+        assert_eq!(m.cached_auth("c", "h2").await, Ok(None), "policy reloaded");
+        assert_eq!(
+            m.cached_auth("c", "h1").await,
+            Ok(None),
+            "stale entry dropped"
+        );
+        m.cache_auth("c", &d, Duration::from_millis(10))
+            .await
+            .expect("cached");
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(m.cached_auth("c", "h1").await, Ok(None), "expired");
+        m.cache_auth("c", &d, Duration::from_secs(300))
+            .await
+            .expect("cached");
+        assert_eq!(m.invalidate_auth().await, Ok(1));
+        assert_eq!(m.cached_auth("c", "h1").await, Ok(None));
+    }
+
+    // REQ-014-094
+    #[tokio::test]
+    async fn stored_tokens_are_kept_by_digest_and_revocable() {
+        let m = MemoryState::new("t");
+        let g = StoredGrant {
+            scope: Scope::Admin,
+            name: None,
+        };
+        m.put_token("tok", g.clone()).await.expect("stored");
+        assert!(m.lock().tokens.contains_key(&token_digest("tok")));
+        assert!(
+            !m.lock().tokens.contains_key("tok"),
+            "never the plain token"
+        );
+        let grant = m.token_grant("tok", Duration::from_secs(1)).await;
+        assert_eq!(grant, Ok(Some(g)));
+        assert_eq!(m.revoke_token("tok").await, Ok(true));
+        let gone = m.token_grant("tok", Duration::from_secs(1)).await;
+        assert_eq!(gone, Ok(None));
+    }
+}
