@@ -410,7 +410,7 @@ async fn a_read_only_query_passes_validation_and_governance_then_needs_neo4j() {
     }
 }
 
-// REQ-014-161 REQ-014-162
+// REQ-014-161 REQ-014-162 REQ-014-163
 #[tokio::test]
 async fn governance_denies_clients_the_policy_does_not_grant_graph_access() {
     let stack = Stack::start().await;
@@ -430,8 +430,20 @@ async fn governance_denies_clients_the_policy_does_not_grant_graph_access() {
         stack.kg_decisions().await,
         [("viewer".to_owned(), "deny".to_owned())]
     );
-    // Browsing the view is a plain read_only method.
-    viewer.ok("knowledge.nodes", json!({})).await;
+    // The audit record is a Decision node of the graph (which the sink writes to
+    // Neo4j), with the pattern asked about; browsing is a plain read_only method.
+    let audit = until(
+        &mut viewer,
+        "knowledge.nodes",
+        json!({"node_type": "Decision", "properties": {"action": "knowledge.query"}}),
+        |r| r["total"] == 1,
+    )
+    .await;
+    assert_eq!(audit["total"], 1, "{audit}");
+    let props = &audit["nodes"][0]["properties"];
+    assert_eq!(props["subject"], "viewer");
+    assert_eq!(props["result"], "deny");
+    assert_eq!(props["resource"], "MATCH (v:Volk) RETURN v");
 }
 
 /// A gateway configured with a Neo4j at `uri`, with the query defaults given.
