@@ -178,6 +178,13 @@ async fn traffic(stack: &Stack) -> String {
         |r| r["total"] == 1,
     )
     .await;
+    until(
+        &mut rw,
+        "knowledge.nodes",
+        json!({"node_type": "Volk", "properties": {"alias": "U:Db", "status": "registered"}}),
+        |r| r["total"] == 1,
+    )
+    .await;
     message_id
 }
 
