@@ -74,8 +74,10 @@ export async function volksPanel(ctx) {
     if (ctx.can('agents.escalations')) {
       try {
         const q = await ctx.gw.call('agents.escalations', {});
-        byId('escalations').replaceChildren(...(q.escalations || []).map((x) =>
-          h('li', { class: 'escalation' }, JSON.stringify(x).slice(0, 200))));
+        const queue = q.escalations || [];
+        byId('escalations').replaceChildren(...(queue.length
+          ? queue.map((x) => h('li', { class: 'escalation' }, JSON.stringify(x).slice(0, 200)))
+          : [h('li', { class: 'muted' }, 'nothing waits for a human')]));
       } catch (e) {
         byId('escalations').replaceChildren(h('li', { class: 'muted' }, errText(e)));
       }

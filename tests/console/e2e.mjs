@@ -105,6 +105,13 @@ async function main() {
     step('sign-in');
     await page.goto(`${URL_BASE}/console`);
     await shot(page, 'signin');
+    // Reported, not asserted (speed is measured, never a test verdict): page load on loopback.
+    const load = await page.evaluate(() => {
+      const nav = performance.getEntriesByType('navigation')[0];
+      const bytes = performance.getEntriesByType('resource').reduce((n, r) => n + (r.decodedBodySize || 0), nav.decodedBodySize || 0);
+      return { ms: Math.round(nav.loadEventEnd - nav.startTime), bytes };
+    });
+    console.log(`@@metric console_load ${JSON.stringify(load)}`);
     // A wrong token is refused with a visible reason and nothing stored.
     await page.fill('#token', 'not-the-token');
     await page.click('#signin-form button[type=submit]');
