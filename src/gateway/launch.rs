@@ -161,7 +161,9 @@ pub async fn launch(l: Launch<'_>) -> anyhow::Result<Launched> {
     }
     let services = match &config.redis_url {
         Some(url) => {
-            let state = super::shared::RedisState::connect(url, &config.instance_id).await?;
+            let state = super::shared::RedisState::connect(url, &config.instance_id)
+                .await?
+                .with_registry_ttl(config.heartbeat_interval.saturating_mul(4));
             services.with_shared_state(Arc::new(state))
         }
         None => services,

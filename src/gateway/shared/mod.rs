@@ -20,6 +20,7 @@
 
 mod memory;
 mod redis;
+mod registry;
 
 use std::time::Duration;
 

@@ -8,7 +8,7 @@
 //! Redis answers again the instance re-publishes its registry entries and drops the
 //! entries of clients that left during the outage.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,24 +27,26 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// First and longest reconnect delay.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
-/// Registry entries expire unless refreshed (a crashed instance's clients vanish).
+/// Registry entries expire unless refreshed (a crashed instance's clients vanish); the
+/// shortest lifetime [`RedisState::with_registry_ttl`] accepts.
 const CLIENT_TTL: Duration = Duration::from_secs(120);
 
-struct Inner {
-    client: Client,
-    conn: Mutex<Option<MultiplexedConnection>>,
-    up: AtomicBool,
-    reconnecting: AtomicBool,
-    local: MemoryState,
+pub(super) struct Inner {
+    pub(super) client: Client,
+    pub(super) conn: Mutex<Option<MultiplexedConnection>>,
+    pub(super) up: AtomicBool,
+    pub(super) reconnecting: AtomicBool,
+    pub(super) local: MemoryState,
+    pub(super) client_ttl_ms: AtomicU64,
 }
 
 /// Shared state in Redis. Cheap to clone.
 #[derive(Clone)]
 pub struct RedisState {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
-fn key(parts: &[&str]) -> String {
+pub(super) fn key(parts: &[&str]) -> String {
     let mut k = String::from(PREFIX);
     k.push_str(&parts.join(":"));
     k
@@ -77,6 +79,7 @@ impl RedisState {
                 up: AtomicBool::new(false),
                 reconnecting: AtomicBool::new(false),
                 local: MemoryState::new(instance_id),
+                client_ttl_ms: AtomicU64::new(CLIENT_TTL.as_millis() as u64),
             }),
         };
         match state.open().await {
@@ -87,6 +90,14 @@ impl RedisState {
             }
         }
         Ok(state)
+    }
+
+    /// Lets registry entries live `ttl` (at least 120 s) between refreshes. Entries are
+    /// refreshed on every heartbeat, so give several heartbeat intervals.
+    pub fn with_registry_ttl(self, ttl: Duration) -> Self {
+        let ms = u64::try_from(ttl.max(CLIENT_TTL).as_millis()).unwrap_or(u64::MAX);
+        self.inner.client_ttl_ms.store(ms, Ordering::Relaxed);
+        self
     }
 
     async fn open(&self) -> Result<MultiplexedConnection, RedisError> {
@@ -142,23 +153,6 @@ impl RedisState {
         });
     }
 
-    /// After an outage: publish this instance's clients again, drop the ones that left.
-    async fn resync(&self) {
-        let local = self.inner.local.local_clients();
-        for entry in &local {
-            let _ = self.publish(entry).await;
-        }
-        if let Ok(all) = self.remote_clients().await {
-            for entry in all {
-                if entry.instance_id == self.inner.local.instance_id()
-                    && !self.inner.local.has_client(&entry.client_id)
-                {
-                    let _ = self.unpublish(&entry.client_id).await;
-                }
-            }
-        }
-    }
-
     fn connection(&self) -> Result<MultiplexedConnection, SharedError> {
         if !self.inner.up.load(Ordering::SeqCst) {
             return Err(SharedError::Unavailable(
@@ -175,7 +169,7 @@ impl RedisState {
 
     /// Runs one command (or pipeline) built by `build`, mapping transport failures to
     /// [`SharedError::Unavailable`] and marking Redis down.
-    async fn query<T: ::redis::FromRedisValue>(
+    pub(super) async fn query<T: ::redis::FromRedisValue>(
         &self,
         build: impl FnOnce() -> ::redis::Pipeline,
     ) -> Result<T, SharedError> {
@@ -189,81 +183,6 @@ impl RedisState {
             }
             Err(e) => Err(SharedError::Backend(e.to_string())),
         }
-    }
-
-    async fn publish(&self, e: &ClientEntry) -> Result<(), SharedError> {
-        let json = serde_json::to_string(e).map_err(|err| SharedError::Backend(err.to_string()))?;
-        let k = key(&["client", &e.client_id]);
-        let meta = e.client_metadata.to_string();
-        let connected = e.connected_at.to_rfc3339();
-        self.query::<()>(|| {
-            let mut p = ::redis::pipe();
-            p.atomic()
-                .hset_multiple(
-                    &k,
-                    &[
-                        ("connected_at", connected.as_str()),
-                        ("auth_scope", e.auth_scope.as_str()),
-                        ("client_metadata", meta.as_str()),
-                        ("instance_id", e.instance_id.as_str()),
-                        ("entry", json.as_str()),
-                    ],
-                )
-                .ignore()
-                .pexpire(&k, CLIENT_TTL.as_millis() as i64)
-                .ignore()
-                .sadd(key(&["clients"]), &e.client_id)
-                .ignore();
-            p
-        })
-        .await
-    }
-
-    async fn unpublish(&self, client_id: &str) -> Result<(), SharedError> {
-        self.query::<()>(|| {
-            let mut p = ::redis::pipe();
-            p.atomic()
-                .del(key(&["client", client_id]))
-                .ignore()
-                .srem(key(&["clients"]), client_id)
-                .ignore();
-            p
-        })
-        .await
-    }
-
-    async fn remote_clients(&self) -> Result<Vec<ClientEntry>, SharedError> {
-        let (ids,): (Vec<String>,) = self
-            .query(|| {
-                let mut p = ::redis::pipe();
-                p.smembers(key(&["clients"]));
-                p
-            })
-            .await?;
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            let (entry,): (Option<String>,) = self
-                .query(|| {
-                    let mut p = ::redis::pipe();
-                    p.hget(key(&["client", &id]), "entry");
-                    p
-                })
-                .await?;
-            match entry.and_then(|j| serde_json::from_str::<ClientEntry>(&j).ok()) {
-                Some(e) => out.push(e),
-                // Expired (its instance died) or unreadable: drop it from the set.
-                None => {
-                    let _ = self
-                        .query::<()>(|| {
-                            let mut p = ::redis::pipe();
-                            p.srem(key(&["clients"]), &id).ignore();
-                            p
-                        })
-                        .await;
-                }
-            }
-        }
-        Ok(out)
     }
 }
 
