@@ -31,14 +31,16 @@ export async function trafficPanel(ctx) {
     const p = ev.payload || {};
     if (ev.event_type === 'packet_sent' && p.packet) {
       const k = p.packet;
-      rows.delete(k.message_id);
+      // A packet already shown (a gap fill replaying what we have) keeps its row as is.
+      if (rows.has(k.message_id)) { render(); return; }
       rows.set(k.message_id, {
         id: k.message_id, seq: ev.sequence, ts: ev.timestamp, from: k.from_agent, to: k.to_agent,
         subject: k.subject, priority: k.priority, delivery: k.delivery_status || 'queued',
         work: k.work_status || 'pending', thread: k.thread_id,
       });
       while (rows.size > MAX_ROWS) rows.delete(rows.keys().next().value);
-    } else if (p.message_id && rows.has(p.message_id)) {
+    } else if (p.message_id && rows.has(p.message_id) && ev.sequence > rows.get(p.message_id).seq) {
+      // Only newer transitions move a row (a gap fill may replay older ones).
       const r = rows.get(p.message_id);
       if (DELIVERY[ev.event_type]) r.delivery = DELIVERY[ev.event_type];
       if (ev.event_type === 'work_status_changed') r.work = p.new;
