@@ -88,13 +88,6 @@ impl Gap {
         self.sequence_to = self.sequence_to.max(sequence);
     }
 
-    /// Adds every event of `other`.
-    pub fn merge(&mut self, other: &Gap) {
-        self.dropped += other.dropped;
-        self.sequence_from = self.sequence_from.min(other.sequence_from);
-        self.sequence_to = self.sequence_to.max(other.sequence_to);
-    }
-
     /// The `gateway.gap` notification frame for `origin`.
     pub fn frame(&self, origin: &Origin) -> Utf8Bytes {
         let v = json!({
@@ -161,11 +154,6 @@ impl Outbox {
 
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The most events the outbox holds.
-    pub fn event_capacity(&self) -> usize {
-        self.event_capacity
     }
 
     /// Events queued now.

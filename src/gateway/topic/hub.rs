@@ -249,16 +249,13 @@ impl Hub {
             match log.tail(self.stream, from).await {
                 Ok(mut tail) => {
                     self.healthy.store(true, Ordering::Relaxed);
+                    let mut pacer = YieldPacer::new();
                     while let Some(item) = tail.next().await {
                         match item {
                             Ok(envelope) => match TopicEvent::new(envelope, &index) {
                                 Ok(event) => {
                                     self.publish(Arc::new(event));
-                                    // A tail with a backlog is always ready, and the
-                                    // writers this publish woke sit in this worker's
-                                    // (unstealable) LIFO slot: yield so they write now
-                                    // instead of after the whole backlog.
-                                    tokio::task::yield_now().await;
+                                    pacer.after_publish().await;
                                 }
                                 Err(e) => {
                                     tracing::error!(topic = %self.stream, error = %e, "cannot render event")
@@ -277,6 +274,42 @@ impl Hub {
             }
             self.healthy.store(false, Ordering::Relaxed);
             tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// Most events a hub publishes from a backlog before it yields.
+const YIELD_EVERY_EVENTS: u32 = 16;
+/// Longest a hub publishes from a backlog before it yields.
+const YIELD_EVERY: Duration = Duration::from_micros(200);
+
+/// When a hub with a backlog yields to the writers it woke.
+///
+/// A tail with a backlog is always ready, and the writer a publish wakes last sits in
+/// this worker's LIFO slot, which other workers cannot steal: without a yield it would
+/// write only after the whole backlog (and its client's buffer would overflow). Yielding
+/// after every event costs a full scheduler round per event and makes every writer
+/// write one frame at a time; yielding every 16 events or 200 µs lets each writer send
+/// a batch of frames in one write while bounding how long any of them waits.
+struct YieldPacer {
+    events: u32,
+    since: std::time::Instant,
+}
+
+impl YieldPacer {
+    fn new() -> Self {
+        YieldPacer {
+            events: 0,
+            since: std::time::Instant::now(),
+        }
+    }
+
+    async fn after_publish(&mut self) {
+        self.events += 1;
+        if self.events >= YIELD_EVERY_EVENTS || self.since.elapsed() >= YIELD_EVERY {
+            tokio::task::yield_now().await;
+            self.events = 0;
+            self.since = std::time::Instant::now();
         }
     }
 }
