@@ -57,6 +57,7 @@ pub async fn serve(gw: Arc<Shared>, socket: WebSocket, remote: Option<SocketAddr
     }
     let simple = Uuid::new_v4().simple().to_string();
     let id = format!("client-{}", simple.get(..12).unwrap_or(&simple));
+    tracing::Span::current().record("client_id", id.as_str());
     let (handle, close_rx) = ClientHandle::new(id.clone(), gw.config.event_buffer_per_client);
     let client = Arc::new(Client::new(
         Arc::new(handle),

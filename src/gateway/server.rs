@@ -17,6 +17,7 @@ use orchestrata_schemas::events::Stream;
 use serde_json::json;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use super::config::GatewayConfig;
 use super::connection;
@@ -223,7 +224,15 @@ async fn upgrade(
         .max(64 * 1024);
     ws.max_message_size(hard)
         .max_frame_size(hard)
-        .on_upgrade(move |socket| connection::serve(gw, socket, Some(remote)))
+        .on_upgrade(move |socket| {
+            // Every line logged while serving this connection carries its client id.
+            let span = tracing::info_span!(
+                "client",
+                client_id = tracing::field::Empty,
+                remote = %remote
+            );
+            connection::serve(gw, socket, Some(remote)).instrument(span)
+        })
 }
 
 async fn health(State(gw): State<Arc<Shared>>) -> Response {

@@ -221,3 +221,31 @@ pub fn deregister(issuer: &str, alias: &str, reason: &str) -> Command {
         },
     )
 }
+
+/// The ids a command concerns, for log lines: `(message_id, thread_id, session_id)`,
+/// each `None` when the command does not name one. A packet's session is read from
+/// its metadata.
+pub fn ids(command: &Command) -> (Option<String>, Option<String>, Option<String>) {
+    let Ok(value) = serde_json::to_value(&command.action) else {
+        return (None, None, None);
+    };
+    // {"send_packet": {"packet": {...}}} or {"acknowledge": {"message_id": ...}}
+    let body = value
+        .as_object()
+        .and_then(|o| o.values().next())
+        .cloned()
+        .unwrap_or_default();
+    let packet = body.get("packet");
+    let field = |name: &str| -> Option<String> {
+        body.get(name)
+            .or_else(|| packet.and_then(|p| p.get(name)))
+            .and_then(|v| v.as_str().map(str::to_owned))
+    };
+    let session = field("session_id").or_else(|| {
+        packet
+            .and_then(|p| p.get("metadata"))
+            .and_then(|m| m.get(SESSION_KEY))
+            .and_then(|v| v.as_str().map(str::to_owned))
+    });
+    (field("message_id"), field("thread_id"), session)
+}

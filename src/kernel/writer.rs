@@ -213,6 +213,18 @@ impl Writer {
         }
         let now = log_time(self.clock.now());
         let start = out.len();
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            let (message_id, thread_id, session_id) = super::cmd::ids(command);
+            tracing::debug!(
+                command_id = %command.id,
+                issuer = %command.issuer,
+                message_id,
+                thread_id,
+                session_id,
+                from_stream,
+                "executing command"
+            );
+        }
         match decide::decide(&self.state, now, command) {
             Ok(records) => {
                 let mut em = self.emitter(out, Some(command.id));

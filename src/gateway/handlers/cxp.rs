@@ -66,6 +66,14 @@ pub async fn send(call: Call) -> RpcResult {
     let outcome = backends::execute(&call, cmd::send(from, packet)).await?;
     settle(&views.threads, &outcome, Stream::CxpTraffic).await?;
     let state = packet_json(&views, &message_id)?;
+    tracing::info!(
+        %message_id,
+        thread_id = %state["packet"]["thread_id"].as_str().unwrap_or_default(),
+        from,
+        to = %p.target,
+        status = %state["delivery_status"].as_str().unwrap_or_default(),
+        "packet sent"
+    );
     Ok(json!({
         "status": state["delivery_status"],
         "work_status": state["work_status"],
@@ -109,6 +117,12 @@ pub async fn ack(call: Call) -> RpcResult {
     let outcome = backends::execute(&call, cmd::acknowledge(&p.by, p.message_id)).await?;
     settle(&views.threads, &outcome, Stream::CxpTraffic).await?;
     let state = packet_json(&views, &p.message_id)?;
+    tracing::info!(
+        message_id = %p.message_id,
+        thread_id = %state["packet"]["thread_id"].as_str().unwrap_or_default(),
+        by = %p.by,
+        "packet acknowledged"
+    );
     Ok(json!({
         "message_id": p.message_id,
         "status": state["delivery_status"],
@@ -143,6 +157,12 @@ pub async fn work(call: Call) -> RpcResult {
     let outcome = backends::execute(&call, command).await?;
     settle(&views.threads, &outcome, Stream::CxpTraffic).await?;
     let state = packet_json(&views, &p.message_id)?;
+    tracing::info!(
+        message_id = %p.message_id,
+        thread_id = %state["packet"]["thread_id"].as_str().unwrap_or_default(),
+        work_status = %state["work_status"].as_str().unwrap_or_default(),
+        "work status moved"
+    );
     Ok(json!({
         "message_id": p.message_id,
         "work_status": state["work_status"],

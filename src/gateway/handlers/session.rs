@@ -174,6 +174,7 @@ pub async fn open(call: Call) -> RpcResult {
     );
     let outcome = backends::execute(&call, command).await?;
     settle(&views.sessions, &outcome, Stream::SessionEvents).await?;
+    tracing::info!(%session_id, "session opened");
     let sessions = views.sessions.read();
     let s = find(&sessions, &session_id)?;
     Ok(json!({
@@ -211,6 +212,7 @@ pub async fn close(call: Call) -> RpcResult {
     );
     let outcome = backends::execute(&call, command).await?;
     settle(&views.sessions, &outcome, Stream::SessionEvents).await?;
+    tracing::info!(session_id = %p.session_id, "session closed");
     let sessions = views.sessions.read();
     let s = find(&sessions, &p.session_id)?;
     Ok(json!({

@@ -1,0 +1,175 @@
+//! `orchestrata up` in the embedded mode runs the whole system in one process: the
+//! kernel under governance, the projection runner and the gateway, so every method of
+//! the gateway works against it; its JSON log lines carry the ids of the clients,
+//! packets, threads and sessions they concern (issues 6 and 9). A real process, a real
+//! sled log in a temp dir, real WebSocket clients.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::ws::{http_get, Ws};
+
+const TOKEN: &str = "embedded-up-test-token";
+
+struct Up {
+    child: Child,
+    stderr: Receiver<String>,
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(data: &Path, port: u16) -> Up {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_orchestrata"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("ORCHESTRATA_") || k == "RUST_LOG" {
+            cmd.env_remove(k);
+        }
+    }
+    let mut child = cmd
+        .args(["up", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(data)
+        .env("GATEWAY_TOKEN", TOKEN)
+        .env("ORCHESTRATA_LOGGING__FORMAT", "json")
+        .env("ORCHESTRATA_LOGGING__LEVEL", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start orchestrata up");
+    let stdout = child.stdout.take().expect("stdout");
+    let errors = child.stderr.take().expect("stderr");
+    let (tx, lines) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let (etx, stderr) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(errors).lines().map_while(Result::ok) {
+            if etx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = lines.recv_timeout(left).expect("up starts the gateway");
+        if line.contains("gateway listening on") {
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    Up { child, stderr }
+}
+
+/// The JSON log lines printed so far, parsed.
+fn log_lines(up: &Up) -> Vec<Value> {
+    let mut out = Vec::new();
+    while let Ok(line) = up.stderr.recv_timeout(Duration::from_millis(300)) {
+        let parsed: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("a log line that is not JSON ({e}): {line}"));
+        out.push(parsed);
+    }
+    out
+}
+
+/// The first line whose message is `message`.
+fn line<'a>(lines: &'a [Value], message: &str) -> &'a Value {
+    lines
+        .iter()
+        .find(|l| l["message"] == message)
+        .unwrap_or_else(|| panic!("no `{message}` line in {lines:#?}"))
+}
+
+// Issue 6: the embedded `up` serves the kernel, the views and governance through the
+// gateway; /ready covers them.
+// REQ-014-138 REQ-014-166
+#[tokio::test]
+async fn embedded_up_serves_every_component_and_logs_ids_as_json() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let port = support::free_port();
+    let up = start(data.path(), port);
+    let addr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let (status, body) = http_get(addr, "/ready").await;
+    assert_eq!(status, 200, "{body}");
+    let ready: Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(
+        ready["components"]["projections"]["configured"], true,
+        "{ready}"
+    );
+    assert_eq!(
+        ready["components"]["governance"]["configured"], true,
+        "{ready}"
+    );
+    assert_eq!(ready["components"]["kernel"]["mode"], "local", "{ready}");
+
+    let mut ws = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
+    ws.auth(TOKEN).await;
+    let sent = ws
+        .ok(
+            "cxp.send",
+            json!({"from": "U:Ox", "target": "U:Vz", "subject": "plan", "payload": {"n": 1}}),
+        )
+        .await;
+    let message_id = sent["message_id"].as_str().expect("message id").to_owned();
+    let thread_id = sent["thread_id"].as_str().expect("thread id").to_owned();
+    let status = ws.ok("cxp.status", json!({ "thread_id": thread_id })).await;
+    assert!(status.to_string().contains(&message_id), "{status}");
+    let opened = ws
+        .ok("session.open", json!({"goals": ["ship the console"]}))
+        .await;
+    let session_id = opened["session_id"]
+        .as_str()
+        .expect("session id")
+        .to_owned();
+    let evaluated = ws
+        .ok(
+            "governance.evaluate",
+            json!({"volk_id": "U:Ox", "action": "cxp.send", "resource": "U:Vz"}),
+        )
+        .await;
+    assert_eq!(evaluated["result"], "allow", "{evaluated}");
+    let volks = ws.ok("volk.list", json!({})).await;
+    assert!(volks.to_string().contains("U:Qa"), "{volks}");
+
+    // Issue 9: JSON lines; the ones about the packet and the session carry their ids
+    // and the id of the client that caused them.
+    let lines = log_lines(&up);
+    let sent_line = line(&lines, "packet sent");
+    assert_eq!(sent_line["message_id"], message_id.as_str(), "{sent_line}");
+    assert_eq!(sent_line["thread_id"], thread_id.as_str(), "{sent_line}");
+    let client_id = sent_line["span"]["client_id"]
+        .as_str()
+        .expect("client span");
+    assert!(client_id.starts_with("client-"), "{sent_line}");
+    let session_line = line(&lines, "session opened");
+    assert_eq!(
+        session_line["session_id"],
+        session_id.as_str(),
+        "{session_line}"
+    );
+    assert_eq!(
+        session_line["span"]["client_id"], client_id,
+        "{session_line}"
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["level"].is_string() && l["timestamp"].is_string()),
+        "{lines:#?}"
+    );
+}
