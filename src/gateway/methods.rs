@@ -80,7 +80,7 @@ const RW: Option<Scope> = Some(Scope::ReadWrite);
 const ADMIN: Option<Scope> = Some(Scope::Admin);
 
 methods! {
-    "auth.authenticate" => handlers::auth::authenticate, None, mutates: false, exposed: false, "Authenticate this connection (static_token).";
+    "auth.authenticate" => handlers::auth::authenticate, None, mutates: false, exposed: false, "Authenticate this connection (static_token, hmac or prolog_policy).";
     "gateway.info" => handlers::gateway::info, RO, mutates: false, exposed: true, "Version, uptime, capabilities, topics and subscription counts.";
     "gateway.ping" => handlers::gateway::ping, RO, mutates: false, exposed: true, "Server timestamp, for latency measurement.";
     "gateway.clients" => handlers::gateway::clients, RO, mutates: false, exposed: true, "Connected clients with scope, activity and subscriptions.";
