@@ -263,8 +263,9 @@ struct Kept {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GraphView {
     checkpoint: Checkpoint,
-    nodes: BTreeMap<String, Node>,
-    relationships: BTreeMap<String, Relationship>,
+    /// Boxed: tree nodes then move pointers, not node bodies, on insert and remove.
+    nodes: BTreeMap<String, Box<Node>>,
+    relationships: BTreeMap<String, Box<Relationship>>,
     /// Packets in send order (oldest first), for eviction.
     packets: VecDeque<Kept>,
     /// Decisions in record order (oldest first), for eviction.
@@ -278,12 +279,12 @@ pub struct GraphView {
 impl GraphView {
     /// The node with this id.
     pub fn node(&self, id: &str) -> Option<&Node> {
-        self.nodes.get(id)
+        self.nodes.get(id).map(|n| &**n)
     }
 
     /// The relationship with this id.
     pub fn relationship(&self, id: &str) -> Option<&Relationship> {
-        self.relationships.get(id)
+        self.relationships.get(id).map(|r| &**r)
     }
 
     /// Nodes matching `query`, ordered by id. The nodes borrow the view, not the query.
@@ -291,7 +292,10 @@ impl GraphView {
         &'a self,
         query: &'q NodeQuery,
     ) -> impl Iterator<Item = &'a Node> + 'q {
-        self.nodes.values().filter(move |n| query.matches(n))
+        self.nodes
+            .values()
+            .map(|n| &**n)
+            .filter(move |n| query.matches(n))
     }
 
     /// Relationships matching `query`, ordered by id.
@@ -301,6 +305,7 @@ impl GraphView {
     ) -> impl Iterator<Item = &'a Relationship> + 'q {
         self.relationships
             .values()
+            .map(|r| &**r)
             .filter(move |r| query.matches(r))
     }
 

@@ -158,11 +158,11 @@ impl GraphView {
             properties.insert(key_name.to_owned(), json!(key));
             self.nodes.insert(
                 id.clone(),
-                Node {
+                Box::new(Node {
                     id: id.clone(),
                     label,
                     properties,
-                },
+                }),
             );
         }
         id
@@ -189,13 +189,13 @@ impl GraphView {
         let id = rel_type.rel_id(from, to);
         self.relationships.insert(
             id.clone(),
-            Relationship {
+            Box::new(Relationship {
                 id: id.clone(),
                 rel_type,
                 from: from.to_owned(),
                 to: to.to_owned(),
                 properties,
-            },
+            }),
         );
         id
     }
