@@ -279,9 +279,9 @@ impl Hub {
 }
 
 /// Most events a hub publishes from a backlog before it yields.
-const YIELD_EVERY_EVENTS: u32 = 16;
+const YIELD_EVERY_EVENTS: u32 = 64;
 /// Longest a hub publishes from a backlog before it yields.
-const YIELD_EVERY: Duration = Duration::from_micros(200);
+const YIELD_EVERY: Duration = Duration::from_micros(1000);
 
 /// When a hub with a backlog yields to the writers it woke.
 ///
@@ -289,8 +289,9 @@ const YIELD_EVERY: Duration = Duration::from_micros(200);
 /// this worker's LIFO slot, which other workers cannot steal: without a yield it would
 /// write only after the whole backlog (and its client's buffer would overflow). Yielding
 /// after every event costs a full scheduler round per event and makes every writer
-/// write one frame at a time; yielding every 16 events or 200 µs lets each writer send
-/// a batch of frames in one write while bounding how long any of them waits.
+/// write one frame at a time; yielding every 64 events or 1 ms lets each writer send a
+/// batch of frames in one write while bounding how long any of them waits (measured in
+/// docs/performance.md: 16 events / 200 µs reached half the throughput).
 struct YieldPacer {
     events: u32,
     since: std::time::Instant,
