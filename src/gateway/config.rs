@@ -63,8 +63,9 @@ pub struct GatewayConfig {
     pub auth_grace: Duration,
     /// Live subscriptions one client may hold.
     pub max_subscriptions_per_client: usize,
-    /// Capacity of a client's outbound queue (responses and events). A client whose
-    /// queue is full when an event arrives is disconnected (`slow_consumer`).
+    /// Events a client's outbound queue holds. When it is full the oldest queued event
+    /// is evicted and the client later gets a `gateway.gap` notice naming what it
+    /// missed (see `gateway::outbox`); the client is not disconnected.
     pub event_buffer_per_client: usize,
     /// Requests per second per client before -32002.
     pub rate_limit_per_second: u32,
