@@ -103,8 +103,13 @@ pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
         .await?;
         let addr = launched.running.local_addr();
         tracing::info!(listen = %addr, "gateway listening");
+        let (ws, http) = if launched.running.uses_tls() {
+            ("wss", "HTTPS")
+        } else {
+            ("ws", "HTTP")
+        };
         say(&format!(
-            "gateway listening on ws://{addr}/ (HTTP /health /ready /metrics)"
+            "gateway listening on {ws}://{addr}/ ({http} /health /ready /metrics)"
         ));
         if let Some((token, path)) = &launched.generated {
             say(&format!(

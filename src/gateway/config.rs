@@ -30,6 +30,8 @@
 //!     password: «secret»            # ORCHESTRATA_GATEWAY__NEO4J__PASSWORD; redacted
 //!   knowledge_timeout_ms: 10000     # knowledge.query default timeout
 //!   knowledge_max_results: 1000     # knowledge.query default cap on records
+//!   allowed_origins: [https://ops.example.com]  # browser pages; `*`: any (see `origin`)
+//!   tls: { cert_path: gw.crt, key_path: gw.key } # PEM; serves wss:// (see `tls`)
 //! ```
 
 use std::collections::BTreeMap;
@@ -96,6 +98,11 @@ pub struct GatewayConfig {
     pub knowledge_timeout: Duration,
     /// Records a `knowledge.query` returns at most when the call gives no `max_results`.
     pub knowledge_max_results: usize,
+    /// Browser origins (`https://host[:port]`, or `*`) allowed to open a WebSocket
+    /// besides the gateway's own; clients sending no `Origin` are always allowed.
+    pub allowed_origins: Vec<String>,
+    /// Certificate and key for `wss://`/`https://`; `None` serves plain `ws://`.
+    pub tls: Option<super::tls::TlsConfig>,
 }
 
 impl Default for GatewayConfig {
@@ -122,6 +129,8 @@ impl Default for GatewayConfig {
             neo4j: None,
             knowledge_timeout: Duration::from_secs(10),
             knowledge_max_results: 1000,
+            allowed_origins: Vec::new(),
+            tls: None,
         }
     }
 }
@@ -234,6 +243,8 @@ struct FileGateway {
     neo4j: Option<crate::projection::neo4j::Neo4jConfig>,
     knowledge_timeout_ms: Option<u64>,
     knowledge_max_results: Option<usize>,
+    allowed_origins: Option<Vec<String>>,
+    tls: Option<super::tls::FileTls>,
 }
 
 fn positive<T: PartialOrd + Default + Copy>(
@@ -371,6 +382,20 @@ impl GatewayConfig {
             }
             c.neo4j = Some(n);
         }
+        for (i, entry) in g.allowed_origins.unwrap_or_default().iter().enumerate() {
+            let entry = super::origin::normalize_entry(entry).map_err(|reason| {
+                GatewayConfigError::Invalid {
+                    field: format!("gateway.allowed_origins[{i}]"),
+                    reason,
+                }
+            })?;
+            c.allowed_origins.push(entry);
+        }
+        c.tls = g
+            .tls
+            .map(super::tls::FileTls::resolve)
+            .transpose()?
+            .flatten();
         Ok(c)
     }
 

@@ -14,7 +14,9 @@
 //! - [`auth`] (static tokens, scopes), [`authz`] (decisions, audited on the log);
 //! - [`topic`]: hubs tailing the log, events serialized once, filters;
 //! - [`config`], [`metrics`], [`schema`] (params JSON Schemas), [`state`], [`client`],
-//!   [`outbox`] (per-client queue, drop-oldest, gap notices), [`rate_limit`].
+//!   [`outbox`] (per-client queue, drop-oldest, gap notices), [`rate_limit`];
+//! - [`origin`] (which browser pages may connect), [`tls`] (`wss://` when a
+//!   certificate is configured).
 //!
 //! ```no_run
 //! # async fn demo(log: std::sync::Arc<dyn orchestrata::log::EventLog>) -> Result<(), Box<dyn std::error::Error>> {
@@ -43,6 +45,7 @@ pub mod kernel_port;
 pub mod launch;
 pub mod methods;
 pub mod metrics;
+pub mod origin;
 pub mod outbox;
 pub mod presence;
 pub mod rate_limit;
@@ -52,6 +55,7 @@ pub mod schema;
 pub mod server;
 pub mod shared;
 pub mod state;
+pub mod tls;
 pub mod topic;
 
 pub use auth::{Scope, TokenGrant};

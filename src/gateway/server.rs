@@ -1,17 +1,21 @@
 //! Starting and stopping the gateway: the axum router (WebSocket on `/`, `/health`,
-//! `/ready`, `/metrics`), the topic hubs, and graceful shutdown.
+//! `/ready`, `/metrics`), the topic hubs, and graceful shutdown. The WebSocket upgrade
+//! passes the [`origin`](super::origin) check first; with `tls` configured the same
+//! routes are served over [`tls`](super::tls).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axum::extract::connect_info::Connected;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{ConnectInfo, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::serve::{IncomingStream, Listener, ListenerExt};
+use axum::{Extension, Json, Router};
 use chrono::Utc;
 use orchestrata_schemas::events::Stream;
 use serde_json::json;
@@ -23,8 +27,10 @@ use super::config::GatewayConfig;
 use super::connection;
 use super::methods::METHODS;
 use super::metrics::{Metrics, MetricsError};
+use super::origin::OriginPolicy;
 use super::schema::{ParamsSchemas, SchemaError};
 use super::state::{Services, Shared};
+use super::tls::{TlsError, TlsListener};
 use super::topic::event::TopicEvent;
 use super::topic::facts::PacketIndex;
 use super::topic::hub::Hub;
@@ -58,6 +64,9 @@ pub enum GatewayError {
     /// The server task failed.
     #[error("server: {0}")]
     Serve(String),
+    /// The TLS certificate or key cannot be used.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
 }
 
 /// A gateway accepting connections. Stop it with [`RunningGateway::shutdown`].
@@ -77,6 +86,11 @@ pub async fn start(
     services: Services,
 ) -> Result<RunningGateway, GatewayError> {
     let metrics = Arc::new(Metrics::new()?);
+    let origins = Arc::new(OriginPolicy::new(
+        config.allowed_origins.clone(),
+        metrics.registry(),
+    )?);
+    let tls = config.tls.as_ref().map(super::tls::acceptor).transpose()?;
     for (stream, _) in TOPICS {
         // Export every topic's series from the start, at zero.
         metrics.events_dropped.with_label_values(&[stream.as_str()]);
@@ -139,25 +153,45 @@ pub async fn start(
         .route("/ready", get(ready))
         .route("/metrics", get(metrics_text))
         .merge(super::console::routes())
+        .layer(Extension(origins))
         .with_state(shared.clone());
-    let mut stop = shared.shutdown.subscribe();
-    let server = tokio::spawn(async move {
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move {
-            let _ = stop.wait_for(|s| *s).await;
-        })
-        .await
-    });
-    tracing::info!(%addr, "gateway listening");
+    let stop = shared.shutdown.subscribe();
+    let server = match tls {
+        None => tokio::spawn(serve(listener, app, stop)),
+        // `tap_io` is a no-op that lets axum hand the peer address to `ConnectInfo`.
+        Some(tls) => tokio::spawn(serve(
+            TlsListener::new(listener, addr, tls).tap_io(|_| {}),
+            app,
+            stop,
+        )),
+    };
+    tracing::info!(%addr, tls = shared.config.tls.is_some(), "gateway listening");
     Ok(RunningGateway {
         addr,
         shared,
         server,
         tailers,
     })
+}
+
+/// Serves `app` on `listener` until `stop` turns true.
+async fn serve<L>(
+    listener: L,
+    app: Router,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), std::io::Error>
+where
+    L: Listener<Addr = SocketAddr>,
+    for<'a> SocketAddr: Connected<IncomingStream<'a, L>>,
+{
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        let _ = stop.wait_for(|s| *s).await;
+    })
+    .await
 }
 
 async fn warm_index(log: &dyn crate::log::EventLog, index: &PacketIndex) -> Result<(), LogError> {
@@ -181,6 +215,11 @@ impl RunningGateway {
     /// The bound address (useful with port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Whether the gateway serves `wss://`/`https://` (TLS configured) or plain `ws://`.
+    pub fn uses_tls(&self) -> bool {
+        self.shared.config.tls.is_some()
     }
 
     /// The shared state (for in-process inspection, e.g. by benchmarks).
@@ -213,8 +252,14 @@ impl RunningGateway {
 async fn upgrade(
     State(gw): State<Arc<Shared>>,
     ConnectInfo(remote): ConnectInfo<SocketAddr>,
+    Extension(origins): Extension<Arc<OriginPolicy>>,
+    headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
+    // Refused before upgrading: a page from a foreign origin never gets a socket.
+    if let Err(refused) = origins.check(&headers) {
+        return refused;
+    }
     // Frames up to twice the limit are read and refused by the connection with 1009;
     // larger ones are cut off by the WebSocket layer itself.
     let hard = gw

@@ -1,0 +1,308 @@
+//! Which web pages may open a WebSocket to the gateway (REQ-014-188).
+//!
+//! A browser attaches an `Origin` header (`https://ops.example.com`) to every WebSocket
+//! handshake, naming the page that asked for it; the page cannot forge it. Without a
+//! check, any page a logged-in operator visits could open a socket to a gateway on
+//! their network and drive it with whatever token it can get. The policy:
+//!
+//! - no `Origin` header: not a browser (websocat, Python, Rust clients) — allowed; such
+//!   clients still have to authenticate;
+//! - the gateway's own origin (the `Origin`'s host:port equals the request's `Host`) —
+//!   allowed, so the built-in `/console` works whatever the allow-list says;
+//! - an origin listed in `gateway.allowed_origins` (exact, case-insensitive) — allowed;
+//!   `*` in the list allows every origin;
+//! - anything else — refused with HTTP 403 `{"error": "origin_not_allowed", "origin"}`
+//!   before the upgrade, logged at warn and counted in
+//!   `orchestrata_gateway_origin_refused_total`.
+
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use prometheus::{IntCounter, Registry};
+use serde_json::json;
+
+use super::metrics::MetricsError;
+
+/// The allow-list entry that admits every origin.
+pub const ANY_ORIGIN: &str = "*";
+
+/// Whether a WebSocket handshake carrying `origin` (its `Origin` header) and `host`
+/// (its `Host` header) may proceed under the allow-list `allowed`.
+///
+/// `allowed` holds entries as [`normalize_entry`] returns them; the comparison ignores
+/// case and a default port (`:80` for http, `:443` for https).
+///
+/// ```
+/// use orchestrata::gateway::origin::origin_allowed;
+/// let none: &[String] = &[];
+/// assert!(origin_allowed(None, Some("gw:18790"), none)); // not a browser
+/// assert!(origin_allowed(Some("http://gw:18790"), Some("gw:18790"), none)); // same origin
+/// assert!(!origin_allowed(Some("https://evil.example"), Some("gw:18790"), none));
+/// let ops = ["https://ops.example.com".to_string()];
+/// assert!(origin_allowed(Some("https://OPS.example.com"), Some("gw:18790"), &ops));
+/// ```
+pub fn origin_allowed(origin: Option<&str>, host: Option<&str>, allowed: &[String]) -> bool {
+    let Some(origin) = origin else {
+        return true;
+    };
+    if allowed.iter().any(|a| a == ANY_ORIGIN) {
+        return true;
+    }
+    let Some((scheme, authority)) = split_origin(origin) else {
+        // `null` (sandboxed frames, file: pages) and garbage match only `*`.
+        return false;
+    };
+    let authority = without_default_port(scheme, &authority);
+    if let Some(host) = host {
+        if without_default_port(scheme, &host.trim().to_ascii_lowercase()) == authority {
+            return true;
+        }
+    }
+    allowed.iter().any(|entry| {
+        split_origin(entry)
+            .is_some_and(|(s, a)| s == scheme && without_default_port(s, &a) == authority)
+    })
+}
+
+/// Checks an allow-list entry from the config and returns it in canonical form
+/// (lower case, no trailing `/`): `*`, or `scheme://host[:port]` with scheme http or
+/// https and nothing after the authority. The error says what is wrong with it.
+pub fn normalize_entry(entry: &str) -> Result<String, String> {
+    let trimmed = entry.trim();
+    if trimmed == ANY_ORIGIN {
+        return Ok(ANY_ORIGIN.to_owned());
+    }
+    let Some((scheme, authority)) = split_origin(trimmed) else {
+        return Err(format!(
+            "`{entry}` is not an origin: expected `*` or http(s)://host[:port] with nothing after it, e.g. https://ops.example.com"
+        ));
+    };
+    Ok(format!("{scheme}://{authority}"))
+}
+
+/// Splits `scheme://authority` into lower-case parts; `None` when it is not of that
+/// shape (a path, query or user info, an empty host, or `null`).
+fn split_origin(origin: &str) -> Option<(&'static str, String)> {
+    let origin = origin.trim();
+    let (scheme, rest) = origin.split_once("://")?;
+    let scheme = match scheme.to_ascii_lowercase().as_str() {
+        "http" => "http",
+        "https" => "https",
+        // Other schemes (browser extensions, apps) are admitted only by `*`.
+        _ => return None,
+    };
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    if authority.is_empty()
+        || authority.starts_with(':')
+        || authority.contains(['/', '?', '#', '@', ' '])
+    {
+        return None;
+    }
+    Some((scheme, authority.to_ascii_lowercase()))
+}
+
+/// `authority` without the scheme's default port, so `gw:443` equals `gw` for https.
+fn without_default_port(scheme: &str, authority: &str) -> String {
+    let default = if scheme == "https" { ":443" } else { ":80" };
+    authority
+        .strip_suffix(default)
+        .unwrap_or(authority)
+        .to_owned()
+}
+
+/// The gateway's origin check with its refusal counter.
+pub struct OriginPolicy {
+    allowed: Vec<String>,
+    refused: IntCounter,
+}
+
+impl OriginPolicy {
+    /// A policy over `allowed` (canonical entries, see [`normalize_entry`]) whose
+    /// refusals are counted in `registry` as `orchestrata_gateway_origin_refused_total`.
+    pub fn new(allowed: Vec<String>, registry: &Registry) -> Result<Self, MetricsError> {
+        let refused = IntCounter::new(
+            "orchestrata_gateway_origin_refused_total",
+            "WebSocket handshakes refused because their Origin is not allowed",
+        )?;
+        registry.register(Box::new(refused.clone()))?;
+        Ok(OriginPolicy { allowed, refused })
+    }
+
+    /// `Ok` when the handshake with `headers` may be upgraded; otherwise the 403
+    /// response to send instead (after logging and counting the refusal).
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), Response> {
+        let Some(raw) = headers.get(header::ORIGIN) else {
+            return Ok(());
+        };
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        // An Origin that is not even text is refused like any unknown origin.
+        let origin = raw.to_str().ok();
+        if origin.is_some_and(|o| origin_allowed(Some(o), host, &self.allowed)) {
+            return Ok(());
+        }
+        let shown = String::from_utf8_lossy(raw.as_bytes()).into_owned();
+        self.refused.inc();
+        tracing::warn!(origin = %shown, host = host.unwrap_or(""), "websocket origin not allowed");
+        Err((
+            StatusCode::FORBIDDEN,
+            Json(json!({"error": "origin_not_allowed", "origin": shown})),
+        )
+            .into_response())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(entries: &[&str]) -> Vec<String> {
+        entries
+            .iter()
+            .map(|e| normalize_entry(e).expect("valid entry"))
+            .collect()
+    }
+
+    // REQ-014-188
+    #[test]
+    fn clients_without_an_origin_are_always_allowed() {
+        assert!(origin_allowed(None, None, &[]));
+        assert!(origin_allowed(
+            None,
+            Some("gw:1"),
+            &list(&["https://a.example"])
+        ));
+    }
+
+    // REQ-014-188
+    #[test]
+    fn default_allows_only_the_gateways_own_origin() {
+        let host = Some("127.0.0.1:18790");
+        assert!(origin_allowed(Some("http://127.0.0.1:18790"), host, &[]));
+        assert!(origin_allowed(Some("https://127.0.0.1:18790"), host, &[]));
+        assert!(!origin_allowed(Some("http://127.0.0.1:18791"), host, &[]));
+        assert!(!origin_allowed(Some("http://localhost:18790"), host, &[]));
+        assert!(!origin_allowed(Some("https://evil.example"), host, &[]));
+        // Without a Host header nothing is "same origin".
+        assert!(!origin_allowed(Some("http://127.0.0.1:18790"), None, &[]));
+    }
+
+    // REQ-014-188
+    #[test]
+    fn same_origin_ignores_case_and_default_ports() {
+        assert!(origin_allowed(
+            Some("HTTPS://GW.Example"),
+            Some("gw.example:443"),
+            &[]
+        ));
+        assert!(origin_allowed(
+            Some("http://gw.example:80"),
+            Some("gw.example"),
+            &[]
+        ));
+        assert!(!origin_allowed(
+            Some("http://gw.example"),
+            Some("gw.example:443"),
+            &[]
+        ));
+    }
+
+    // REQ-014-188
+    #[test]
+    fn listed_origins_match_exactly_by_scheme_host_and_port() {
+        let allowed = list(&["https://ops.example.com", "http://localhost:3000/"]);
+        let host = Some("gw:18790");
+        assert!(origin_allowed(
+            Some("https://ops.example.com"),
+            host,
+            &allowed
+        ));
+        assert!(origin_allowed(
+            Some("https://ops.example.com:443"),
+            host,
+            &allowed
+        ));
+        assert!(origin_allowed(
+            Some("http://localhost:3000"),
+            host,
+            &allowed
+        ));
+        assert!(!origin_allowed(
+            Some("http://ops.example.com"),
+            host,
+            &allowed
+        ));
+        assert!(!origin_allowed(
+            Some("https://ops.example.com.evil.io"),
+            host,
+            &allowed
+        ));
+        assert!(!origin_allowed(
+            Some("https://evil.io/https://ops.example.com"),
+            host,
+            &allowed
+        ));
+        assert!(!origin_allowed(
+            Some("http://localhost:3001"),
+            host,
+            &allowed
+        ));
+        // The gateway's own origin stays allowed next to a list.
+        assert!(origin_allowed(Some("http://gw:18790"), host, &allowed));
+    }
+
+    // REQ-014-188
+    #[test]
+    fn star_allows_every_origin_even_opaque_ones() {
+        let allowed = list(&["*"]);
+        assert!(origin_allowed(
+            Some("https://anything.example"),
+            Some("gw:1"),
+            &allowed
+        ));
+        assert!(origin_allowed(Some("null"), Some("gw:1"), &allowed));
+        assert!(!origin_allowed(Some("null"), Some("gw:1"), &[]));
+    }
+
+    // REQ-014-188
+    #[test]
+    fn bad_allow_list_entries_are_refused_with_the_reason() {
+        assert_eq!(
+            normalize_entry(" HTTPS://Ops.Example.com/ "),
+            Ok("https://ops.example.com".into())
+        );
+        for bad in [
+            "ops.example.com",
+            "https://",
+            "https://a.example/path",
+            "ftp://a.example",
+            "null",
+            "",
+        ] {
+            let e = normalize_entry(bad).expect_err(bad);
+            assert!(e.contains(&format!("`{bad}`")), "{bad}: {e}");
+        }
+    }
+
+    // REQ-014-188
+    #[test]
+    fn policy_answers_403_with_the_origin_and_counts_it() {
+        let registry = Registry::new();
+        let policy =
+            OriginPolicy::new(list(&["https://ops.example.com"]), &registry).expect("policy");
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, "gw:1".parse().expect("header"));
+        assert!(policy.check(&headers).is_ok());
+        headers.insert(
+            header::ORIGIN,
+            "https://ops.example.com".parse().expect("header"),
+        );
+        assert!(policy.check(&headers).is_ok());
+        headers.insert(
+            header::ORIGIN,
+            "https://evil.example".parse().expect("header"),
+        );
+        let refused = policy.check(&headers).expect_err("refused");
+        assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+        assert_eq!(policy.refused.get(), 1);
+    }
+}
