@@ -128,9 +128,9 @@ impl OriginPolicy {
         Ok(OriginPolicy { allowed, refused })
     }
 
-    /// `Ok` when the handshake with `headers` may be upgraded; otherwise the 403
-    /// response to send instead (after logging and counting the refusal).
-    pub fn check(&self, headers: &HeaderMap) -> Result<(), Response> {
+    /// `Ok` when the handshake with `headers` may be upgraded; otherwise the refusal
+    /// (already logged and counted) to answer instead.
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), OriginRefused> {
         let Some(raw) = headers.get(header::ORIGIN) else {
             return Ok(());
         };
@@ -143,11 +143,26 @@ impl OriginPolicy {
         let shown = String::from_utf8_lossy(raw.as_bytes()).into_owned();
         self.refused.inc();
         tracing::warn!(origin = %shown, host = host.unwrap_or(""), "websocket origin not allowed");
-        Err((
+        Err(OriginRefused { origin: shown })
+    }
+}
+
+/// A handshake refused for its `Origin`; answers HTTP 403
+/// `{"error": "origin_not_allowed", "origin": "<as sent>"}`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("origin not allowed: {origin}")]
+pub struct OriginRefused {
+    /// The `Origin` header as sent (invalid UTF-8 replaced).
+    pub origin: String,
+}
+
+impl IntoResponse for OriginRefused {
+    fn into_response(self) -> Response {
+        (
             StatusCode::FORBIDDEN,
-            Json(json!({"error": "origin_not_allowed", "origin": shown})),
+            Json(json!({"error": "origin_not_allowed", "origin": self.origin})),
         )
-            .into_response())
+            .into_response()
     }
 }
 
@@ -302,7 +317,8 @@ mod tests {
             "https://evil.example".parse().expect("header"),
         );
         let refused = policy.check(&headers).expect_err("refused");
-        assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+        assert_eq!(refused.origin, "https://evil.example");
+        assert_eq!(refused.into_response().status(), StatusCode::FORBIDDEN);
         assert_eq!(policy.refused.get(), 1);
     }
 }

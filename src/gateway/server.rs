@@ -258,7 +258,7 @@ async fn upgrade(
 ) -> Response {
     // Refused before upgrading: a page from a foreign origin never gets a socket.
     if let Err(refused) = origins.check(&headers) {
-        return refused;
+        return refused.into_response();
     }
     // Frames up to twice the limit are read and refused by the connection with 1009;
     // larger ones are cut off by the WebSocket layer itself.
