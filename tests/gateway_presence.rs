@@ -126,7 +126,6 @@ async fn a_client_that_never_answers_pings_times_out_and_both_events_are_logged(
     let mut c = gw.client(TOKEN).await;
     let id = my_id(&mut c).await;
     // tungstenite answers pings only while the socket is read: not reading = no pongs.
-    let started = Instant::now();
     tokio::time::sleep(Duration::from_millis(700)).await;
     let closed = c.closed().await;
     assert_eq!(
@@ -139,7 +138,6 @@ async fn a_client_that_never_answers_pings_times_out_and_both_events_are_logged(
     assert_eq!(kinds, ["connected", "timeout", "disconnected"], "{mine:#?}");
     assert_eq!(mine[1]["payload"]["missed_heartbeats"], 2);
     assert_eq!(mine[2]["payload"]["reason"], "timeout");
-    assert!(started.elapsed() < Duration::from_secs(5));
 }
 
 // REQ-014-109 REQ-014-108

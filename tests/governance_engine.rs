@@ -351,7 +351,7 @@ async fn rules_are_listed_by_category_with_file_line_and_search() {
             .iter()
             .map(|r| r.predicate.as_str())
             .collect::<Vec<_>>(),
-        vec!["gateway_can_subscribe"]
+        vec!["gateway_can_subscribe", "token_can_subscribe"]
     );
     assert!(g.rules(Some("routing"), Some("gateway")).is_empty());
 }

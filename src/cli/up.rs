@@ -81,6 +81,21 @@ pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
     } else {
         None
     };
+    // The projector of record also mirrors the graph view into Neo4j when one is set.
+    let neo4j = match (&projections, &system.gateway.neo4j, role.runs_projector()) {
+        (Some((p, _)), Some(config), true) => {
+            say(&format!(
+                "projector: writing the knowledge graph to Neo4j at {} as {}",
+                config.uri, config.user
+            ));
+            Some(crate::projection::neo4j::spawn_neo4j_sink(
+                p.graph().clone(),
+                config.clone(),
+                crate::projection::neo4j::SinkConfig::default(),
+            ))
+        }
+        _ => None,
+    };
     let gateway = if role.runs_gateway() {
         let port = stack::kernel_port(kernel.as_ref(), &system, log.clone(), role).await?;
         let views = projections.as_ref().map(|(p, _)| stack::views(p));
@@ -128,6 +143,9 @@ pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
     tracing::info!(role = role.as_str(), "stopping");
     if let Some(gateway) = gateway {
         gateway.shutdown().await.context("stopping the gateway")?;
+    }
+    if let Some(sink) = neo4j {
+        sink.stop().await;
     }
     if let Some((views, progress)) = projections {
         progress.abort();

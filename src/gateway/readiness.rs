@@ -63,14 +63,15 @@ pub async fn projections(views: Option<&Views>, log: &dyn EventLog, metrics: &Me
     let sessions = view_status(&v.sessions, log, metrics).await;
     let volks = view_status(&v.volks, log, metrics).await;
     let decisions = view_status(&v.decisions, log, metrics).await;
-    let healthy = [&threads, &sessions, &volks, &decisions]
+    let graph = view_status(&v.graph, log, metrics).await;
+    let healthy = [&threads, &sessions, &volks, &decisions, &graph]
         .iter()
         .all(|s| s["healthy"] == true);
     json!({
         "healthy": healthy,
         "configured": true,
         "max_lag": MAX_READY_LAG,
-        "views": {"threads": threads, "sessions": sessions, "volks": volks, "decisions": decisions},
+        "views": {"threads": threads, "sessions": sessions, "volks": volks, "decisions": decisions, "graph": graph},
     })
 }
 
