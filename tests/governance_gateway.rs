@@ -167,6 +167,32 @@ async fn subscriptions_and_knowledge_queries_respect_scopes() {
             .result,
         Allow
     );
+    // Write clauses are whole words: a property named like one is not a write.
+    assert_eq!(
+        g.decide(kg(
+            "dashboard",
+            "MATCH (n) WHERE n.offset > 1 RETURN n.reset_at"
+        ))
+        .await
+        .unwrap()
+        .result,
+        Allow
+    );
+    assert_eq!(
+        g.decide(kg("dashboard", "MATCH (n) SET n.x = 1"))
+            .await
+            .unwrap()
+            .result,
+        Deny
+    );
+    // The token `orchestrata up` serves is granted as `static`: its holder may query.
+    assert_eq!(
+        g.decide(kg("static", "MATCH (v:Volk) RETURN v"))
+            .await
+            .unwrap()
+            .result,
+        Allow
+    );
 }
 
 // REQ-014-101

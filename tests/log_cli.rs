@@ -28,8 +28,12 @@ fn start_up(data: &Path) -> (Child, String, BufReader<std::process::ChildStdout>
         .expect("start orchestrata up");
     let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
     let mut banner = String::new();
-    for _ in 0..2 {
+    // Up to the kernel's start line (log, governance and kernel each print one).
+    for _ in 0..10 {
         reader.read_line(&mut banner).expect("read banner");
+        if banner.contains("kernel started") {
+            break;
+        }
     }
     (child, banner, reader)
 }

@@ -4,6 +4,9 @@
 registered_admin('ops-admin').
 registered_operator('operator').
 registered_operator('suspended-operator').
+%% The token `orchestrata up` reads from GATEWAY_TOKEN (or generates) is granted under
+%% the name `static`; its holder operates this instance.
+registered_operator('static').
 registered_client('dashboard').
 registered_client('operator').
 suspended('suspended-operator').
@@ -71,10 +74,35 @@ gateway_can_query_kg(C, Pattern) :-
     gateway_access(C, Scope),
     (   Scope == admin -> true ; \+ kg_write_pattern(Pattern) ).
 
+%% kg_write_pattern(+Pattern): the pattern contains a writing clause as a whole word
+%% (so `n.offset` or `n.reset_at` are not mistaken for SET).
 kg_write_pattern(Pattern) :-
     atom_chars(Pattern, Chars),
-    member(Word, ["CREATE", "MERGE", "DELETE", "SET ", "REMOVE", "DROP",
-                  "create", "merge", "delete", "set ", "remove", "drop"]),
-    append(_, Rest, Chars),
-    append(Word, _, Rest),
+    kg_words(Chars, Words),
+    member(Word, Words),
+    member(Word, ["CREATE", "MERGE", "DELETE", "DETACH", "SET", "REMOVE", "DROP",
+                  "create", "merge", "delete", "detach", "set", "remove", "drop"]),
     !.
+
+%% kg_words(+Chars, -Words): the maximal runs of letters, digits and underscores.
+kg_words([], []).
+kg_words([C|Cs], Words) :-
+    (   kg_word_char(C)
+    ->  kg_word([C|Cs], Word, Rest),
+        Words = [Word|More],
+        kg_words(Rest, More)
+    ;   kg_words(Cs, Words)
+    ).
+
+kg_word([C|Cs], [C|Word], Rest) :-
+    kg_word_char(C), !,
+    kg_word(Cs, Word, Rest).
+kg_word(Rest, [], Rest).
+
+kg_word_char(C) :-
+    char_code(C, X),
+    (   X >= 0'a, X =< 0'z
+    ;   X >= 0'A, X =< 0'Z
+    ;   X >= 0'0, X =< 0'9
+    ;   X =:= 0'_
+    ), !.
