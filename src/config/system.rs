@@ -311,23 +311,7 @@ impl SystemConfig {
         log_view[backend] = Json::String(place);
         let view = json!({
             "log": log_view,
-            "gateway": {
-                "listen": g.listen.to_string(),
-                "tokens": g.tokens.iter()
-                    .map(|t| json!({"token": t.token, "scope": t.scope.as_str(), "name": t.name}))
-                    .collect::<Vec<_>>(),
-                "max_clients": g.max_clients,
-                "max_message_size_bytes": g.max_message_size_bytes,
-                "max_batch": g.max_batch,
-                "auth_grace_ms": g.auth_grace.as_millis() as u64,
-                "max_subscriptions_per_client": g.max_subscriptions_per_client,
-                "event_buffer_per_client": g.event_buffer_per_client,
-                "rate_limit_per_second": g.rate_limit_per_second,
-                "heartbeat_interval_ms": g.heartbeat_interval.as_millis() as u64,
-                "heartbeat_max_misses": g.heartbeat_max_misses,
-                "read_your_write_timeout_ms": g.read_your_write_timeout.as_millis() as u64,
-                "max_replay_scan": g.max_replay_scan,
-            },
+            "gateway": g.view(),
             "kernel": {
                 "node": k.node,
                 "inbox_capacity": k.inbox_capacity,

@@ -116,33 +116,7 @@ pub async fn launch(l: Launch<'_>) -> anyhow::Result<Launched> {
         }
     }
     let view = json!({
-        "gateway": {
-            "listen": config.listen.to_string(),
-            "tokens": config.tokens.iter().map(|t| json!({"token": t.token, "scope": t.scope.as_str(), "name": t.name})).collect::<Vec<_>>(),
-            "max_clients": config.max_clients,
-            "max_message_size_bytes": config.max_message_size_bytes,
-            "max_batch": config.max_batch,
-            "auth_grace_ms": config.auth_grace.as_millis() as u64,
-            "max_subscriptions_per_client": config.max_subscriptions_per_client,
-            "event_buffer_per_client": config.event_buffer_per_client,
-            "rate_limit_per_second": config.rate_limit_per_second,
-            "heartbeat_interval_ms": config.heartbeat_interval.as_millis() as u64,
-            "heartbeat_max_misses": config.heartbeat_max_misses,
-            "heartbeat_timeout_ms": config.heartbeat_timeout.as_millis() as u64,
-            "redis_url": config.redis_url.as_deref().map(super::shared::redacted_url),
-            "instance_id": config.instance_id,
-            "auth_cache_ttl_ms": config.auth_cache_ttl.as_millis() as u64,
-            "hmac": config.hmac.as_ref().map(|h| json!({
-                "secrets": h.secrets.len(),
-                "clients": h.clients,
-                "drift_window_ms": h.drift_window.as_millis() as u64,
-            })),
-            "neo4j": config.neo4j.as_ref().map(|n| json!({
-                "uri": n.uri, "user": n.user, "password": "<redacted>",
-            })),
-            "knowledge_timeout_ms": config.knowledge_timeout.as_millis() as u64,
-            "knowledge_max_results": config.knowledge_max_results,
-        },
+        "gateway": config.view(),
         "log": {
             "location": l.log.location(),
             "topic_prefix": l.log_config.topic_prefix,

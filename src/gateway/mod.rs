@@ -35,6 +35,7 @@ pub mod authz;
 pub mod backends;
 pub mod client;
 pub mod config;
+mod config_view;
 pub mod connection;
 pub mod console;
 pub mod cypher;
