@@ -126,6 +126,14 @@ pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
         say(&format!(
             "gateway listening on {ws}://{addr}/ ({http} /health /ready /metrics)"
         ));
+        say(&format!(
+            "operator console: {}://{addr}/console",
+            if launched.running.uses_tls() {
+                "https"
+            } else {
+                "http"
+            }
+        ));
         if let Some((token, path)) = &launched.generated {
             say(&format!(
                 "gateway token (shown once, also in {}): {token}",
