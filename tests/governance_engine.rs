@@ -155,6 +155,28 @@ async fn cache_serves_repeat_decisions_and_is_invalidated_by_a_policy_reload() {
     );
 }
 
+// A predicate the author split on purpose, declared discontiguous, loads and answers.
+// REQ-014-104
+#[tokio::test]
+async fn a_declared_discontiguous_predicate_loads() {
+    let env = sled_env().await;
+    let g = governance(&env).await;
+    let declared = default_policy_dir_with(&[(
+        "zz.pl",
+        ":- discontiguous(registered_site/1).\nregistered_site(a).\nother(b).\nregistered_site(c).\n",
+    )]);
+    g.load_policy_dir(declared.path())
+        .await
+        .expect("a declared discontiguous predicate loads");
+    assert_eq!(
+        g.decide(Request::client("ops-admin", "gateway.access", "admin"))
+            .await
+            .unwrap()
+            .result,
+        Allow
+    );
+}
+
 // REQ-014-104
 #[tokio::test]
 async fn a_bad_policy_is_refused_with_file_and_line_and_the_old_one_stays() {
@@ -188,6 +210,18 @@ async fn a_bad_policy_is_refused_with_file_and_line_and_the_old_one_stays() {
         .to_string();
     assert!(
         text.contains("zz.pl") && text.contains("line 2") && text.contains("atom_length"),
+        "{text}"
+    );
+    // a predicate split by another one is refused where its second group starts
+    let split =
+        default_policy_dir_with(&[("zz.pl", "site_admin(a).\nsite_client(b).\nsite_admin(c).\n")]);
+    let text = g
+        .load_policy_dir(split.path())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("zz.pl") && text.contains("line 3") && text.contains("site_admin/1"),
         "{text}"
     );
     // each successful load is a policy loaded event with the full text

@@ -209,7 +209,20 @@ impl Evaluator {
                 Answer::Error(e) => return Err(invalid(0, e)),
                 _ => return Err(invalid(0, "the file could not be read".into())),
             };
-            clauses.extend(clause_lines(&file.name, &file.text, &heads));
+            let read = clause_lines(&file.name, &file.text, &heads);
+            if !file.text.contains("discontiguous") {
+                if let Some(c) = super::rules::split_predicate(&read) {
+                    return Err(invalid(
+                        c.line_number,
+                        format!(
+                            "clauses of {}/{} are split by other predicates; keep them together \
+                             or declare `:- discontiguous({}/{}).`",
+                            c.predicate, c.arity, c.predicate, c.arity
+                        ),
+                    ));
+                }
+            }
+            clauses.extend(read);
             match run_caught(machine, &format!("consult({path_atom})")) {
                 Ok(Some(_)) => {}
                 Ok(None) => return Err(invalid(0, "consult failed".into())),

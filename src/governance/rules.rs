@@ -94,3 +94,50 @@ pub fn clause_lines(file: &str, text: &str, heads: &[Term]) -> Vec<RuleInfo> {
     }
     out
 }
+
+/// The first clause of `clauses` (one file's, in order) whose predicate already had
+/// clauses before another predicate's: scryer does not take such a split predicate
+/// the way its author meant (in our tests the rest of the file was lost and every
+/// decision that needed it failed closed), so the policy is refused at load instead.
+/// `None` when every predicate's clauses are together.
+pub fn split_predicate(clauses: &[RuleInfo]) -> Option<&RuleInfo> {
+    let mut finished = std::collections::HashSet::new();
+    let mut current: Option<(&str, u32)> = None;
+    for clause in clauses {
+        let key = (clause.predicate.as_str(), clause.arity);
+        if current == Some(key) {
+            continue;
+        }
+        if finished.contains(&key) {
+            return Some(clause);
+        }
+        if let Some(previous) = current {
+            finished.insert(previous);
+        }
+        current = Some(key);
+    }
+    None
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::{split_predicate, RuleInfo};
+
+    fn clause(predicate: &str, line: u64) -> RuleInfo {
+        RuleInfo {
+            predicate: predicate.into(),
+            arity: 1,
+            source_file: "site.pl".into(),
+            line_number: line,
+            category: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_predicate_split_by_another_is_found_at_its_second_group() {
+        let together = [clause("a", 1), clause("a", 2), clause("b", 3)];
+        assert!(split_predicate(&together).is_none());
+        let split = [clause("a", 1), clause("b", 2), clause("a", 3)];
+        assert_eq!(split_predicate(&split).map(|c| c.line_number), Some(3));
+    }
+}
