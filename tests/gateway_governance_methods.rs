@@ -9,12 +9,10 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use orchestrata::config::LogConfig;
 use orchestrata::gateway::{self, backends::Views, RunningGateway, Services};
 use orchestrata::governance::{Decision, Governance, GovernanceConfig, Policy, Request};
-use orchestrata::kernel::{Kernel, KernelConfig, TokioClock};
 use orchestrata::log::EventLog;
-use orchestrata::projection::{Projections, RunnerConfig, ViewStore};
+use orchestrata::projection::Projections;
 use orchestrata_schemas::events::types::DecisionResult;
 use orchestrata_schemas::events::{Event, Stream};
 use serde_json::{json, Value};
@@ -46,17 +44,12 @@ impl Stack {
     }
 
     async fn start_with(with: With) -> Stack {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let log = orchestrata::log::open(&LogConfig::sled(dir.path().join("log")))
-            .await
-            .expect("open sled log");
-        let (kernel, _) = Kernel::start(
-            log.clone(),
-            KernelConfig::default(),
-            Arc::new(TokioClock::new()),
-        )
-        .await
-        .expect("kernel starts");
+        let support::stack::Core {
+            dir,
+            log,
+            kernel,
+            projections,
+        } = support::stack::Core::start().await;
         let config = match &with {
             With::PolicyDir(path) => GovernanceConfig {
                 policy_dir: Some(path.clone()),
@@ -67,10 +60,6 @@ impl Stack {
         let governance = Governance::start(log.clone(), config)
             .await
             .expect("governance starts");
-        let store = ViewStore::open(dir.path().join("views")).expect("view store");
-        let projections = Projections::start(log.clone(), store, RunnerConfig::default())
-            .await
-            .expect("projections start");
         let mut services = Services::new(log.clone()).with_kernel(kernel, Views::of(&projections));
         if !matches!(with, With::NoGovernance) {
             services = services.with_governance(governance.clone());

@@ -14,13 +14,11 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use orchestrata::config::LogConfig;
 use orchestrata::gateway::{self, backends::Views, GatewayConfig, RunningGateway, Services};
 use orchestrata::governance::{Governance, GovernanceConfig};
-use orchestrata::kernel::{Kernel, KernelConfig, TokioClock};
 use orchestrata::log::EventLog;
 use orchestrata::projection::neo4j::Neo4jConfig;
-use orchestrata::projection::{Projections, RunnerConfig, ViewStore};
+use orchestrata::projection::Projections;
 use orchestrata_schemas::events::{Event, Stream};
 use serde_json::{json, Value};
 use support::ws::{self, Ws, ADMIN_TOKEN, READ_ONLY_TOKEN, TOKEN};
@@ -38,25 +36,16 @@ impl Stack {
     }
 
     async fn with(config: GatewayConfig) -> Stack {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let log = orchestrata::log::open(&LogConfig::sled(dir.path().join("log")))
-            .await
-            .expect("open sled log");
-        let (kernel, _) = Kernel::start(
-            log.clone(),
-            KernelConfig::default(),
-            Arc::new(TokioClock::new()),
-        )
-        .await
-        .expect("kernel starts");
+        let support::stack::Core {
+            dir,
+            log,
+            kernel,
+            projections,
+        } = support::stack::Core::start().await;
         let governance = Governance::start(log.clone(), GovernanceConfig::default())
             .await
             .expect("governance starts");
         let kernel = kernel.with_governance(governance.clone());
-        let store = ViewStore::open(dir.path().join("views")).expect("view store");
-        let projections = Projections::start(log.clone(), store, RunnerConfig::default())
-            .await
-            .expect("projections start");
         let services = Services::new(log.clone())
             .with_kernel(kernel, Views::of(&projections))
             .with_governance(governance);

@@ -4,12 +4,9 @@
 
 mod support;
 
-use std::sync::Arc;
-
-use orchestrata::config::LogConfig;
 use orchestrata::gateway::{self, backends::Views, RunningGateway, Services};
-use orchestrata::kernel::{Kernel, KernelConfig, TokioClock};
-use orchestrata::projection::{Projections, RunnerConfig, ViewStore};
+use orchestrata::kernel::Kernel;
+use orchestrata::projection::Projections;
 use serde_json::{json, Value};
 use support::ws::{self, TestGateway, Ws, READ_ONLY_TOKEN, TOKEN};
 
@@ -23,21 +20,12 @@ struct Stack {
 
 impl Stack {
     async fn start() -> Stack {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let log = orchestrata::log::open(&LogConfig::sled(dir.path().join("log")))
-            .await
-            .expect("open sled log");
-        let (kernel, _) = Kernel::start(
-            log.clone(),
-            KernelConfig::default(),
-            Arc::new(TokioClock::new()),
-        )
-        .await
-        .expect("kernel starts");
-        let store = ViewStore::open(dir.path().join("views")).expect("view store");
-        let projections = Projections::start(log.clone(), store, RunnerConfig::default())
-            .await
-            .expect("projections start");
+        let support::stack::Core {
+            dir,
+            log,
+            kernel,
+            projections,
+        } = support::stack::Core::start().await;
         let services = Services::new(log).with_kernel(kernel.clone(), Views::of(&projections));
         let running = gateway::start(ws::test_config(), services)
             .await

@@ -6,12 +6,11 @@ mod support;
 
 use std::sync::Arc;
 
-use orchestrata::config::LogConfig;
 use orchestrata::gateway::{self, backends::Views, RunningGateway, Services};
 use orchestrata::governance::{Governance, GovernanceConfig};
-use orchestrata::kernel::{cmd, Kernel, KernelConfig, TokioClock};
+use orchestrata::kernel::{cmd, Kernel};
 use orchestrata::log::EventLog;
-use orchestrata::projection::{Projections, RunnerConfig, ViewStore};
+use orchestrata::projection::Projections;
 use orchestrata_schemas::events::{Event, Stream};
 use serde_json::{json, Value};
 use support::ws::{self, TestGateway, Ws, READ_ONLY_TOKEN, TOKEN};
@@ -33,17 +32,12 @@ impl Stack {
 
     /// `governed`: the kernel asks governance before each session command.
     async fn start_with(governed: bool) -> Stack {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let log = orchestrata::log::open(&LogConfig::sled(dir.path().join("log")))
-            .await
-            .expect("open sled log");
-        let (kernel, _) = Kernel::start(
-            log.clone(),
-            KernelConfig::default(),
-            Arc::new(TokioClock::new()),
-        )
-        .await
-        .expect("kernel starts");
+        let support::stack::Core {
+            dir,
+            log,
+            kernel,
+            projections,
+        } = support::stack::Core::start().await;
         let governance = Governance::start(log.clone(), GovernanceConfig::default())
             .await
             .expect("governance starts");
@@ -52,10 +46,6 @@ impl Stack {
         } else {
             kernel
         };
-        let store = ViewStore::open(dir.path().join("views")).expect("view store");
-        let projections = Projections::start(log.clone(), store, RunnerConfig::default())
-            .await
-            .expect("projections start");
         let services = Services::new(log.clone())
             .with_kernel(kernel.clone(), Views::of(&projections))
             .with_governance(governance);

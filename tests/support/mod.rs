@@ -4,6 +4,7 @@
 //! real components; nothing is mocked.
 #![allow(dead_code)]
 
+pub mod stack;
 pub mod ws;
 
 use std::net::{TcpListener, TcpStream};
