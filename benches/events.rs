@@ -30,9 +30,12 @@ fn packet() -> EventRecord {
         to_agent: "U:Vz".into(),
         thread_id: "thread-001".into(),
         subject: "Generate UserService Implementation".into(),
-        payload: PacketPayload::Json(Json(serde_json::json!({
-            "task": "generate_code", "spec": "UserService with CRUD operations", "language": "Python"
-        }))),
+        payload: PacketPayload::Json(
+            serde_json::json!({
+                "task": "generate_code", "spec": "UserService with CRUD operations", "language": "Python"
+            })
+            .into(),
+        ),
         created_at: at,
         priority: 8,
         delivery_status: DeliveryStatus::Queued,

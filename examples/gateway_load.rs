@@ -80,7 +80,7 @@ fn packet(i: u64) -> EventRecord {
         to_agent: "U:Vz".into(),
         thread_id: format!("t-{}", i % 100),
         subject: "load".into(),
-        payload: PacketPayload::Json(Json(json!({"i": i}))),
+        payload: PacketPayload::Json(json!({"i": i}).into()),
         created_at: Utc::now(),
         priority: 5,
         delivery_status: DeliveryStatus::Queued,

@@ -82,7 +82,7 @@ fn packet_record(thread: &str) -> EventRecord {
         to_agent: "U:Ox".into(),
         thread_id: thread.into(),
         subject: "read your write".into(),
-        payload: PacketPayload::Json(Json(serde_json::json!({"q": 1}))),
+        payload: PacketPayload::Json(serde_json::json!({"q": 1}).into()),
         created_at: Utc::now(),
         priority: 7,
         delivery_status: DeliveryStatus::Queued,

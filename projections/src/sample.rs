@@ -180,7 +180,7 @@ impl Workload {
             to_agent: to.clone(),
             thread_id: thread.clone(),
             subject: format!("task {}", self.packets.len()),
-            payload: PacketPayload::Json(Json(serde_json::json!({"step": self.packets.len()}))),
+            payload: PacketPayload::Json(serde_json::json!({"step": self.packets.len()}).into()),
             created_at: self.time,
             priority,
             delivery_status: DeliveryStatus::Queued,

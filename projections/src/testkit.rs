@@ -38,7 +38,7 @@ pub fn packet(id: u128, thread: &str, from: &str, to: &str, priority: i32) -> Pa
         to_agent: to.into(),
         thread_id: thread.into(),
         subject: format!("subject {id}"),
-        payload: PacketPayload::Json(Json(serde_json::json!({"n": id as u64}))),
+        payload: PacketPayload::Json(serde_json::json!({"n": id as u64}).into()),
         created_at: t(0),
         priority,
         delivery_status: DeliveryStatus::Queued,

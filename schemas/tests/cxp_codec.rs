@@ -205,7 +205,7 @@ fn hostile_frames_are_refused_without_allocating() {
         d: b"{}".to_vec(),
     }))
     .unwrap();
-    assert_eq!(ok.payload_json().unwrap(), &json!({}));
+    assert_eq!(ok.payload_json().unwrap(), json!({}));
     // Bytes that are not MessagePack at all.
     assert!(matches!(
         CxpPacket::from_bytes(b"\xc1garbage"),

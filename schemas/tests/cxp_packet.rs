@@ -196,9 +196,9 @@ fn json_payloads_object_array_nested_unicode_round_trip() {
         let p =
             CxpPacket::new_at(alias("U:Ox"), alias("U:Vz"), "s", payload.clone(), t(0)).unwrap();
         let back = CxpPacket::from_json(&p.to_json().unwrap()).unwrap();
-        assert_eq!(back.payload_json().unwrap(), &payload);
+        assert_eq!(back.payload_json().unwrap(), payload);
         let back = CxpPacket::from_bytes(&p.to_bytes().unwrap()).unwrap();
-        assert_eq!(back.payload_json().unwrap(), &payload);
+        assert_eq!(back.payload_json().unwrap(), payload);
     }
 }
 

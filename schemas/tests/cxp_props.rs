@@ -31,8 +31,8 @@ fn json_tree() -> impl Strategy<Value = Value> {
 fn payload() -> impl Strategy<Value = Payload> {
     prop_oneof![
         prop::collection::btree_map("[a-z]{1,6}", json_tree(), 0..4)
-            .prop_map(|m| Payload::Json(Value::Object(m.into_iter().collect()))),
-        prop::collection::vec(json_tree(), 0..4).prop_map(|v| Payload::Json(Value::Array(v))),
+            .prop_map(|m| Payload::from(Value::Object(m.into_iter().collect()))),
+        prop::collection::vec(json_tree(), 0..4).prop_map(|v| Payload::from(Value::Array(v))),
         prop::collection::vec(any::<u8>(), 0..64).prop_map(Payload::Binary),
         prop::collection::vec(any::<u8>(), 5000..9000).prop_map(Payload::Binary),
     ]

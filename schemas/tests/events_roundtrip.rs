@@ -47,7 +47,7 @@ fn packet(binary: bool) -> Packet {
                 data: vec![0, 1, 2, 255],
             })
         } else {
-            PacketPayload::Json(Json(json!({"task": "generate_code", "n": [1, 2.5, null]})))
+            PacketPayload::Json(json!({"task": "generate_code", "n": [1, 2.5, null]}).into())
         },
         created_at: at(1),
         priority: 8,

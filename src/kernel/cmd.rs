@@ -33,7 +33,7 @@ pub fn packet(from: &str, to: &str, subject: &str, payload: serde_json::Value) -
         to_agent: to.to_owned(),
         thread_id: String::new(),
         subject: subject.to_owned(),
-        payload: PacketPayload::Json(Json(payload)),
+        payload: PacketPayload::Json(payload.into()),
         created_at: Utc::now(),
         priority: 5,
         delivery_status: DeliveryStatus::Queued,

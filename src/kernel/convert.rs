@@ -14,7 +14,7 @@ pub const SESSION_KEY: &str = "session_id";
 /// Errors name the offending field.
 pub fn to_cxp(packet: &Packet, max_retries: u32) -> Result<CxpPacket, CxpError> {
     let (payload, content_type) = match &packet.payload {
-        PacketPayload::Json(Json(value)) => (Payload::Json(value.clone()), None),
+        PacketPayload::Json(text) => (Payload::Json(text.clone()), None),
         PacketPayload::Binary(b) => (
             Payload::Binary(b.data.clone()),
             Some(b.content_type.clone()),
@@ -63,7 +63,7 @@ pub fn session_of(packet: &CxpPacket) -> Option<String> {
 /// The log's record of a packet (headers, payload, metadata).
 pub fn to_record(packet: &CxpPacket, in_reply_to: Option<uuid::Uuid>) -> Packet {
     let payload = match packet.payload() {
-        Payload::Json(v) => PacketPayload::Json(Json(v.clone())),
+        Payload::Json(text) => PacketPayload::Json(text.clone()),
         Payload::Binary(b) => PacketPayload::Binary(BinaryPayload {
             content_type: packet
                 .content_type()

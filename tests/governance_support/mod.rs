@@ -93,7 +93,7 @@ pub fn packet(from: &str, to: &str, thread: &str, subject: &str, session: &str) 
         to_agent: to.into(),
         thread_id: thread.into(),
         subject: subject.into(),
-        payload: PacketPayload::Json(Json(serde_json::json!({"task": "x"}))),
+        payload: PacketPayload::Json(serde_json::json!({"task": "x"}).into()),
         created_at: ts(),
         priority: 5,
         delivery_status: DeliveryStatus::Queued,

@@ -342,7 +342,7 @@ pub fn packet_sent(from: &str, to: &str, subject: &str, thread: &str) -> EventRe
         to_agent: to.into(),
         thread_id: thread.into(),
         subject: subject.into(),
-        payload: PacketPayload::Json(Json(json!({"text": format!("{subject} from {from}")}))),
+        payload: PacketPayload::Json(json!({"text": format!("{subject} from {from}")}).into()),
         created_at: Utc::now(),
         priority: 5,
         delivery_status: DeliveryStatus::Queued,

@@ -10,9 +10,11 @@
 //! buffer is allocated, so a hostile length cannot make us allocate more than 100 MB.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::error::CxpError;
+use super::json_payload::JsonPayload;
 use super::packet::{CxpPacket, Metadata};
 use super::payload::{Payload, MAX_BINARY_PAYLOAD_BYTES, MAX_JSON_PAYLOAD_BYTES};
 use super::raw::RawPacket;
@@ -100,12 +102,26 @@ impl CxpPacket {
         })
     }
 
-    /// Indented JSON for humans (REQ-004-US-006-025).
+    /// Indented JSON for humans (REQ-004-US-006-025). The payload is parsed so that it is
+    /// indented too; one that cannot be parsed (see [`JsonPayload::to_value`]) is written
+    /// as received.
     pub fn to_json_pretty(&self) -> Result<String, CxpError> {
-        serde_json::to_string_pretty(self).map_err(|e| CxpError::Encode {
+        let encode_err = |e: serde_json::Error| CxpError::Encode {
             format: "json",
             reason: e.to_string(),
-        })
+        };
+        let parsed = match &self.payload {
+            Payload::Json(j) => j.to_value().ok(),
+            Payload::Binary(_) => None,
+        };
+        match parsed {
+            Some(payload) => {
+                let mut buf = uuid::Uuid::encode_buffer();
+                let id = self.message_id.hyphenated().encode_lower(&mut buf);
+                serde_json::to_string_pretty(&self.view(id, Some(payload))).map_err(encode_err)
+            }
+            None => serde_json::to_string_pretty(self).map_err(encode_err),
+        }
     }
 
     /// The packet as a JSON value (what [`super::validate::schema`] checks).
@@ -136,11 +152,13 @@ impl CxpPacket {
     }
 
     /// Decode and validate a packet from JSON text.
+    ///
+    /// The payload's syntax is checked while skipping over it and its text is kept as
+    /// is ([`JsonPayload`]); no `Value` tree is built.
     pub fn from_json(text: &str) -> Result<CxpPacket, CxpError> {
         object_start(text.as_bytes())?;
-        let raw: RawPacket<'_, Value> = serde_json::from_str(text).map_err(json_err)?;
-        // The payload's text is part of `text`, so `text.len()` bounds its length.
-        raw.into_packet(Some(text.len()), Payload::from_json_value)
+        let raw: RawPacket<'_, &RawValue> = serde_json::from_str(text).map_err(json_err)?;
+        raw.into_packet(Payload::from_raw_json)
     }
 
     /// Decode and validate a packet from JSON bytes (UTF-8).
@@ -153,8 +171,8 @@ impl CxpPacket {
             return Self::from_json(text);
         }
         object_start(bytes)?;
-        let raw: RawPacket<'_, Value> = serde_json::from_slice(bytes).map_err(json_err)?;
-        raw.into_packet(Some(bytes.len()), Payload::from_json_value)
+        let raw: RawPacket<'_, &RawValue> = serde_json::from_slice(bytes).map_err(json_err)?;
+        raw.into_packet(Payload::from_raw_json)
     }
 
     /// Decode and validate a packet from a JSON value.
@@ -170,17 +188,10 @@ impl CxpPacket {
     }
 
     /// MessagePack with the payload framed and, above [`COMPRESSION_THRESHOLD`], lz4
-    /// compressed (REQ-004-US-006-017, -020).
+    /// compressed (REQ-004-US-006-017, -020). A JSON payload's text goes in as it is.
     pub fn to_bytes(&self) -> Result<Vec<u8>, CxpError> {
-        let json_text;
         let (kind, raw): (u8, &[u8]) = match &self.payload {
-            Payload::Json(v) => {
-                json_text = serde_json::to_vec(v).map_err(|e| CxpError::Encode {
-                    format: "msgpack",
-                    reason: e.to_string(),
-                })?;
-                (KIND_JSON, &json_text)
-            }
+            Payload::Json(j) => (KIND_JSON, j.as_str().as_bytes()),
             Payload::Binary(b) => (KIND_BINARY, b),
         };
         let compressed = if raw.len() > COMPRESSION_THRESHOLD {
@@ -216,9 +227,7 @@ impl CxpPacket {
                 format: "msgpack",
                 reason: e.to_string(),
             })?;
-        // `decode_frame` refuses a frame whose text length differs from `n`.
-        let text_len = raw.payload.as_ref().and_then(|f| usize::try_from(f.n).ok());
-        raw.into_packet(text_len, decode_frame)
+        raw.into_packet(decode_frame)
     }
 }
 
@@ -231,15 +240,6 @@ fn object_start(bytes: &[u8]) -> Result<(), CxpError> {
             format: "json",
             reason: "a packet must be a JSON object".into(),
         })
-    }
-}
-
-/// Parse JSON bytes as text when they are valid UTF-8 (one check for the whole input
-/// instead of one per string), else with the byte parser for its positioned error.
-fn parse_json_bytes(raw: &[u8]) -> serde_json::Result<Value> {
-    match std::str::from_utf8(raw) {
-        Ok(text) => serde_json::from_str(text),
-        Err(_) => serde_json::from_slice(raw),
     }
 }
 
@@ -260,24 +260,32 @@ fn decode_frame(frame: FrameIn<'_>) -> Result<Payload, CxpError> {
     if size > limit {
         return Err(CxpError::PayloadTooLarge { kind, size, limit });
     }
-    let data: Vec<u8>;
-    let raw: &[u8] = if frame.z {
-        data = lz4_flex::block::decompress(frame.d, size)
-            .map_err(|e| frame_err(format!("lz4: {e}")))?;
-        &data
-    } else {
-        frame.d
+    let check_len = |len: usize| {
+        if len == size {
+            Ok(())
+        } else {
+            Err(frame_err(format!(
+                "payload length {len} differs from the declared {size}"
+            )))
+        }
     };
-    if raw.len() != size {
-        return Err(frame_err(format!(
-            "payload length {} differs from the declared {size}",
-            raw.len()
-        )));
+    let not_utf8 = |e: std::str::Utf8Error| {
+        CxpError::invalid("payload", format!("invalid JSON: not UTF-8: {e}"))
+    };
+    if frame.z {
+        let data = lz4_flex::block::decompress(frame.d, size)
+            .map_err(|e| frame_err(format!("lz4: {e}")))?;
+        check_len(data.len())?;
+        if frame.k == KIND_BINARY {
+            return Ok(Payload::Binary(data));
+        }
+        let text = std::str::from_utf8(&data).map_err(not_utf8)?;
+        return JsonPayload::parse(text).map(Payload::Json);
     }
-    match frame.k {
-        KIND_JSON => parse_json_bytes(raw)
-            .map(Payload::Json)
-            .map_err(|e| CxpError::invalid("payload", format!("invalid JSON: {e}"))),
-        _ => Ok(Payload::Binary(raw.to_vec())),
+    check_len(frame.d.len())?;
+    if frame.k == KIND_BINARY {
+        return Ok(Payload::Binary(frame.d.to_vec()));
     }
+    let text = std::str::from_utf8(frame.d).map_err(not_utf8)?;
+    JsonPayload::parse(text).map(Payload::Json)
 }

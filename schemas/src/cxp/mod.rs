@@ -3,7 +3,7 @@
 //! - [`CxpPacket`]: the 11 spec fields plus `metadata`, `content_type` and tracking state;
 //!   only valid packets can be built.
 //! - [`VolkAlias`], [`Priority`], [`Payload`], [`DeliveryStatus`], [`WorkStatus`]: the
-//!   validated field types.
+//!   validated field types; a JSON payload is kept as its text ([`JsonPayload`]).
 //! - [`CxpHeaders`]: the headers alone, as the event log records them.
 //! - [`CxpError`]: every rejection, naming the field and the reason.
 
@@ -12,6 +12,8 @@ pub mod codec;
 pub mod error;
 mod field;
 pub mod headers;
+pub mod json_payload;
+mod json_text;
 pub mod packet;
 pub mod payload;
 pub mod policy;
@@ -30,6 +32,7 @@ pub use alias::VolkAlias;
 pub use codec::COMPRESSION_THRESHOLD;
 pub use error::CxpError;
 pub use headers::CxpHeaders;
+pub use json_payload::JsonPayload;
 pub use packet::{CxpPacket, Metadata};
 pub use payload::{Payload, MAX_BINARY_PAYLOAD_BYTES, MAX_JSON_PAYLOAD_BYTES};
 pub use policy::{MessageClass, PriorityPolicy};

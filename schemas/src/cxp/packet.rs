@@ -180,9 +180,11 @@ impl CxpPacket {
     pub fn payload(&self) -> &Payload {
         &self.payload
     }
-    /// The JSON body, or an error naming `payload` if it is binary.
-    pub fn payload_json(&self) -> Result<&serde_json::Value, CxpError> {
-        self.payload.as_json()
+    /// The JSON body parsed into a `Value` (a new tree on every call: keep it if you need
+    /// it twice), or an error naming `payload` if it is binary. Its text, unparsed, is
+    /// `payload().as_json()?.as_str()`.
+    pub fn payload_json(&self) -> Result<serde_json::Value, CxpError> {
+        self.payload.json_value()
     }
     /// The binary body, or an error naming `payload` if it is JSON.
     pub fn payload_binary(&self) -> Result<&[u8], CxpError> {

@@ -20,7 +20,7 @@ use super::validate::fields;
 use super::version::parse_version;
 
 /// A packet as it arrives, before any field is trusted. `P` is the payload's wire shape
-/// (a JSON value in JSON, a frame in MessagePack). Unknown fields are ignored.
+/// (its JSON text in JSON, a frame in MessagePack, a `Value` when read from a `Value`). Unknown fields are ignored.
 ///
 /// The text fields are [`Field`]s, borrowed from the input where the format allows, so
 /// the happy path allocates only for `thread_id` and `subject` (which the packet keeps).
@@ -121,13 +121,8 @@ impl<P> RawPacket<'_, P> {
     /// Check every field and build the packet; `payload` turns the wire payload into a
     /// [`Payload`]. The result passes [`CxpPacket::validate`]: the per-field checks run
     /// here as each field is read, then the payload, cross-field and review checks.
-    ///
-    /// `payload_text_len` is the length of the JSON text the payload was parsed from, when
-    /// known (any upper bound will do): small texts skip re-measuring the payload's size
-    /// (see [`fields::payload_parsed_from`]).
     pub fn into_packet(
         self,
-        payload_text_len: Option<usize>,
         payload: impl FnOnce(P) -> Result<Payload, CxpError>,
     ) -> Result<CxpPacket, CxpError> {
         let message_id = string(required(self.message_id, "message_id")?, "message_id")?;
@@ -218,7 +213,7 @@ impl<P> RawPacket<'_, P> {
         };
         // Subject, thread id and content type were checked above: of
         // `CxpPacket::validate_fields` only the payload rule is left.
-        fields::payload_parsed_from(&packet.payload, payload_text_len)?;
+        fields::payload(&packet.payload)?;
         packet.validate_cross_fields()?;
         super::review::validate_review_payload(&packet)?;
         Ok(packet)
@@ -228,7 +223,7 @@ impl<P> RawPacket<'_, P> {
 impl TryFrom<RawPacket<'_, Value>> for CxpPacket {
     type Error = CxpError;
     fn try_from(raw: RawPacket<'_, Value>) -> Result<Self, Self::Error> {
-        raw.into_packet(None, Payload::from_json_value)
+        raw.into_packet(Payload::from_json_value)
     }
 }
 

@@ -209,7 +209,8 @@ impl CxpPacket {
         {
             return Ok(None);
         }
-        let value = self.payload_json()?;
+        // Only review subjects look inside the payload: its text is parsed here, once.
+        let value = &self.payload_json()?;
         let typed = match subject {
             SUBJECT_REVIEW_CODE => {
                 route(self, &["U:Cx", "U:Ox", "U:Vz"], "U:Qa")?;

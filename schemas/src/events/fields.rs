@@ -5,6 +5,7 @@
 //! | Rust                   | JSON                         | Avro                                  |
 //! |------------------------|------------------------------|---------------------------------------|
 //! | [`Json`]               | the JSON value itself        | `string` holding the JSON text        |
+//! | [`JsonPayload`](crate::cxp::JsonPayload) (packet payloads) | the JSON value, verbatim | `string` holding the JSON text |
 //! | `DateTime` via [`ts`]  | RFC 3339 string              | `long`, logicalType `timestamp-micros`|
 //! | `Uuid` via [`uuid`]    | hyphenated string            | `string`, logicalType `uuid`          |
 //! | `Vec<u8>` via [`bytes`]| base64 (standard) string     | `bytes`                               |

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::fields::Json;
-use crate::cxp::{DeliveryStatus, WorkStatus};
+use crate::cxp::{DeliveryStatus, JsonPayload, WorkStatus};
 
 /// Health of a Volk or a provider.
 ///
@@ -128,11 +128,15 @@ pub struct Packet {
 }
 
 /// A packet's content. In Avro a union `[string, BinaryPayload]` whose string branch holds JSON text.
+///
+/// The JSON branch is the CXP packet's own [`JsonPayload`]: decoding a record checks the
+/// text's syntax and keeps it, without building a `Value` tree, and a packet moves between
+/// the log and the kernel without re-encoding its payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PacketPayload {
-    /// A JSON object or array.
-    Json(Json),
+    /// A JSON object or array, as text (`PacketPayload::Json(json!({..}).into())`).
+    Json(JsonPayload),
     /// Opaque bytes with their content type.
     Binary(BinaryPayload),
 }

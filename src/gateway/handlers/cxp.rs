@@ -54,7 +54,7 @@ pub async fn send(call: Call) -> RpcResult {
     let from = p.from.as_deref().unwrap_or(GATEWAY_ALIAS);
     let subject = p.subject.as_deref().unwrap_or(DEFAULT_SUBJECT);
     let mut packet = cmd::packet(from, &p.target, subject, Value::Null);
-    packet.payload = PacketPayload::Json(Json(p.payload));
+    packet.payload = PacketPayload::Json(p.payload.into());
     if let Some(priority) = p.priority {
         packet.priority = priority;
     }

@@ -2,9 +2,8 @@
 
 use super::super::alias::VolkAlias;
 use super::super::error::CxpError;
-use super::super::payload::{
-    json_type_name, Payload, MAX_BINARY_PAYLOAD_BYTES, MAX_JSON_PAYLOAD_BYTES,
-};
+use super::super::json_payload::JsonPayload;
+use super::super::payload::{Payload, MAX_BINARY_PAYLOAD_BYTES, MAX_JSON_PAYLOAD_BYTES};
 
 /// Longest subject, in characters (Unicode scalar values).
 pub const MAX_SUBJECT_CHARS: usize = 200;
@@ -71,11 +70,21 @@ pub fn content_type(s: &str) -> Result<(), CxpError> {
 
 /// `payload`: JSON must be an object or array of at most 10 MB (compact encoding);
 /// bytes at most 100 MB.
+///
+/// A JSON payload's compact size is its text's length when the text is compact (built
+/// from a `Value`). Received text is not re-measured when it is short enough that its
+/// compact form cannot exceed the limit (text length × [`MAX_COMPACT_EXPANSION`] ≤ 10 MB);
+/// longer text is parsed and measured exactly.
 pub fn payload(p: &Payload) -> Result<(), CxpError> {
     match p {
-        Payload::Json(v) => {
-            json_shape(v)?;
-            let size = json_size(v);
+        Payload::Json(j) => {
+            json_shape(j)?;
+            if !j.is_compact()
+                && j.text_len().saturating_mul(MAX_COMPACT_EXPANSION) <= MAX_JSON_PAYLOAD_BYTES
+            {
+                return Ok(());
+            }
+            let size = j.compact_len()?;
             if size > MAX_JSON_PAYLOAD_BYTES {
                 return Err(CxpError::PayloadTooLarge {
                     kind: "json",
@@ -105,31 +114,16 @@ pub fn payload(p: &Payload) -> Result<(), CxpError> {
 /// 24 (`-2.2250738585072014e-308`), `-0` (2 bytes) prints as `-0.0` (4). So 24 / 3 = 8.
 pub const MAX_COMPACT_EXPANSION: usize = 8;
 
-/// [`payload`] for a payload just parsed from `text_len` bytes of JSON text (or from a
-/// longer text containing it). When `text_len` × [`MAX_COMPACT_EXPANSION`] is within the
-/// 10 MB limit the compact encoding cannot exceed it, so the size is not measured again;
-/// otherwise, or when the length is unknown, this is exactly [`payload`].
-pub fn payload_parsed_from(p: &Payload, text_len: Option<usize>) -> Result<(), CxpError> {
-    match (p, text_len) {
-        (Payload::Json(v), Some(n))
-            if n.saturating_mul(MAX_COMPACT_EXPANSION) <= MAX_JSON_PAYLOAD_BYTES =>
-        {
-            json_shape(v)
-        }
-        _ => payload(p),
-    }
-}
-
-/// A JSON payload is an object or an array.
-fn json_shape(v: &serde_json::Value) -> Result<(), CxpError> {
-    if v.is_object() || v.is_array() {
+/// A JSON payload is an object or an array (read from its first byte).
+fn json_shape(j: &JsonPayload) -> Result<(), CxpError> {
+    if j.is_structured() {
         Ok(())
     } else {
         Err(CxpError::invalid(
             "payload",
             format!(
                 "a JSON payload must be an object or an array, got {}",
-                json_type_name(v)
+                j.json_type()
             ),
         ))
     }
@@ -244,14 +238,26 @@ mod tests {
 
     // REQ-004-US-003-007 REQ-004-US-003-015
     #[test]
-    fn payload_parsed_from_agrees_with_payload() {
-        let obj = Payload::Json(serde_json::json!({"k": [1, 2.5, "x"]}));
-        let num = Payload::Json(serde_json::json!(3));
-        let bin = Payload::Binary(vec![1, 2, 3]);
-        for p in [&obj, &num, &bin] {
-            for len in [None, Some(10), Some(MAX_JSON_PAYLOAD_BYTES)] {
-                assert_eq!(payload_parsed_from(p, len), payload(p), "{p:?} {len:?}");
+    fn payload_check_agrees_on_compact_and_received_text() {
+        // The same values, once built from a `Value` (compact, size = text length) and
+        // once received as spaced text (size bounded by the text, or measured): the
+        // verdicts agree.
+        for (text, ok) in [
+            (r#"{"k": [1, 2.5, "x"]}"#, true),
+            ("[ ]", true),
+            ("3", false),
+            (r#""s""#, false),
+            ("null", false),
+        ] {
+            let received = Payload::Json(JsonPayload::parse(text).unwrap());
+            let value: serde_json::Value = serde_json::from_str(text).unwrap();
+            let built = Payload::Json(JsonPayload::from_value(&value));
+            assert_eq!(payload(&received), payload(&built), "{text}");
+            assert_eq!(payload(&received).is_ok(), ok, "{text}");
+            if !ok {
+                assert_eq!(payload(&received).unwrap_err().field(), Some("payload"));
             }
         }
+        assert!(payload(&Payload::Binary(vec![1, 2, 3])).is_ok());
     }
 }

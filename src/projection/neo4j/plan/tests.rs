@@ -30,7 +30,7 @@ fn sent(sequence: u64, id: u128) -> Envelope {
                 to_agent: "U:Vz".into(),
                 thread_id: "t-1".into(),
                 subject: "review".into(),
-                payload: PacketPayload::Json(Json(json!({}))),
+                payload: PacketPayload::Json(json!({}).into()),
                 created_at: Utc::now(),
                 priority: 5,
                 delivery_status: DeliveryStatus::Queued,
