@@ -142,3 +142,56 @@ async fn the_kernel_asks_before_registering_deregistering_and_sessions() {
         .unwrap_err();
     denied(&log, err, "deny", "session_not_open").await;
 }
+
+// REQ-004-INTG-001
+// REQ-005-FR4-001
+#[tokio::test]
+async fn concurrent_sends_of_one_volk_cannot_overrun_the_send_budget() {
+    let (_dir, log, kernel) = governed().await;
+    kernel
+        .execute(cmd::open_session("U:Ox", "s1", "p1"))
+        .await
+        .unwrap();
+    let send = |n: usize| {
+        cmd::send(
+            "U:Ox",
+            cmd::in_session(
+                cmd::packet("U:Ox", "U:Vz", "task", serde_json::json!({ "n": n })),
+                "s1",
+            ),
+        )
+    };
+    for n in 0..99 {
+        kernel.execute(send(n)).await.unwrap();
+    }
+    // Six sends race for the last unit of the budget (100 per Volk per session): each
+    // decision must see the sends appended before it, so exactly one gets through.
+    let racing: Vec<_> = (99..105)
+        .map(|n| {
+            let kernel = kernel.clone();
+            let command = send(n);
+            tokio::spawn(async move { kernel.execute(command).await })
+        })
+        .collect();
+    let mut allowed = 0;
+    for task in racing {
+        match task.await.unwrap() {
+            Ok(_) => allowed += 1,
+            Err(err) => denied(&log, err, "deny", "send_budget_exceeded").await,
+        }
+    }
+    assert_eq!(
+        allowed, 1,
+        "the budget let {allowed} of the racing sends through"
+    );
+    let sent = log
+        .read(Stream::CxpTraffic, 0, None, 1000)
+        .await
+        .unwrap()
+        .iter()
+        .filter(
+            |e| matches!(&e.record.event, Event::PacketSent(p) if p.packet.from_agent == "U:Ox"),
+        )
+        .count();
+    assert_eq!(sent, 100);
+}

@@ -127,8 +127,23 @@ impl Kernel {
                     let Some(envelope) = next else { return Ok(()) };
                     let envelope = envelope?;
                     if let Event::Command(command) = envelope.record.event {
+                        // The subject's turn is held until the writer answered, so
+                        // its next command is decided with this one's events on the log.
+                        // A spawned task releases it: the loop may itself be waiting for
+                        // that turn and cannot poll `pending` meanwhile.
+                        let turn = self.turn(&command).await;
                         match self.govern_streamed(&command).await {
-                            Ok(()) => pending.push_back(self.submit(command, true).await?),
+                            Ok(()) => {
+                                let answer = self.submit(command, true).await?;
+                                let answered = tokio::spawn(async move {
+                                    let outcome = answer.await;
+                                    drop(turn);
+                                    outcome.map_err(|_| ())
+                                });
+                                pending.push_back(async move {
+                                    answered.await.unwrap_or(Err(()))
+                                });
+                            }
                             Err(refusal) => self.reject(&command, &refusal).await?,
                         }
                     }

@@ -11,6 +11,7 @@ use super::outcome::{Inbox, Outcome};
 use super::postman::RetrySchedule;
 use super::roster;
 use super::state::KernelState;
+use super::turns::{Turn, Turns};
 use super::writer::{Request, Writer};
 use super::{Clock, KernelConfig, KernelError};
 use crate::log::EventLog;
@@ -21,6 +22,7 @@ pub struct Kernel {
     tx: mpsc::Sender<Request>,
     log: Arc<dyn EventLog>,
     governance: Option<crate::governance::Governance>,
+    turns: Turns,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -77,6 +79,7 @@ impl Kernel {
                 tx,
                 log,
                 governance: None,
+                turns: Turns::default(),
             },
             StartReport {
                 events_folded,
@@ -102,12 +105,26 @@ impl Kernel {
     /// and returns the reason. A command id executed before is not executed again
     /// (`Outcome::duplicate`). With governance attached, a governed command is first
     /// decided; anything but allow is [`KernelError::Denied`] with the decision id.
+    ///
+    /// Governed commands of one subject take turns ([`super::turns`]): the next is
+    /// decided only once this one's events are on the log, so traffic rules such as the
+    /// send budget count every earlier send.
     pub async fn execute(&self, command: Command) -> Result<Outcome, KernelError> {
+        let _turn = self.turn(&command).await;
         self.govern(&command).await?;
         self.submit(command, false)
             .await?
             .await
             .map_err(|_| KernelError::Stopped)?
+    }
+
+    /// Waits for the turn of `command`'s governance subject; `None` when the command is
+    /// not governed (nothing to order).
+    pub(crate) async fn turn(&self, command: &Command) -> Option<Turn> {
+        self.governance.as_ref()?;
+        let request = crate::governance::kernel::request_for(command)?;
+        let key = format!("{:?}:{}", request.subject_kind, request.subject);
+        Some(self.turns.take(key).await)
     }
 
     /// Asks governance (when attached) whether `command` may run: `Ok` for an allowed

@@ -49,6 +49,7 @@ pub mod postman;
 pub mod remote;
 pub mod roster;
 pub mod state;
+mod turns;
 mod writer;
 
 pub use clock::{Clock, TokioClock};
