@@ -28,6 +28,14 @@ pub trait View: Default + Serialize + DeserializeOwned + Send + Sync + 'static {
     /// Applies one event. Returns `true` if it changed the checkpoint, `false` if the
     /// event was a repeat, older than the checkpoint, or of a stream the view ignores.
     fn apply(&mut self, envelope: &Envelope) -> bool;
+
+    /// [`apply`](View::apply) for an envelope the caller no longer needs: the same
+    /// change, but a view that keeps parts of events (the thread view keeps every
+    /// packet) may move them out instead of cloning them. Rebuilds and the runner read
+    /// pages of owned envelopes and fold them with this; the result must equal `apply`'s.
+    fn apply_owned(&mut self, envelope: Envelope) -> bool {
+        self.apply(&envelope)
+    }
 }
 
 /// Folds `events` into an empty view (a rebuild from scratch over in-memory events).

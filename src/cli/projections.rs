@@ -179,7 +179,12 @@ async fn rebuilt<V: View>(
     progress: &mut dyn FnMut(Progress),
 ) -> anyhow::Result<u64> {
     let view: V = projection::rebuild_into_store(log, store, until, progress).await?;
-    Ok(view.checkpoint().iter().map(|(_, last)| last + 1).sum())
+    let events = view.checkpoint().iter().map(|(_, last)| last + 1).sum();
+    // A rebuilt view may hold millions of allocations (the thread view: every packet);
+    // freeing them is work nobody waits for, so it happens beside the next view's
+    // rebuild, or not at all if the process exits first.
+    std::thread::spawn(move || drop(view));
+    Ok(events)
 }
 
 /// A progress bar on a terminal; a line per second otherwise.

@@ -159,15 +159,16 @@ impl<V: View> Fold<V> {
                             _ => break,
                         }
                     }
+                    let applied = chunk.len();
                     let checkpoint = {
                         let mut view = self.view.write().unwrap_or_else(|p| p.into_inner());
-                        for envelope in &chunk {
-                            view.apply(envelope);
+                        for envelope in chunk {
+                            view.apply_owned(envelope);
                         }
                         view.checkpoint().clone()
                     };
                     self.progress.send_replace(checkpoint);
-                    pending += chunk.len();
+                    pending += applied;
                     first_pending.get_or_insert_with(Instant::now);
                 }
             }

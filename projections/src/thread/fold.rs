@@ -1,7 +1,12 @@
 //! How each `cxp.traffic` event changes the [`ThreadView`].
 
+use std::borrow::Cow;
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Duration, Utc};
 use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
+use orchestrata_schemas::events::types::Packet;
 use orchestrata_schemas::events::{Envelope, Event, Stream};
 
 use super::{PacketState, ThreadState, ThreadStatus, ThreadView, AGE_RULE, ARCHIVE_AFTER_DAYS};
@@ -35,13 +40,10 @@ impl View for ThreadView {
     }
 
     fn apply(&mut self, envelope: &Envelope) -> bool {
-        if envelope.stream != Stream::CxpTraffic
-            || !self.checkpoint.admit(envelope.stream, envelope.sequence)
-        {
+        if !self.admit(envelope) {
             return false;
         }
         let time = envelope.record.timestamp;
-        self.clock = Some(self.clock.map_or(time, |c| c.max(time)));
         let sequence = envelope.sequence;
         match &envelope.record.event {
             Event::ThreadOpened(e) => {
@@ -54,7 +56,7 @@ impl View for ThreadView {
                     thread.participants.extend(e.participants.iter().cloned());
                 }
             }
-            Event::PacketSent(e) => self.packet_sent(e, time, sequence),
+            Event::PacketSent(e) => self.packet_sent(Cow::Borrowed(&e.packet), time, sequence),
             Event::PacketDelivered(e) => {
                 let at = At {
                     time,
@@ -182,9 +184,43 @@ impl View for ThreadView {
         }
         true
     }
+
+    /// Moves a sent packet into the view instead of cloning it; every other event is
+    /// applied as by [`apply`](View::apply).
+    fn apply_owned(&mut self, envelope: Envelope) -> bool {
+        let Event::PacketSent(e) = envelope.record.event else {
+            return self.apply(&envelope);
+        };
+        if envelope.stream != Stream::CxpTraffic
+            || !self.checkpoint.admit(envelope.stream, envelope.sequence)
+        {
+            return false;
+        }
+        let time = envelope.record.timestamp;
+        self.tick(time);
+        self.packet_sent(Cow::Owned(e.packet), time, envelope.sequence);
+        true
+    }
 }
 
 impl ThreadView {
+    /// Whether `envelope` is new to the view (its stream, above the checkpoint); if so
+    /// records it in the checkpoint and advances the clock.
+    fn admit(&mut self, envelope: &Envelope) -> bool {
+        if envelope.stream != Stream::CxpTraffic
+            || !self.checkpoint.admit(envelope.stream, envelope.sequence)
+        {
+            return false;
+        }
+        self.tick(envelope.record.timestamp);
+        true
+    }
+
+    /// The view's clock: the latest event time folded.
+    fn tick(&mut self, time: DateTime<Utc>) {
+        self.clock = Some(self.clock.map_or(time, |c| c.max(time)));
+    }
+
     /// The thread, created active if this is its first event; the age rule is applied
     /// and its last activity moved to this event.
     fn thread_mut(
@@ -194,22 +230,7 @@ impl ThreadView {
         opened_by: &str,
         at: &At<'_>,
     ) -> Option<&mut ThreadState> {
-        if !self.threads.contains_key(id) {
-            let thread = ThreadState {
-                thread_id: id.to_owned(),
-                subject: subject.to_owned(),
-                opened_by: opened_by.to_owned(),
-                created_at: at.time,
-                participants: Default::default(),
-                packets: Vec::new(),
-                message_count: 0,
-                status: ThreadStatus::Active,
-                status_history: vec![at.transition(ThreadStatus::Active, None)],
-                last_activity: at.time,
-            };
-            self.threads.insert(id.to_owned(), thread);
-        }
-        self.touch_thread(id, at)
+        open_thread(&mut self.threads, id, subject, opened_by, at)
     }
 
     /// Applies the age rule to an existing thread and records activity on it.
@@ -219,24 +240,26 @@ impl ThreadView {
         Some(thread)
     }
 
-    fn packet_sent(
-        &mut self,
-        e: &orchestrata_schemas::events::cxp_traffic::PacketSent,
-        time: DateTime<Utc>,
-        sequence: u64,
-    ) {
-        let packet = &e.packet;
-        if self.packets.contains_key(&packet.message_id) {
-            return; // the same packet logged twice: the first one counts
-        }
+    fn packet_sent(&mut self, sent: Cow<'_, Packet>, time: DateTime<Utc>, sequence: u64) {
+        let packet: &Packet = &sent;
+        // One search of the (large, randomly keyed) packet tree: the vacant entry is
+        // filled at the end.
+        let slot = match self.packets.entry(packet.message_id) {
+            Entry::Occupied(_) => return, // the same packet logged twice: the first counts
+            Entry::Vacant(slot) => slot,
+        };
         let at = At {
             time,
             sequence,
             by: Some(&packet.from_agent),
         };
-        let Some(thread) =
-            self.thread_mut(&packet.thread_id, &packet.subject, &packet.from_agent, &at)
-        else {
+        let Some(thread) = open_thread(
+            &mut self.threads,
+            &packet.thread_id,
+            &packet.subject,
+            &packet.from_agent,
+            &at,
+        ) else {
             return;
         };
         for alias in [&packet.from_agent, &packet.to_agent] {
@@ -275,9 +298,9 @@ impl ThreadView {
             failure_reason: None,
             retry_count: 0,
             updated_at: time,
-            packet: packet.clone(),
+            packet: sent.into_owned(),
         };
-        self.packets.insert(packet.message_id, Box::new(state));
+        slot.insert(Box::new(state));
     }
 
     fn delivery(
@@ -331,6 +354,35 @@ impl ThreadView {
     }
 }
 
+/// The thread `id`, created active if this is its first event; the age rule is applied
+/// and its last activity moved to this event.
+fn open_thread<'a>(
+    threads: &'a mut BTreeMap<String, ThreadState>,
+    id: &str,
+    subject: &str,
+    opened_by: &str,
+    at: &At<'_>,
+) -> Option<&'a mut ThreadState> {
+    if !threads.contains_key(id) {
+        let thread = ThreadState {
+            thread_id: id.to_owned(),
+            subject: subject.to_owned(),
+            opened_by: opened_by.to_owned(),
+            created_at: at.time,
+            participants: Default::default(),
+            packets: Vec::new(),
+            message_count: 0,
+            status: ThreadStatus::Active,
+            status_history: vec![at.transition(ThreadStatus::Active, None)],
+            last_activity: at.time,
+        };
+        threads.insert(id.to_owned(), thread);
+    }
+    let thread = threads.get_mut(id)?;
+    age(thread, at);
+    Some(thread)
+}
+
 /// The age rule: before an event at `now` touches `thread`, a thread idle for more than
 /// 30 days is archived (at the instant the 30 days ran out); then `now` becomes its last
 /// activity.
@@ -352,7 +404,7 @@ fn age(thread: &mut ThreadState, at: &At<'_>) {
 
 /// Appends `sequence` to `key`'s list, allocating the key only the first time.
 /// Sequences arrive in increasing order, so the list stays sorted.
-fn index(map: &mut std::collections::BTreeMap<String, Vec<u64>>, key: &str, sequence: u64) {
+fn index(map: &mut BTreeMap<String, Vec<u64>>, key: &str, sequence: u64) {
     match map.get_mut(key) {
         Some(list) => list.push(sequence),
         None => {
