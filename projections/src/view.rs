@@ -106,3 +106,47 @@ impl FromStr for ViewName {
             .ok_or_else(|| UnknownView(s.to_owned()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::Workload;
+    use crate::{DecisionIndex, GraphView, SessionView, ThreadView, VolkView};
+
+    /// Folds `events` twice, by reference and by value (with every tenth event
+    /// re-delivered, which both must ignore), and returns both views as JSON.
+    fn both_ways<V: View>(events: &[Envelope]) -> (String, String) {
+        let mut by_ref = V::default();
+        let mut by_value = V::default();
+        for (i, envelope) in events.iter().enumerate() {
+            let changed = by_ref.apply(envelope);
+            assert_eq!(by_value.apply_owned(envelope.clone()), changed);
+            if i % 10 == 0 {
+                assert!(!by_ref.apply(envelope), "a repeat changes nothing");
+                assert!(
+                    !by_value.apply_owned(envelope.clone()),
+                    "a repeat changes nothing"
+                );
+            }
+        }
+        let json = |v: &V| serde_json::to_string(v).expect("view serializes");
+        (json(&by_ref), json(&by_value))
+    }
+
+    // REQ-004-US-004-013 REQ-004-US-005-013
+    #[test]
+    fn apply_owned_folds_every_view_exactly_like_apply() {
+        let events = Workload::new(11).envelopes(20_000);
+        let (a, b) = both_ways::<ThreadView>(&events);
+        assert!(a.contains("packet"), "the sample sends packets");
+        assert_eq!(a, b, "thread view");
+        let (a, b) = both_ways::<SessionView>(&events);
+        assert_eq!(a, b, "session view");
+        let (a, b) = both_ways::<VolkView>(&events);
+        assert_eq!(a, b, "volk view");
+        let (a, b) = both_ways::<DecisionIndex>(&events);
+        assert_eq!(a, b, "decision index");
+        let (a, b) = both_ways::<GraphView>(&events);
+        assert_eq!(a, b, "graph view");
+    }
+}

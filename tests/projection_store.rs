@@ -1,0 +1,224 @@
+//! The view store's format and the pipelined rebuild, against a real sled log and a real
+//! sled view store in temp dirs.
+
+use std::sync::Arc;
+
+use orchestrata::config::{FsyncPolicy, LogConfig, RetentionPolicy};
+use orchestrata::log::{self, EventLog, LogError};
+use orchestrata::projection::{self, Progress, ProjectionError, ViewStore};
+use orchestrata_projections::{GraphView, SessionView, ThreadView, View, ViewName};
+use orchestrata_schemas::events::Stream;
+
+mod projection_support;
+
+use projection_support::{fill, json};
+
+async fn sled_log(dir: &std::path::Path) -> Arc<dyn EventLog> {
+    let mut config = LogConfig::sled(dir);
+    config.fsync = FsyncPolicy::EveryN(100_000);
+    log::open(&config).await.expect("open sled log")
+}
+
+/// The raw bytes stored under `key` in the store at `dir` (the store must be closed).
+fn stored_bytes(dir: &std::path::Path, key: &str) -> Vec<u8> {
+    let db = sled::open(dir).expect("open the store's sled db");
+    let tree = db.open_tree("views").expect("views tree");
+    tree.get(key)
+        .expect("read")
+        .expect("the view is stored")
+        .to_vec()
+}
+
+/// Writes `bytes` under `key` in the store at `dir` (the store must be closed).
+fn store_bytes(dir: &std::path::Path, key: &str, bytes: &[u8]) {
+    let db = sled::open(dir).expect("open the store's sled db");
+    let tree = db.open_tree("views").expect("views tree");
+    tree.insert(key, bytes).expect("write");
+    db.flush().expect("flush");
+}
+
+/// Rebuilds `V` into the store and checks that loading it gives back the same view,
+/// byte for byte; returns the view's JSON.
+async fn stored_round_trip<V: View>(log: &dyn EventLog, store: &ViewStore) -> String {
+    let rebuilt: V = projection::rebuild_into_store(log, store, None, &mut |_| {})
+        .await
+        .expect("rebuild into the store");
+    let (loaded, epochs) = store.load::<V>().expect("load").expect("stored");
+    assert_eq!(
+        epochs,
+        projection::stream_epochs::<V>(log).await.expect("epochs")
+    );
+    assert_eq!(
+        json(&loaded),
+        json(&rebuilt),
+        "{} reads back exactly",
+        V::NAME
+    );
+    json(&rebuilt)
+}
+
+// REQ-004-US-004-013 REQ-004-INTG-011
+#[tokio::test]
+async fn views_are_stored_compactly_and_read_back_byte_for_byte() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = sled_log(&dir.path().join("log")).await;
+    fill(&log, 5, 6_000).await;
+    let views = dir.path().join("views");
+    let store = ViewStore::open(&views).expect("store");
+    let thread_json = stored_round_trip::<ThreadView>(log.as_ref(), &store).await;
+    stored_round_trip::<SessionView>(log.as_ref(), &store).await;
+    stored_round_trip::<GraphView>(log.as_ref(), &store).await;
+    drop(store);
+
+    let body = stored_bytes(&views, "thread");
+    assert_ne!(body.first(), Some(&b'{'), "stored as MessagePack, not JSON");
+    assert!(
+        body.len() * 2 < thread_json.len(),
+        "MessagePack ({} bytes) is well under half the JSON ({} bytes)",
+        body.len(),
+        thread_json.len()
+    );
+    // The checkpoint entry stays JSON: `projections status` reads it without the view.
+    let checkpoint = stored_bytes(&views, "thread.checkpoint");
+    let checkpoint: serde_json::Value = serde_json::from_slice(&checkpoint).expect("JSON");
+    assert!(checkpoint["view"]["cxp.traffic"].as_u64().is_some());
+}
+
+// REQ-004-US-004-013
+#[tokio::test]
+async fn a_view_stored_as_json_by_an_earlier_version_is_still_read() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = sled_log(&dir.path().join("log")).await;
+    fill(&log, 8, 3_000).await;
+    let view: ThreadView = projection::rebuild(log.as_ref(), None, &mut |_| {})
+        .await
+        .expect("rebuild");
+    let epochs = projection::stream_epochs::<ThreadView>(log.as_ref())
+        .await
+        .expect("epochs");
+    let legacy =
+        serde_json::to_vec(&serde_json::json!({ "epochs": epochs, "view": view })).expect("JSON");
+    let views = dir.path().join("views");
+    store_bytes(&views, "thread", &legacy);
+
+    let store = ViewStore::open(&views).expect("store");
+    let (loaded, loaded_epochs) = store.load::<ThreadView>().expect("load").expect("stored");
+    assert_eq!(loaded_epochs, epochs);
+    assert_eq!(json(&loaded), json(&view));
+}
+
+// REQ-004-US-004-013
+#[tokio::test]
+async fn an_unreadable_stored_view_is_a_typed_error_naming_the_fix() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let views = dir.path().join("views");
+    for (case, bytes) in [
+        ("truncated MessagePack", &[0x92u8, 0x81][..]),
+        ("broken JSON", &b"{\"epochs\": {"[..]),
+        ("empty", &[][..]),
+    ] {
+        store_bytes(&views, "thread", bytes);
+        let store = ViewStore::open(&views).expect("store");
+        let err = store
+            .load::<ThreadView>()
+            .expect_err("an unreadable view is refused");
+        match &err {
+            ProjectionError::Corrupt { view, reason, .. } => {
+                assert_eq!(*view, ViewName::Thread, "{case}");
+                assert!(!reason.is_empty(), "{case}: says why");
+            }
+            other => panic!("{case}: expected Corrupt, got {other:?}"),
+        }
+        assert!(
+            err.to_string()
+                .contains("orchestrata projections rebuild --view thread"),
+            "{case}: {err}"
+        );
+        drop(store);
+    }
+}
+
+// REQ-004-INTG-011 REQ-004-US-004-013
+#[tokio::test]
+async fn rebuild_reports_progress_to_the_total_and_equals_a_catch_up() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = sled_log(&dir.path().join("log")).await;
+    // Several pages of cxp.traffic, so the fold thread gets more than one.
+    let last = fill(&log, 3, 40_000).await;
+    let traffic = last[&Stream::CxpTraffic];
+    assert!(traffic > 20_000, "{traffic} events span several pages");
+
+    let mut reports: Vec<Progress> = Vec::new();
+    let rebuilt: ThreadView = projection::rebuild(log.as_ref(), None, &mut |p| reports.push(p))
+        .await
+        .expect("rebuild");
+    assert!(reports.len() > 2, "one report per page and a final one");
+    assert!(
+        reports.windows(2).all(|w| w[0].done <= w[1].done),
+        "progress never goes back"
+    );
+    let final_report = reports.last().expect("reports");
+    assert_eq!(final_report.total, traffic + 1);
+    assert_eq!(
+        final_report.done, final_report.total,
+        "ends with everything applied"
+    );
+
+    let mut caught_up = ThreadView::default();
+    let read = projection::catch_up(log.as_ref(), &mut caught_up, None, &mut |_| {})
+        .await
+        .expect("catch up");
+    assert_eq!(read, traffic + 1);
+    assert_eq!(json(&rebuilt), json(&caught_up));
+
+    // Up to a sequence: the same as catching up to it.
+    let until = traffic / 3;
+    let past: ThreadView = projection::rebuild(log.as_ref(), Some(until), &mut |_| {})
+        .await
+        .expect("rebuild until");
+    let mut past_caught_up = ThreadView::default();
+    projection::catch_up(log.as_ref(), &mut past_caught_up, Some(until), &mut |_| {})
+        .await
+        .expect("catch up until");
+    assert_eq!(past.checkpoint().last(Stream::CxpTraffic), Some(until));
+    assert_eq!(json(&past), json(&past_caught_up));
+}
+
+// REQ-004-INTG-011
+#[tokio::test]
+async fn rebuild_from_a_log_cut_by_retention_fails_with_the_log_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = LogConfig::sled(dir.path().join("log"));
+    config.fsync = FsyncPolicy::EveryN(100_000);
+    config.retention.insert(
+        Stream::CxpTraffic,
+        RetentionPolicy {
+            max_events: Some(100),
+            max_age_ms: None,
+        },
+    );
+    let log = log::open(&config).await.expect("open sled log");
+    fill(&log, 4, 2_000).await;
+    let first = log
+        .enforce_retention(Stream::CxpTraffic)
+        .await
+        .expect("retention")
+        .expect("events kept");
+    assert!(first > 0, "retention dropped the oldest events");
+
+    let err = projection::rebuild::<ThreadView>(log.as_ref(), None, &mut |_| {})
+        .await
+        .expect_err("a rebuild needs the whole stream");
+    match err {
+        ProjectionError::Log {
+            view: ViewName::Thread,
+            source: LogError::Truncated {
+                stream, requested, ..
+            },
+        } => {
+            assert_eq!(stream, Stream::CxpTraffic);
+            assert_eq!(requested, 0);
+        }
+        other => panic!("expected a truncated-log error, got {other:?}"),
+    }
+}
