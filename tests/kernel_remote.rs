@@ -105,6 +105,69 @@ async fn streamed_commands_are_governed() {
         .expect("governance allows U:Qa");
 }
 
+// Issue 5: streamed commands of one Volk are decided one after another (they take the
+// subject's turn, and the executed-id read waits for the writer's previous batch), so
+// sends racing through the `commands` stream for the last unit of the send budget (100
+// per Volk per session) let exactly one through.
+// REQ-004-INTG-001
+// REQ-005-FR4-001
+#[tokio::test]
+async fn streamed_sends_cannot_overrun_the_send_budget() {
+    let h = harness(config()).await;
+    let governance = Governance::start(h.log.clone(), GovernanceConfig::default())
+        .await
+        .expect("governance starts");
+    let kernel = h.kernel.clone().with_governance(governance);
+    let client = remote(&h, Duration::from_secs(20)).await;
+    let send = |n: usize| {
+        let packet = cmd::packet("U:Ox", "U:Vz", "plan", serde_json::json!({ "n": n }));
+        cmd::send("U:Ox", cmd::in_session(packet, "s1"))
+    };
+    kernel
+        .execute(cmd::open_session("U:Ox", "s1", "p1"))
+        .await
+        .expect("session opens");
+    for n in 0..99 {
+        kernel.execute(send(n)).await.expect("within the budget");
+    }
+    // All six racing commands are on the stream before the kernel consumes it, so the
+    // consumer reads them in one go and pipelines them.
+    let racing: Vec<_> = (99..105)
+        .map(|n| {
+            let client = client.clone();
+            let command = send(n);
+            tokio::spawn(async move { client.execute(command).await })
+        })
+        .collect();
+    let queued = async {
+        while h
+            .log
+            .bounds(Stream::Commands)
+            .await
+            .expect("bounds")
+            .count()
+            < 6
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), queued)
+        .await
+        .expect("the six commands reach the stream");
+    let _consumer = kernel.consume_commands();
+    let mut allowed = 0;
+    for task in racing {
+        match task.await.expect("task") {
+            Ok(_) => allowed += 1,
+            Err(err) => assert_eq!(err.code(), "governance_denied", "{err}"),
+        }
+    }
+    assert_eq!(
+        allowed, 1,
+        "the budget let {allowed} streamed sends through"
+    );
+}
+
 // Issue 9: with no kernel consuming the stream the caller gets a bounded, typed error.
 #[tokio::test]
 async fn without_a_kernel_the_caller_gets_no_answer_in_bounded_time() {
