@@ -10,14 +10,13 @@
 //! buffer is allocated, so a hostile length cannot make us allocate more than 100 MB.
 
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::error::CxpError;
 use super::json_payload::JsonPayload;
 use super::packet::{CxpPacket, Metadata};
 use super::payload::{Payload, MAX_BINARY_PAYLOAD_BYTES, MAX_JSON_PAYLOAD_BYTES};
-use super::raw::RawPacket;
+use super::raw::{payload_json_error, PayloadText, RawPacket};
 use super::tracking::Tracking;
 
 /// Payloads above this many bytes are lz4-compressed in the binary form.
@@ -157,8 +156,9 @@ impl CxpPacket {
     /// is ([`JsonPayload`]); no `Value` tree is built.
     pub fn from_json(text: &str) -> Result<CxpPacket, CxpError> {
         object_start(text.as_bytes())?;
-        let raw: RawPacket<'_, &RawValue> = serde_json::from_str(text).map_err(json_err)?;
-        raw.into_packet(Payload::from_raw_json)
+        let raw: RawPacket<'_, PayloadText<'_>> =
+            serde_json::from_str(text).map_err(payload_json_error)?;
+        raw.into_packet(|p| Payload::from_raw_json(p.0))
     }
 
     /// Decode and validate a packet from JSON bytes (UTF-8).
@@ -171,8 +171,9 @@ impl CxpPacket {
             return Self::from_json(text);
         }
         object_start(bytes)?;
-        let raw: RawPacket<'_, &RawValue> = serde_json::from_slice(bytes).map_err(json_err)?;
-        raw.into_packet(Payload::from_raw_json)
+        let raw: RawPacket<'_, PayloadText<'_>> =
+            serde_json::from_slice(bytes).map_err(payload_json_error)?;
+        raw.into_packet(|p| Payload::from_raw_json(p.0))
     }
 
     /// Decode and validate a packet from a JSON value.

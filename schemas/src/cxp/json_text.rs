@@ -14,6 +14,9 @@ fn is_ws(b: u8) -> bool {
 /// text could join tokens into a valid one (`tr ue`). Never panics, whatever the input.
 pub(crate) fn strip_whitespace(text: &str) -> Option<String> {
     let b = text.as_bytes();
+    if !has_whitespace(b) {
+        return None;
+    }
     let mut out: Option<Vec<u8>> = None;
     // Start of the bytes not yet copied to `out`.
     let mut pending = 0;
@@ -36,6 +39,17 @@ pub(crate) fn strip_whitespace(text: &str) -> Option<String> {
     o.extend_from_slice(b.get(pending..).unwrap_or_default());
     // Only ASCII bytes between tokens were removed, so the rest is still UTF-8.
     String::from_utf8(o).ok()
+}
+
+/// Whether any whitespace byte occurs at all (inside strings or not). Most payloads
+/// have none, and skip the token-by-token scan.
+///
+/// In valid JSON the only bytes at or below `0x20` are whitespace (control characters
+/// must be escaped inside strings), so this is "is the smallest byte <= 0x20". A minimum
+/// over a block has no branch per byte and compiles to vector instructions.
+fn has_whitespace(b: &[u8]) -> bool {
+    b.chunks(256)
+        .any(|block| block.iter().fold(u8::MAX, |m, &c| m.min(c)) <= b' ')
 }
 
 /// Index just past the closing quote of the string whose content starts at `i`.
@@ -78,6 +92,24 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(strip_whitespace(&stripped), None);
         assert_eq!(strip_whitespace(r#"{"a":"with spaces"}"#), None);
+    }
+
+    // REQ-004-US-006-026
+    #[test]
+    fn whitespace_is_found_in_any_block_and_in_the_tail() {
+        let long: String = (0..40).map(|i| format!("[{i}],")).collect();
+        let compact = format!("[{}0]", long);
+        assert_eq!(strip_whitespace(&compact), None);
+        for at in [1, 31, 32, 33, 64, compact.len() - 2] {
+            // After a `,` or `[` or before `]`: always between tokens.
+            let cut = compact[..at].rfind([',', '[']).map_or(1, |p| p + 1);
+            let spaced = format!("{} {}", &compact[..cut], &compact[cut..]);
+            assert_eq!(
+                strip_whitespace(&spaced).as_deref(),
+                Some(compact.as_str()),
+                "{at}"
+            );
+        }
     }
 
     // REQ-004-US-006-026

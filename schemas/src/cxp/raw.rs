@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -55,6 +56,36 @@ pub(crate) struct RawPacket<'a, P> {
     pub tracking: Option<Value>,
 }
 
+/// A packet's payload as it sits in the packet's JSON text: borrowed, its syntax checked
+/// while skipping it, not parsed. A syntax error inside it carries [`PAYLOAD_ERROR_MARK`]
+/// so that [`payload_json_error`] can name `payload` instead of only a line and column.
+pub(crate) struct PayloadText<'a>(pub &'a RawValue);
+
+/// Prefix of the message of a syntax error inside the payload.
+const PAYLOAD_ERROR_MARK: &str = "invalid JSON in `payload`: ";
+
+impl<'de: 'a, 'a> Deserialize<'de> for PayloadText<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(d)
+            .map(PayloadText)
+            .map_err(|e| serde::de::Error::custom(format_args!("{PAYLOAD_ERROR_MARK}{e}")))
+    }
+}
+
+/// The error of decoding a packet's JSON text: an [`CxpError::InvalidField`] naming
+/// `payload` when the payload's own text is malformed, else a document-level
+/// [`CxpError::Decode`].
+pub(crate) fn payload_json_error(e: serde_json::Error) -> CxpError {
+    let text = e.to_string();
+    match text.strip_prefix(PAYLOAD_ERROR_MARK) {
+        Some(inner) => CxpError::invalid("payload", format!("invalid JSON: {inner}")),
+        None => CxpError::Decode {
+            format: "json",
+            reason: text,
+        },
+    }
+}
+
 /// Deserialize a present field as `Some(value)`, keeping an explicit `null` as
 /// `Some(null)` (plain `Option` would turn it into "absent").
 fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
@@ -64,7 +95,11 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
 }
 
 fn required<T>(v: Option<T>, field: &'static str) -> Result<T, CxpError> {
-    v.ok_or(CxpError::MissingField(field))
+    // Not `ok_or`: that builds (and drops) the error for every present field.
+    match v {
+        Some(v) => Ok(v),
+        None => Err(CxpError::MissingField(field)),
+    }
 }
 
 fn string<'a>(v: Field<'a>, field: &'static str) -> Result<Cow<'a, str>, CxpError> {
