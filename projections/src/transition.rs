@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 pub struct Transition<S> {
     /// The status entered.
     pub status: S,
-    /// Event time of the change.
+    /// Event time of the change (microseconds in binary formats, like the log).
+    #[serde(with = "orchestrata_schemas::events::fields::ts")]
     pub at: DateTime<Utc>,
     /// Sequence of the event that recorded it.
     pub sequence: u64,

@@ -52,9 +52,14 @@ impl View for ThreadView {
                     sequence,
                     by: Some(&e.opened_by),
                 };
-                if let Some(thread) = self.thread_mut(&e.thread_id, &e.subject, &e.opened_by, &at) {
-                    thread.participants.extend(e.participants.iter().cloned());
-                }
+                let thread = open_thread(
+                    &mut self.threads,
+                    &e.thread_id,
+                    &e.subject,
+                    &e.opened_by,
+                    &at,
+                );
+                thread.participants.extend(e.participants.iter().cloned());
             }
             Event::PacketSent(e) => self.packet_sent(Cow::Borrowed(&e.packet), time, sequence),
             Event::PacketDelivered(e) => {
@@ -221,18 +226,6 @@ impl ThreadView {
         self.clock = Some(self.clock.map_or(time, |c| c.max(time)));
     }
 
-    /// The thread, created active if this is its first event; the age rule is applied
-    /// and its last activity moved to this event.
-    fn thread_mut(
-        &mut self,
-        id: &str,
-        subject: &str,
-        opened_by: &str,
-        at: &At<'_>,
-    ) -> Option<&mut ThreadState> {
-        open_thread(&mut self.threads, id, subject, opened_by, at)
-    }
-
     /// Applies the age rule to an existing thread and records activity on it.
     fn touch_thread(&mut self, id: &str, at: &At<'_>) -> Option<&mut ThreadState> {
         let thread = self.threads.get_mut(id)?;
@@ -253,15 +246,13 @@ impl ThreadView {
             sequence,
             by: Some(&packet.from_agent),
         };
-        let Some(thread) = open_thread(
+        let thread = open_thread(
             &mut self.threads,
             &packet.thread_id,
             &packet.subject,
             &packet.from_agent,
             &at,
-        ) else {
-            return;
-        };
+        );
         for alias in [&packet.from_agent, &packet.to_agent] {
             if !thread.participants.contains(alias) {
                 thread.participants.insert(alias.clone());
@@ -362,25 +353,23 @@ fn open_thread<'a>(
     subject: &str,
     opened_by: &str,
     at: &At<'_>,
-) -> Option<&'a mut ThreadState> {
-    if !threads.contains_key(id) {
-        let thread = ThreadState {
-            thread_id: id.to_owned(),
-            subject: subject.to_owned(),
-            opened_by: opened_by.to_owned(),
-            created_at: at.time,
-            participants: Default::default(),
-            packets: Vec::new(),
-            message_count: 0,
-            status: ThreadStatus::Active,
-            status_history: vec![at.transition(ThreadStatus::Active, None)],
-            last_activity: at.time,
-        };
-        threads.insert(id.to_owned(), thread);
-    }
-    let thread = threads.get_mut(id)?;
+) -> &'a mut ThreadState {
+    // One search with an owned key: cheaper than searching twice (look up, then insert
+    // or get), as the tree holds every thread and string keys compare byte by byte.
+    let thread = threads.entry(id.to_owned()).or_insert_with(|| ThreadState {
+        thread_id: id.to_owned(),
+        subject: subject.to_owned(),
+        opened_by: opened_by.to_owned(),
+        created_at: at.time,
+        participants: Default::default(),
+        packets: Vec::new(),
+        message_count: 0,
+        status: ThreadStatus::Active,
+        status_history: vec![at.transition(ThreadStatus::Active, None)],
+        last_activity: at.time,
+    });
     age(thread, at);
-    Some(thread)
+    thread
 }
 
 /// The age rule: before an event at `now` touches `thread`, a thread idle for more than

@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
-use orchestrata_schemas::events::fields::Json;
+use orchestrata_schemas::events::fields::{opt_ts, ts, Json};
 use orchestrata_schemas::events::types::Packet;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -59,6 +59,10 @@ pub enum ThreadStatus {
 }
 
 /// One packet with everything that happened to it.
+///
+/// Its times are serialized like the log's (`ts`): RFC 3339 in JSON, microseconds in
+/// binary formats such as the view store's MessagePack, which is cheaper to write and
+/// read than formatting a date.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PacketState {
     /// The packet as sent (headers and payload).
@@ -66,6 +70,7 @@ pub struct PacketState {
     /// Sequence of its `packet_sent` event: its position and pagination cursor.
     pub sequence: u64,
     /// Event time of `packet_sent`.
+    #[serde(with = "ts")]
     pub sent_at: DateTime<Utc>,
     /// Current priority (0-10), after any escalation or demotion.
     pub priority: i32,
@@ -88,6 +93,7 @@ pub struct PacketState {
     /// Retries spent so far.
     pub retry_count: i32,
     /// Event time of its last change.
+    #[serde(with = "ts")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -101,6 +107,7 @@ pub struct ThreadState {
     /// Sender of its first packet.
     pub opened_by: String,
     /// Event time of its first event (REQ-004-US-008-011).
+    #[serde(with = "ts")]
     pub created_at: DateTime<Utc>,
     /// Every sender and recipient seen in it (REQ-004-US-008-012).
     pub participants: BTreeSet<String>,
@@ -114,6 +121,7 @@ pub struct ThreadState {
     /// Every status it went through, first `active`.
     pub status_history: Vec<Transition<ThreadStatus>>,
     /// Event time of the last event about it.
+    #[serde(with = "ts")]
     pub last_activity: DateTime<Utc>,
 }
 
@@ -123,6 +131,7 @@ pub struct ThreadState {
 pub struct ThreadView {
     checkpoint: Checkpoint,
     /// Latest event time folded: the view's notion of "now".
+    #[serde(with = "opt_ts")]
     clock: Option<DateTime<Utc>>,
     threads: BTreeMap<String, ThreadState>,
     /// Boxed: a packet's state is large, and tree nodes shift their values on every
