@@ -32,6 +32,9 @@ fn cached() -> Request {
 }
 
 fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    if samples.is_empty() {
+        return (Duration::ZERO, Duration::ZERO);
+    }
     samples.sort();
     let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
     (at(0.50), at(0.99))
@@ -87,11 +90,16 @@ fn latency(c: &mut Criterion) {
     ev.load_facts(&facts).expect("facts");
     assert!(ev.decide(&uncached()).expect("decide").result == DecisionResult::Allow);
 
-    // Percentiles, measured per call.
+    // Percentiles, measured per call (ORCHESTRATA_BENCH_SAMPLES calls, 5,000 by
+    // default; a profiler run may lower it).
+    let samples: usize = std::env::var("ORCHESTRATA_BENCH_SAMPLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5_000);
     let (mut machine, mut engine, mut hit) = (Vec::new(), Vec::new(), Vec::new());
     rt.block_on(async {
         g.judge(&cached()).await;
-        for _ in 0..5_000 {
+        for _ in 0..samples {
             let t = Instant::now();
             let _ = ev.decide(&uncached());
             machine.push(t.elapsed());
@@ -128,7 +136,8 @@ fn latency(c: &mut Criterion) {
     group.finish();
 }
 
-fn verify_100k(c: &mut Criterion) {
+/// 100,000 recorded decisions under the default policy, as `audit verify` reads them.
+fn recorded_100k() -> AuditLog {
     let policy = Policy::default_policy();
     let mut audit_log = AuditLog::default();
     audit_log
@@ -177,10 +186,17 @@ fn verify_100k(c: &mut Criterion) {
             },
         });
     }
+    audit_log
+}
+
+fn verify_100k(c: &mut Criterion) {
     let mut group = c.benchmark_group("audit");
     group.sample_size(10);
     group.throughput(Throughput::Elements(100_000));
+    // Built inside the closure so that a run filtered to other benchmarks (or a
+    // profiler run) does not pay for 100,000 setup decisions.
     group.bench_function("verify_100k_decisions", |b| {
+        let audit_log = recorded_100k();
         b.iter(|| {
             let report = audit::verify(&audit_log);
             assert!(report.mismatches.is_empty() && report.checked == 100_000);

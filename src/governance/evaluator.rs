@@ -14,7 +14,7 @@ use super::facts::{Fact, FactChange};
 use super::policy::Policy;
 use super::request::{Outcome, Request};
 use super::rules::{clause_lines, RuleInfo};
-use super::term::{quote_atom, render, term_list, term_text, PlTerm};
+use super::term::{quote_atom, render, term_list, term_text};
 use super::GovernanceError;
 
 const PRELUDE: &str = include_str!("prelude.pl");
@@ -88,7 +88,6 @@ pub struct Evaluator {
     cacheable: Cacheable,
     policy: Policy,
     rules: Vec<RuleInfo>,
-    inference_limit: u64,
 }
 
 /// What one run of a goal gave.
@@ -162,13 +161,20 @@ impl Evaluator {
         let result = Self::load_files(&mut machine, policy, &dir);
         let _ = std::fs::remove_dir_all(&dir);
         let rules = result?;
+        // decide/5's safety net, read by the prelude's entry point (not passed per goal:
+        // every character of a goal costs parsing time).
+        let limit = i64::try_from(inference_limit).unwrap_or(i64::MAX);
+        run_caught(
+            &mut machine,
+            &format!("retractall(orchestrata_inference_limit(_)), assertz(orchestrata_inference_limit({limit}))"),
+        )
+        .map_err(GovernanceError::Prolog)?;
         let cacheable = Cacheable::read(&mut machine);
         Ok(Evaluator {
             machine,
             cacheable,
             policy: policy.clone(),
             rules,
-            inference_limit,
         })
     }
 
@@ -314,45 +320,51 @@ impl Evaluator {
     }
 
     /// Evaluates `decide/5` for a request.
+    ///
+    /// The goal is `'$od'(Subject, Action, Resource, Context, O)` (see prelude.pl):
+    /// as short as it can be, because scryer parses it from text for every decision,
+    /// and with a single output so one answer term is converted back.
     pub fn decide(&mut self, request: &Request) -> Result<Outcome, GovernanceError> {
-        let var = |n: &str| PlTerm::Var(n.to_owned());
-        let goal = PlTerm::compound(
-            "orchestrata_safe_decide",
-            vec![
-                request.subject_term(),
-                PlTerm::atom(request.action.clone()),
-                PlTerm::atom(request.resource.clone()),
-                request.context_term(),
-                PlTerm::Int(i64::try_from(self.inference_limit).unwrap_or(i64::MAX)),
-                var("Result"),
-                var("Trace"),
-                var("Articles"),
-                var("OrchestrataError"),
-            ],
+        use std::fmt::Write as _;
+        let mut goal = String::with_capacity(64);
+        let _ = write!(
+            goal,
+            "'$od'({},{},{},{},O).",
+            request.subject_term(),
+            quote_atom(&request.action),
+            quote_atom(&request.resource),
+            request.context_term(),
         );
-        let bindings = match run(&mut self.machine, &format!("{goal}.")) {
-            Answer::Bindings(mut b) => match b.remove("OrchestrataError") {
-                Some(e) => return Err(GovernanceError::Prolog(render(&e))),
-                None => b,
-            },
+        let out = match run(&mut self.machine, &goal) {
+            Answer::Bindings(mut b) => b.remove("O"),
             Answer::Error(e) => return Err(GovernanceError::Prolog(e)),
-            Answer::True | Answer::False => {
-                return Err(GovernanceError::Prolog("decide/5 failed".into()))
-            }
+            Answer::True | Answer::False => None,
         };
-        let text = |name: &str| bindings.get(name).and_then(term_text);
-        let list = |name: &str| -> Vec<String> {
-            bindings
-                .get(name)
-                .and_then(term_list)
+        let (result, trace, articles) = match out {
+            Some(Term::Compound(f, args)) if f == "ok" && args.len() == 3 => {
+                let mut args = args.into_iter();
+                match (args.next(), args.next(), args.next()) {
+                    (Some(r), Some(t), Some(a)) => (r, t, a),
+                    _ => return Err(GovernanceError::Prolog("decide/5 failed".into())),
+                }
+            }
+            Some(Term::Compound(f, args)) if f == "error" && args.len() == 1 => {
+                return Err(GovernanceError::Prolog(render(&args[0])));
+            }
+            _ => return Err(GovernanceError::Prolog("decide/5 failed".into())),
+        };
+        // The prelude collects rules and articles newest first.
+        let list = |term: &Term| -> Vec<String> {
+            term_list(term)
                 .map(|l| {
                     l.iter()
+                        .rev()
                         .map(|t| term_text(t).unwrap_or_else(|| render(t)))
                         .collect()
                 })
                 .unwrap_or_default()
         };
-        let result = match text("Result").as_deref() {
+        let result = match term_text(&result).as_deref() {
             Some("allow") => DecisionResult::Allow,
             Some("deny") => DecisionResult::Deny,
             Some("escalate") => DecisionResult::Escalate,
@@ -364,8 +376,8 @@ impl Evaluator {
         };
         Ok(Outcome {
             result,
-            trace: list("Trace"),
-            articles: list("Articles"),
+            trace: list(&trace),
+            articles: list(&articles),
             cacheable: self.cacheable.is_cacheable(&request.action),
         })
     }

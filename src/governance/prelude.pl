@@ -16,43 +16,52 @@
 :- dynamic(volk_status/2).
 :- dynamic(session/4).
 
+%% The blackboard is used through the built-ins behind bb_get/2 and bb_b_put/2
+%% (same semantics, without the wrappers' type check of the constant key): rule/1
+%% and article/1 run several times in every decision.
 rule(Name) :-
-    bb_get(orchestrata_trace, T),
-    bb_b_put(orchestrata_trace, [Name|T]).
+    '$fetch_global_var'(orchestrata_trace, T),
+    '$store_backtrackable_global_var'(orchestrata_trace, [Name|T]).
 
 article(A) :-
-    bb_get(orchestrata_articles, As),
+    '$fetch_global_var'(orchestrata_articles, As),
     (   memberchk(A, As) -> true
-    ;   bb_b_put(orchestrata_articles, [A|As])
+    ;   '$store_backtrackable_global_var'(orchestrata_articles, [A|As])
     ).
 
 ctx(Context, Key, Value) :-
     memberchk(Key-Value, Context).
 
-orchestrata_decide(Subject, Action, Resource, Context, Limit, Result, Trace, Articles) :-
-    bb_put(orchestrata_trace, []),
-    bb_put(orchestrata_articles, []),
-    call_with_inference_limit(
-        orchestrata_first(Subject, Action, Resource, Context, R0, T0, A0),
-        Limit, Outcome),
+%% The engine's entry point, '$od'(Subject, Action, Resource, Context, Out):
+%%   Out = ok(Result, TraceReversed, ArticlesReversed) or error(E).
+%% Its goal text is parsed for every uncached decision and scryer's reader costs
+%% about 0.07 us per character, so the name and the single output variable are short,
+%% the inference limit is a fact set at load (orchestrata_inference_limit/1), and
+%% the engine reverses the trace and checks the result in Rust. The catch/3 is compiled
+%% here: one in a top-level query would be compiled anew for every decision.
+:- dynamic(orchestrata_inference_limit/1).
+
+'$od'(S, A, R, C, Out) :-
+    catch(orchestrata_decide(S, A, R, C, Out), E, Out = error(E)),
+    !.
+
+orchestrata_decide(S, A, R, C, ok(Result, Trace, Articles)) :-
+    orchestrata_inference_limit(Limit),
+    '$store_global_var'(orchestrata_trace, []),
+    '$store_global_var'(orchestrata_articles, []),
+    call_with_inference_limit(orchestrata_first(S, A, R, C, Result, Trace, Articles),
+                              Limit, Outcome),
     (   Outcome == inference_limit_exceeded
     ->  throw(error(resource_error(inference_limit), decide/5))
     ;   true
-    ),
-    Result = R0,
-    reverse(T0, Trace),
-    reverse(A0, Articles).
+    ).
 
-%% The engine's entry point: errors come back in E instead of escaping (a catch/3
-%% compiled here is far cheaper than one in each top-level query).
-orchestrata_safe_decide(S, A, R, C, Limit, Result, Trace, Articles, E) :-
-    catch(orchestrata_decide(S, A, R, C, Limit, Result, Trace, Articles), E, true),
-    !.
-
+%% The first answer of decide/5 with the trace and articles recorded on its path
+%% (newest first); deny with [default_deny] when decide/5 fails.
 orchestrata_first(S, A, R, C, Result, T, As) :-
     (   decide(S, A, R, C, Result0)
-    ->  bb_get(orchestrata_trace, T),
-        bb_get(orchestrata_articles, As),
+    ->  '$fetch_global_var'(orchestrata_trace, T),
+        '$fetch_global_var'(orchestrata_articles, As),
         (   memberchk(Result0, [allow, deny, escalate]) -> Result = Result0
         ;   throw(error(domain_error(decision_result, Result0), decide/5))
         )

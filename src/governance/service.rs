@@ -18,7 +18,7 @@ use orchestrata_schemas::events::types::DecisionResult;
 use orchestrata_schemas::events::EventRecord;
 use uuid::Uuid;
 
-use super::engine::Engine;
+use super::engine::{poll_reply, Engine, Polled, REPLY_SPIN};
 use super::evaluator::DEFAULT_INFERENCE_LIMIT;
 use super::facts::{FactsView, FACT_STREAMS};
 use super::policy::Policy;
@@ -305,17 +305,24 @@ impl Governance {
                 self.inner.engine.submit(request.clone()),
             )
         };
+        let dropped =
+            || GovernanceError::EngineUnavailable("the engine dropped the request".into());
         let answer = match submitted {
             Err(e) => Err(e),
-            Ok(rx) => match tokio::time::timeout(self.inner.config.timeout, rx).await {
-                Err(_) => Err(GovernanceError::EngineUnavailable(format!(
-                    "no answer within {:?}",
-                    self.inner.config.timeout
-                ))),
-                Ok(Err(_)) => Err(GovernanceError::EngineUnavailable(
-                    "the engine dropped the request".into(),
-                )),
-                Ok(Ok(answer)) => answer,
+            // Most answers come within REPLY_SPIN: collect them without parking.
+            Ok(mut rx) => match poll_reply(&mut rx, REPLY_SPIN) {
+                Polled::Ready(answer) => answer,
+                Polled::Dropped => Err(dropped()),
+                Polled::Pending => {
+                    match tokio::time::timeout(self.inner.config.timeout, rx).await {
+                        Err(_) => Err(GovernanceError::EngineUnavailable(format!(
+                            "no answer within {:?}",
+                            self.inner.config.timeout
+                        ))),
+                        Ok(Err(_)) => Err(dropped()),
+                        Ok(Ok(answer)) => answer,
+                    }
+                }
             },
         };
         let latency = started.elapsed();
