@@ -112,6 +112,69 @@ async fn an_unavailable_engine_denies_uncached_but_serves_cached_decisions() {
         .contains("\"error_kind\":\"engine\""));
 }
 
+// The caller polls for its answer for about 100 µs before it parks (engine.rs,
+// REPLY_SPIN): a policy that works for milliseconds is awaited, not failed closed,
+// and its latency is recorded.
+// REQ-014-033
+// REQ-014-ERR-011
+#[tokio::test]
+async fn a_decision_slower_than_the_callers_polling_window_is_awaited_and_recorded() {
+    let env = sled_env().await;
+    let dir = default_policy_dir_with(&[]);
+    let slow = orchestrata::governance::Policy::default_policy()
+        .files()
+        .iter()
+        .find(|f| f.name == "decide.pl")
+        .unwrap()
+        .text
+        .replace(
+            "%% --- Gateway (spec 014)",
+            "decide(_, slow, _, _, allow) :- !, rule(slow_but_bounded), count_down(50000).\n\
+             %% --- Gateway (spec 014)",
+        )
+        + "\ncount_down(0) :- !.\ncount_down(N) :- N1 is N - 1, count_down(N1).\n";
+    std::fs::write(dir.path().join("decide.pl"), slow).unwrap();
+    let g = governance_with(
+        &env,
+        GovernanceConfig {
+            policy_dir: Some(dir.path().into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let d = g.decide(Request::volk("U:Ox", "slow", "x")).await.unwrap();
+    assert_eq!((d.result, d.error.as_deref()), (Allow, None));
+    assert_eq!(d.trace, vec!["slow_but_bounded"]);
+    // 50,000 counted steps take milliseconds: far past the polling window.
+    assert!(
+        d.latency > std::time::Duration::from_micros(100),
+        "{:?}",
+        d.latency
+    );
+    let events = env
+        .log
+        .read(Stream::GovernanceDecisions, d.sequence, Some(d.sequence), 1)
+        .await
+        .unwrap();
+    let Event::DecisionRecorded(rec) = &events[0].record.event else {
+        panic!()
+    };
+    assert_eq!(
+        rec.latency_us,
+        i64::try_from(d.latency.as_micros()).unwrap()
+    );
+    // The engine answers the next, quick decision as before.
+    let quick = g
+        .decide(Request::client(
+            "ops-admin",
+            "gateway.execute",
+            "volk.register",
+        ))
+        .await
+        .unwrap();
+    assert_eq!((quick.result, quick.error), (Allow, None));
+}
+
 // REQ-014-103
 // REQ-014-104
 #[tokio::test]
