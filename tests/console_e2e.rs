@@ -4,7 +4,9 @@
 //! `orchestrata up`: sign in, live traffic from another client, filters, thread view,
 //! governance dry run, history scrubbing, resume after a server restart without
 //! duplicate rows, and a read_only token without controls whose calls the server
-//! refuses anyway. Screenshots land in `docs/console/`.
+//! refuses anyway. Screenshots land in a temp dir; with
+//! `ORCHESTRATA_UPDATE_SCREENSHOTS=1` they replace the ones in `docs/console/`, so a
+//! plain test run leaves the working tree untouched.
 
 mod support;
 
@@ -188,7 +190,13 @@ async fn operator_console_end_to_end_in_headless_chromium() {
     let port = support::free_port();
     let mut up = Some(start_up(&config, &data, port).await);
 
-    let shots = root.join("docs/console");
+    let shots = if std::env::var_os("ORCHESTRATA_UPDATE_SCREENSHOTS").is_some() {
+        root.join("docs/console")
+    } else {
+        let shots = dir.path().join("shots");
+        std::fs::create_dir_all(&shots).expect("screenshot dir");
+        shots
+    };
     let mut driver = Command::new(node)
         .arg(scripts.join("e2e.mjs"))
         .current_dir(&scripts)
