@@ -175,6 +175,45 @@ async fn a_decision_slower_than_the_callers_polling_window_is_awaited_and_record
     assert_eq!((quick.result, quick.error), (Allow, None));
 }
 
+// Decisions asked at once queue on the one engine thread; callers that find others
+// ahead park instead of polling (engine.rs, Engine::queued). Each still gets its own
+// answer, none fails closed.
+// REQ-014-032
+// REQ-014-ERR-011
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_decisions_each_get_their_own_answer() {
+    let env = sled_env().await;
+    let g = governance(&env).await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..32 {
+        let g = g.clone();
+        tasks.spawn(async move {
+            // Dry runs skip the cache, so every one is evaluated by the engine.
+            let (client, expected) = if i % 2 == 0 {
+                ("ops-admin", Allow)
+            } else {
+                ("stranger", Deny)
+            };
+            let d = g
+                .evaluate(Request::client(client, "gateway.execute", "volk.register"))
+                .await
+                .unwrap();
+            (client, expected, d)
+        });
+    }
+    let mut answered = 0;
+    while let Some(joined) = tasks.join_next().await {
+        let (client, expected, d) = joined.unwrap();
+        assert_eq!(
+            (d.result, d.error.as_deref(), d.cached),
+            (expected, None, false),
+            "{client}"
+        );
+        answered += 1;
+    }
+    assert_eq!(answered, 32);
+}
+
 // REQ-014-103
 // REQ-014-104
 #[tokio::test]

@@ -22,7 +22,8 @@
 //! inference limit and the caller's timeout) costs at most that much extra CPU per job.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
@@ -52,6 +53,8 @@ enum Job {
 #[derive(Clone)]
 pub struct Engine {
     jobs: mpsc::Sender<Job>,
+    /// Decisions sent and not yet taken by the engine thread (see [`Engine::queued`]).
+    queued: Arc<AtomicUsize>,
 }
 
 fn unavailable(reason: &str) -> GovernanceError {
@@ -62,20 +65,43 @@ impl Engine {
     /// Starts the thread with no policy loaded (decisions fail closed until one is).
     pub fn start(inference_limit: u64) -> Self {
         let (jobs, rx) = mpsc::channel::<Job>();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let taken = Arc::clone(&queued);
         let spawned = std::thread::Builder::new()
             .name("orchestrata-governance".into())
-            .spawn(move || worker(rx, inference_limit));
+            .spawn(move || worker(rx, &taken, inference_limit));
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start the governance engine thread");
         }
-        Engine { jobs }
+        Engine { jobs, queued }
+    }
+
+    /// Queues a job; a decision is counted in [`Engine::queued`] until the thread
+    /// takes it.
+    fn send(&self, job: Job) -> Result<(), GovernanceError> {
+        let counted = matches!(job, Job::Decide(..));
+        if counted {
+            self.queued.fetch_add(1, Ordering::AcqRel);
+        }
+        self.jobs.send(job).map_err(|_| {
+            if counted {
+                self.queued.fetch_sub(1, Ordering::AcqRel);
+            }
+            unavailable("the engine thread has stopped")
+        })
+    }
+
+    /// Decisions queued and not yet taken by the engine thread (a request just
+    /// submitted counts itself; fact updates, quick to apply, do not count). A caller
+    /// that finds other decisions ahead of its own will wait for several evaluations,
+    /// so it parks at once instead of polling (see [`REPLY_SPIN`]).
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
     }
 
     async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Job) -> Result<T, GovernanceError> {
         let (tx, rx) = oneshot::channel();
-        self.jobs
-            .send(make(tx))
-            .map_err(|_| unavailable("the engine thread has stopped"))?;
+        self.send(make(tx))?;
         rx.await
             .map_err(|_| unavailable("the engine thread dropped the request"))?
     }
@@ -97,9 +123,7 @@ impl Engine {
     /// Queues fact changes without waiting; the channel keeps them ahead of any later job.
     pub fn apply_nowait(&self, changes: Vec<FactChange>) -> Result<(), GovernanceError> {
         let (tx, _rx) = oneshot::channel();
-        self.jobs
-            .send(Job::Apply(changes, tx))
-            .map_err(|_| unavailable("the engine thread has stopped"))
+        self.send(Job::Apply(changes, tx))
     }
 
     /// Replaces all facts.
@@ -119,9 +143,7 @@ impl Engine {
         request: Request,
     ) -> Result<oneshot::Receiver<Result<Outcome, GovernanceError>>, GovernanceError> {
         let (tx, rx) = oneshot::channel();
-        self.jobs
-            .send(Job::Decide(Box::new(request), tx))
-            .map_err(|_| unavailable("the engine thread has stopped"))?;
+        self.send(Job::Decide(Box::new(request), tx))?;
         Ok(rx)
     }
 
@@ -136,7 +158,7 @@ impl Engine {
 
     /// Stops the thread; later calls fail closed.
     pub fn stop(&self) {
-        let _ = self.jobs.send(Job::Stop);
+        let _ = self.send(Job::Stop);
     }
 }
 
@@ -213,10 +235,13 @@ fn next_job(rx: &mpsc::Receiver<Job>) -> Option<Job> {
     }
 }
 
-fn worker(rx: mpsc::Receiver<Job>, inference_limit: u64) {
+fn worker(rx: mpsc::Receiver<Job>, queued: &AtomicUsize, inference_limit: u64) {
     let mut current: Option<Evaluator> = None;
     let mut broken = false;
     while let Some(job) = next_job(&rx) {
+        if matches!(job, Job::Decide(..)) {
+            queued.fetch_sub(1, Ordering::AcqRel);
+        }
         match job {
             Job::Stop => break,
             Job::Load(policy, facts, reply) => {

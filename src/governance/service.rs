@@ -309,8 +309,10 @@ impl Governance {
             || GovernanceError::EngineUnavailable("the engine dropped the request".into());
         let answer = match submitted {
             Err(e) => Err(e),
-            // Most answers come within REPLY_SPIN: collect them without parking.
-            Ok(mut rx) => match poll_reply(&mut rx, REPLY_SPIN) {
+            // Most answers come within REPLY_SPIN: collect them without parking,
+            // unless other jobs are queued ahead of this one (then the wait is
+            // several evaluations long and polling would only burn this worker).
+            Ok(mut rx) => match poll_reply(&mut rx, reply_spin(&self.inner.engine)) {
                 Polled::Ready(answer) => answer,
                 Polled::Dropped => Err(dropped()),
                 Polled::Pending => {
@@ -410,6 +412,16 @@ impl Governance {
             .and_then(|p| p.clone())
             .ok_or_else(|| GovernanceError::EngineUnavailable("no policy loaded".into()))?;
         self.load_policy(policy).await
+    }
+}
+
+/// How long to poll for an answer just submitted: [`REPLY_SPIN`] when the request is
+/// the only one queued, nothing when others are ahead of it.
+fn reply_spin(engine: &Engine) -> Duration {
+    if engine.queued() <= 1 {
+        REPLY_SPIN
+    } else {
+        Duration::ZERO
     }
 }
 
