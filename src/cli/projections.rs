@@ -183,7 +183,10 @@ async fn rebuilt<V: View>(
     // A rebuilt view may hold millions of allocations (the thread view: every packet);
     // freeing them is work nobody waits for, so it happens beside the next view's
     // rebuild, or not at all if the process exits first.
-    std::thread::spawn(move || drop(view));
+    // If no thread can be started, the closure (and the view in it) is dropped right here.
+    let _ = std::thread::Builder::new()
+        .name("drop-view".into())
+        .spawn(move || drop(view));
     Ok(events)
 }
 
