@@ -1,9 +1,13 @@
 //! Governance benchmarks: an uncached decision (the Prolog machine alone, and through
-//! the engine thread), a cached decision, recorded decisions per second on a sled log,
-//! and `audit verify` of 100,000 recorded decisions.
+//! the engine thread), the same decision with 100,000 packet facts loaded, a cached
+//! decision, recorded decisions per second on a sled log, and `audit verify` of
+//! 100,000 recorded decisions.
 //!
 //! Run: `cargo bench --bench governance`. Before the criterion groups it prints p50 and
 //! p99 of 5,000 uncached and cached decisions (criterion reports means and medians).
+//! The 100,000-packet row prints the engine's resident-memory growth for those facts.
+//! `ORCHESTRATA_BENCH_POLICY_DIR=<dir>` runs every row under the policy files of
+//! `<dir>` instead of the default policy (to compare two policies in one binary).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -12,19 +16,29 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use orchestrata::config::{FsyncPolicy, LogConfig};
 use orchestrata::governance::audit::{self, AuditLog, RecordedDecision};
 use orchestrata::governance::{
-    Evaluator, Governance, GovernanceConfig, Policy, RecordedQuery, Request,
+    Evaluator, Fact, FactsView, Governance, GovernanceConfig, Policy, RecordedQuery, Request,
     DEFAULT_INFERENCE_LIMIT,
 };
+use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
+use orchestrata_schemas::events::cxp_traffic::PacketSent;
 use orchestrata_schemas::events::fields::Json;
 use orchestrata_schemas::events::governance::DecisionRecorded;
-use orchestrata_schemas::events::types::{DecisionResult, SubjectKind};
+use orchestrata_schemas::events::types::{DecisionResult, Packet, PacketPayload, SubjectKind};
 use orchestrata_schemas::events::volk_lifecycle::VolkRegistered;
-use orchestrata_schemas::events::EventRecord;
+use orchestrata_schemas::events::{Envelope, EventRecord, Stream};
 
 fn uncached() -> Request {
     // cxp.send is not cacheable (it reads traffic facts): every call runs the policy,
     // down the whole allow path (identity, budget count, hierarchy, ownership).
     Request::volk("U:Ox", "cxp.send", "U:Ar").with("session", "s1")
+}
+
+/// The default policy, or the one in `ORCHESTRATA_BENCH_POLICY_DIR`.
+fn bench_policy() -> Policy {
+    match std::env::var_os("ORCHESTRATA_BENCH_POLICY_DIR") {
+        Some(dir) => Policy::from_dir(std::path::Path::new(&dir)).expect("bench policy dir"),
+        None => Policy::default_policy(),
+    }
 }
 
 fn cached() -> Request {
@@ -58,8 +72,10 @@ fn start(rt: &tokio::runtime::Runtime, dir: &std::path::Path) -> Governance {
                 .await
                 .expect("append");
         }
+        let policy_dir = std::env::var_os("ORCHESTRATA_BENCH_POLICY_DIR").map(Into::into);
         let gov = GovernanceConfig {
             sync_before_decide: false,
+            policy_dir,
             ..GovernanceConfig::default()
         };
         Governance::start(log, gov).await.expect("start governance")
@@ -70,7 +86,7 @@ fn latency(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
     let g = start(&rt, dir.path());
-    let mut ev = Evaluator::load(&Policy::default_policy(), DEFAULT_INFERENCE_LIMIT).expect("load");
+    let mut ev = Evaluator::load(&bench_policy(), DEFAULT_INFERENCE_LIMIT).expect("load");
     let facts = [
         orchestrata::governance::Fact::Volk(
             "U:Ox".into(),
@@ -132,6 +148,89 @@ fn latency(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     group.bench_function("decide_recorded_sled", |b| {
         b.iter(|| rt.block_on(g.decide(uncached())))
+    });
+    group.finish();
+}
+
+/// Resident set size of this process, in KiB (Linux `/proc/self/status`).
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// 100,000 `packet sent` events folded by the facts view, as the engine would see
+/// them: 50 from `U:Ox` in session `s1` (so the benchmark's send stays under its
+/// budget of 100 and takes the whole allow path), the rest from 997 other Volks over
+/// ten sessions.
+fn traffic_100k() -> FactsView {
+    let mut view = FactsView::new();
+    let now = chrono::Utc::now();
+    for i in 0..100_000u64 {
+        let (from, session) = if i % 2_000 == 0 {
+            ("U:Ox".to_owned(), "s1".to_owned())
+        } else {
+            (format!("U:B{}", i % 997), format!("s{}", i % 10))
+        };
+        let packet = Packet {
+            message_id: uuid::Uuid::new_v4(),
+            from_agent: from,
+            to_agent: "U:Ar".into(),
+            thread_id: format!("t{}", i % 5_000),
+            subject: "task".into(),
+            payload: PacketPayload::Json(serde_json::json!({"task": "x"}).into()),
+            created_at: now,
+            priority: 5,
+            delivery_status: DeliveryStatus::Queued,
+            work_status: WorkStatus::Pending,
+            protocol_version: "1.0.0".into(),
+            in_reply_to: None,
+            metadata: Json(serde_json::json!({ "session_id": session })),
+        };
+        let record = EventRecord::new("bench", i.to_string(), PacketSent { packet }, now);
+        view.apply(&Envelope {
+            stream: Stream::CxpTraffic,
+            sequence: i,
+            epoch: "bench".into(),
+            record,
+        });
+    }
+    view
+}
+
+fn latency_100k_packets(c: &mut Criterion) {
+    let mut group = c.benchmark_group("governance");
+    // Built inside the closure (loading 100,000 packets costs seconds, paid only when
+    // this row is selected), on its first call: criterion calls it once per sample.
+    let mut loaded: Option<Evaluator> = None;
+    group.bench_function("decide_uncached_machine_100k_packets", |b| {
+        let ev = loaded.get_or_insert_with(|| {
+            let mut facts = traffic_100k().facts();
+            facts.extend([
+                Fact::Volk("U:Ox".into(), "none".into(), "senior".into(), "s1".into()),
+                Fact::VolkStatus("U:Ox".into(), "active".into()),
+                Fact::Volk("U:Ar".into(), "U:Ox".into(), "senior".into(), "s1".into()),
+                Fact::VolkStatus("U:Ar".into(), "active".into()),
+            ]);
+            // Resident memory growth of the machine loading them (an upper bound: it
+            // includes the goal texts' allocations the allocator keeps after freeing).
+            let rss_before = rss_kib();
+            let mut ev = Evaluator::load(&bench_policy(), DEFAULT_INFERENCE_LIMIT).expect("load");
+            ev.load_facts(&facts).expect("facts");
+            if let (Some(before), Some(after)) = (rss_before, rss_kib()) {
+                eprintln!(
+                    "governance engine with {} facts (100,000 packets): RSS +{} KiB",
+                    facts.len(),
+                    after.saturating_sub(before)
+                );
+            }
+            drop(facts);
+            let d = ev.decide(&uncached()).expect("decide");
+            assert_eq!(d.result, DecisionResult::Allow);
+            assert_eq!(d.trace, vec!["cxp_send", "send_allowed"]);
+            ev
+        });
+        b.iter(|| ev.decide(&uncached()))
     });
     group.finish();
 }
@@ -205,5 +304,5 @@ fn verify_100k(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, latency, verify_100k);
+criterion_group!(benches, latency, latency_100k_packets, verify_100k);
 criterion_main!(benches);

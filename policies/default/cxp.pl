@@ -5,6 +5,7 @@
 %%              DeliveryStatus, WorkStatus, ProtocolVersion, PayloadRef, SessionId)
 %%   volk(Alias, Parent, Kind, SessionId)    Parent = none for a root, Kind senior|junior
 %%   volk_status(Alias, active|deregistered|terminated)
+%%   cxp_sends(From, SessionId, Count)       packets of From in that session (> 0)
 
 active_volk(V) :- volk_status(V, active).
 volk_parent(V, P) :- volk(V, P, _, _), P \== none.
@@ -29,9 +30,11 @@ subject_owned_by(Subject, From, To) :-
 %% Budget: at most this many packets per Volk per session.
 send_budget(100).
 
+%% The engine keeps the count as cxp_sends(V, Session, N) (no fact when N = 0), equal
+%% to the number of cxp_packet/12 facts with sender V and that session: one lookup
+%% instead of a scan of every packet seen.
 sends_in_session(V, Session, N) :-
-    findall(M, cxp_packet(M, V, _, _, _, _, _, _, _, _, _, Session), Ms),
-    length(Ms, N).
+    (   cxp_sends(V, Session, N0) -> N = N0 ; N = 0 ).
 
 %% Priority authority: only a party of the packet may change its priority;
 %% urgent priorities (>= 8) from a junior Volk go to its senior.

@@ -313,7 +313,8 @@ impl Evaluator {
     pub fn clear_facts(&mut self) -> Result<(), GovernanceError> {
         let goal = "retractall(cxp_packet(_,_,_,_,_,_,_,_,_,_,_,_)), retractall(cxp_delivery_status(_,_,_)), \
                     retractall(cxp_work_status(_,_,_)), retractall(volk(_,_,_,_)), \
-                    retractall(volk_capability(_,_)), retractall(volk_status(_,_)), retractall(session(_,_,_,_))";
+                    retractall(volk_capability(_,_)), retractall(volk_status(_,_)), retractall(session(_,_,_,_)), \
+                    retractall(cxp_sends(_,_,_))";
         run_caught(&mut self.machine, goal)
             .map_err(GovernanceError::Prolog)
             .map(|_| ())

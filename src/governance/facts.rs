@@ -10,9 +10,18 @@
 //! | `volk_capability(Alias, Capability)` | `registered` |
 //! | `volk_status(Alias, active\|deregistered\|terminated)` | lifecycle |
 //! | `session(SessionId, PortfolioId, open\|closed, OpenedBy)` | session lifecycle |
+//! | `cxp_sends(From, SessionId, Count)` | `packet_sent`: how many current `cxp_packet/12` facts have that sender and session (absent when 0) |
 //!
 //! `PayloadRef` is `'cxp.traffic:<sequence>'`, where the payload lives on the log;
 //! `SessionId` of a packet is its `metadata.session_id` (else `none`).
+//!
+//! `cxp_sends/3` is the count a send budget reads: one fact lookup instead of a scan of
+//! every packet ever seen. It always equals
+//! `findall(M, cxp_packet(M, From, _, _, _, _, _, _, _, _, _, SessionId), Ms), length(Ms, Count)`
+//! (a packet sent again under the same message id replaces the old one, so it moves
+//! the count rather than adding to it). The counts are derived from the packets, never
+//! stored: a checkpoint holds the packets and the counts are rebuilt when it is read,
+//! so a checkpoint written before the counts existed loads with the right ones.
 //!
 //! A fold is deterministic: the facts as of per-stream positions are a pure function of
 //! the log, which is what lets `audit verify` re-evaluate a fact-dependent decision.
@@ -49,6 +58,8 @@ pub enum Fact {
     VolkStatus(String, String),
     /// `session/4`: id, portfolio, status, opened by.
     Session(String, String, String, String),
+    /// `cxp_sends/3`: sender, session, number of its packets in that session (> 0).
+    Sends(String, String, i64),
 }
 
 /// The twelve fields of `cxp_packet/12`.
@@ -112,6 +123,9 @@ impl Fact {
             Fact::VolkCapability(v, c) => PlTerm::compound("volk_capability", vec![a(v), a(c)]),
             Fact::VolkStatus(v, s) => PlTerm::compound("volk_status", vec![a(v), a(s)]),
             Fact::Session(i, p, s, o) => PlTerm::compound("session", vec![a(i), a(p), a(s), a(o)]),
+            Fact::Sends(v, s, n) => {
+                PlTerm::compound("cxp_sends", vec![a(v), a(s), PlTerm::Int(*n)])
+            }
         }
     }
 }
@@ -133,7 +147,11 @@ struct PacketState {
 }
 
 /// The facts view: current facts plus how far each fact stream has been folded.
+///
+/// Serialized (the checkpoint) without the send counts; reading it back recomputes
+/// them from the packets (see [`StoredView`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "StoredView")]
 pub struct FactsView {
     /// Per stream name: number of events folded (the next sequence to fold).
     pub positions: BTreeMap<String, u64>,
@@ -142,6 +160,45 @@ pub struct FactsView {
     packets: BTreeMap<String, PacketState>,
     volks: BTreeMap<String, (Fact, Vec<Fact>, String)>,
     sessions: BTreeMap<String, Fact>,
+    /// Per (sender, session): its current packets (the `cxp_sends/3` facts).
+    #[serde(skip)]
+    sends: BTreeMap<(String, String), i64>,
+}
+
+/// The serialized form of [`FactsView`]: everything but the derived send counts.
+#[derive(Deserialize)]
+struct StoredView {
+    #[serde(default)]
+    positions: BTreeMap<String, u64>,
+    #[serde(default)]
+    epochs: BTreeMap<String, String>,
+    #[serde(default)]
+    packets: BTreeMap<String, PacketState>,
+    #[serde(default)]
+    volks: BTreeMap<String, (Fact, Vec<Fact>, String)>,
+    #[serde(default)]
+    sessions: BTreeMap<String, Fact>,
+}
+
+impl From<StoredView> for FactsView {
+    fn from(stored: StoredView) -> Self {
+        let mut sends: BTreeMap<(String, String), i64> = BTreeMap::new();
+        for state in stored.packets.values() {
+            *sends.entry(send_key(&state.packet)).or_default() += 1;
+        }
+        FactsView {
+            positions: stored.positions,
+            epochs: stored.epochs,
+            packets: stored.packets,
+            volks: stored.volks,
+            sessions: stored.sessions,
+            sends,
+        }
+    }
+}
+
+fn send_key(packet: &PacketFact) -> (String, String) {
+    (packet.from.clone(), packet.session.clone())
 }
 
 fn name<T: Serialize>(value: &T) -> String {
@@ -186,7 +243,20 @@ impl FactsView {
             }
         }
         out.extend(self.sessions.values().cloned());
+        out.extend(
+            self.sends
+                .iter()
+                .map(|((v, s), n)| Fact::Sends(v.clone(), s.clone(), *n)),
+        );
         out
+    }
+
+    /// The `cxp_sends/3` count of `from` in `session` (0 when it has sent nothing).
+    pub fn sends(&self, from: &str, session: &str) -> i64 {
+        self.sends
+            .get(&(from.to_owned(), session.to_owned()))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Folds one envelope; returns the fact changes, in order. Events of other streams
@@ -226,9 +296,11 @@ impl FactsView {
                     session,
                 };
                 let id = packet.message_id.clone();
-                if let Some(old) = self.packets.remove(&id) {
+                let key = send_key(&packet);
+                let old_key = self.packets.remove(&id).map(|old| {
                     changes.extend(retract_packet(&old));
-                }
+                    send_key(&old.packet)
+                });
                 let state = PacketState {
                     packet,
                     delivery_ts: ts,
@@ -236,6 +308,13 @@ impl FactsView {
                 };
                 changes.extend(assert_packet(&state));
                 self.packets.insert(id, state);
+                // A packet sent again under its id moves its count (or leaves it).
+                if old_key.as_ref() != Some(&key) {
+                    if let Some(old_key) = old_key {
+                        self.count_send(old_key, -1, &mut changes);
+                    }
+                    self.count_send(key, 1, &mut changes);
+                }
             }
             Event::PacketDelivered(e) => {
                 self.update(&e.message_id.to_string(), ts, &mut changes, |p| {
@@ -318,6 +397,30 @@ impl FactsView {
             _ => {}
         }
         changes
+    }
+
+    /// Adds `delta` to the `cxp_sends/3` count of `key`: retracts the old fact, asserts
+    /// the new one (none when the count drops to 0).
+    fn count_send(&mut self, key: (String, String), delta: i64, changes: &mut Vec<FactChange>) {
+        let old = self.sends.get(&key).copied().unwrap_or(0);
+        let new = old + delta;
+        if old > 0 {
+            changes.push(FactChange::Retract(Fact::Sends(
+                key.0.clone(),
+                key.1.clone(),
+                old,
+            )));
+        }
+        if new > 0 {
+            changes.push(FactChange::Assert(Fact::Sends(
+                key.0.clone(),
+                key.1.clone(),
+                new,
+            )));
+            self.sends.insert(key, new);
+        } else {
+            self.sends.remove(&key);
+        }
     }
 
     fn update(

@@ -15,6 +15,7 @@
 :- dynamic(volk_capability/2).
 :- dynamic(volk_status/2).
 :- dynamic(session/4).
+:- dynamic(cxp_sends/3).
 
 %% The blackboard is used through the built-ins behind bb_get/2 and bb_b_put/2
 %% (same semantics, without the wrappers' type check of the constant key): rule/1
