@@ -89,7 +89,7 @@ fn the_send_count_equals_the_packet_scan_through_resends_moves_reloads_and_reset
         x ^= x << 17;
         let from = senders[(x % 3) as usize];
         let session = sessions[((x >> 8) % 3) as usize];
-        let id = if ids.is_empty() || (x >> 16) % 4 != 0 {
+        let id = if ids.is_empty() || !(x >> 16).is_multiple_of(4) {
             let id = uuid::Uuid::new_v4();
             ids.push(id);
             id
