@@ -1,7 +1,6 @@
 //! How each `cxp.traffic` event changes the [`ThreadView`].
 
 use std::borrow::Cow;
-use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
@@ -9,6 +8,7 @@ use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
 use orchestrata_schemas::events::types::Packet;
 use orchestrata_schemas::events::{Envelope, Event, Stream};
 
+use super::table::Table;
 use super::{PacketState, ThreadState, ThreadStatus, ThreadView, AGE_RULE, ARCHIVE_AFTER_DAYS};
 use crate::{Checkpoint, Transition, View, ViewName};
 
@@ -235,12 +235,9 @@ impl ThreadView {
 
     fn packet_sent(&mut self, sent: Cow<'_, Packet>, time: DateTime<Utc>, sequence: u64) {
         let packet: &Packet = &sent;
-        // One search of the (large, randomly keyed) packet tree: the vacant entry is
-        // filled at the end.
-        let slot = match self.packets.entry(packet.message_id) {
-            Entry::Occupied(_) => return, // the same packet logged twice: the first counts
-            Entry::Vacant(slot) => slot,
-        };
+        if self.packets.contains(&packet.message_id) {
+            return; // the same packet logged twice: the first counts
+        }
         let at = At {
             time,
             sequence,
@@ -291,7 +288,7 @@ impl ThreadView {
             updated_at: time,
             packet: sent.into_owned(),
         };
-        slot.insert(Box::new(state));
+        self.packets.insert(state);
     }
 
     fn delivery(
@@ -348,15 +345,13 @@ impl ThreadView {
 /// The thread `id`, created active if this is its first event; the age rule is applied
 /// and its last activity moved to this event.
 fn open_thread<'a>(
-    threads: &'a mut BTreeMap<String, ThreadState>,
+    threads: &'a mut Table<ThreadState>,
     id: &str,
     subject: &str,
     opened_by: &str,
     at: &At<'_>,
 ) -> &'a mut ThreadState {
-    // One search with an owned key: cheaper than searching twice (look up, then insert
-    // or get), as the tree holds every thread and string keys compare byte by byte.
-    let thread = threads.entry(id.to_owned()).or_insert_with(|| ThreadState {
+    let thread = threads.get_or_insert_with(id, || ThreadState {
         thread_id: id.to_owned(),
         subject: subject.to_owned(),
         opened_by: opened_by.to_owned(),

@@ -24,6 +24,7 @@
 
 mod fold;
 mod query;
+mod table;
 #[cfg(test)]
 mod tests;
 
@@ -37,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::{Checkpoint, Transition};
+use table::{Keyed, Table};
 
 pub use query::{PacketQuery, ThreadQuery};
 
@@ -133,15 +135,28 @@ pub struct ThreadView {
     /// Latest event time folded: the view's notion of "now".
     #[serde(with = "opt_ts")]
     clock: Option<DateTime<Utc>>,
-    threads: BTreeMap<String, ThreadState>,
-    /// Boxed: a packet's state is large, and tree nodes shift their values on every
-    /// insert of a random message id; moving a pointer instead of the state is what
-    /// keeps `packet_sent` cheap.
-    packets: BTreeMap<Uuid, Box<PacketState>>,
+    /// By thread id; serialized as a map sorted by id (see [`Table`]).
+    threads: Table<ThreadState>,
+    /// By message id; serialized as a map sorted by id.
+    packets: Table<PacketState>,
     /// (send sequence, packet) in send order: the global packet order. The view folds
     /// one stream whose checkpoint admits only increasing sequences, so this and the
     /// sender/recipient lists below are appended to and stay sorted (binary search).
     by_sequence: Vec<(u64, Uuid)>,
     by_sender: BTreeMap<String, Vec<u64>>,
     by_recipient: BTreeMap<String, Vec<u64>>,
+}
+
+impl Keyed for ThreadState {
+    type Key = str;
+    fn key(&self) -> &str {
+        &self.thread_id
+    }
+}
+
+impl Keyed for PacketState {
+    type Key = Uuid;
+    fn key(&self) -> &Uuid {
+        &self.packet.message_id
+    }
 }

@@ -102,7 +102,7 @@ impl ThreadView {
 
     /// The packet with this message id (REQ-004-INTG-002).
     pub fn packet(&self, message_id: &Uuid) -> Option<&PacketState> {
-        self.packets.get(message_id).map(|p| &**p)
+        self.packets.get(message_id)
     }
 
     /// The thread's packets in send order (REQ-004-US-008-005, -006); empty for an
@@ -112,8 +112,7 @@ impl ThreadView {
         thread_id: &str,
     ) -> impl Iterator<Item = &'a PacketState> + 'a {
         let ids: &'a [Uuid] = self.threads.get(thread_id).map_or(&[], |t| &t.packets);
-        ids.iter()
-            .filter_map(|id| self.packets.get(id).map(|p| &**p))
+        ids.iter().filter_map(|id| self.packets.get(id))
     }
 
     /// Packets matching `query`, in send order, one page at a time.
@@ -140,7 +139,7 @@ impl ThreadView {
                 thread
                     .packets
                     .iter()
-                    .filter_map(|id| self.packets.get(id).map(|p| &**p))
+                    .filter_map(|id| self.packets.get(id))
                     .filter(|p| p.sequence >= start && query.matches(p))
                     .map(|p| (p.sequence, p)),
             );
@@ -161,7 +160,7 @@ impl ThreadView {
             .by_sequence
             .binary_search_by_key(&sequence, |(s, _)| *s)
             .ok()?;
-        self.packets.get(&self.by_sequence[i].1).map(|p| &**p)
+        self.packets.get(&self.by_sequence[i].1)
     }
 
     /// Threads matching `query`, in order of thread id, one page at a time (the cursor
@@ -170,7 +169,7 @@ impl ThreadView {
         let start = page.start();
         page.collect(
             self.threads
-                .values()
+                .sorted()
                 .enumerate()
                 .skip(usize::try_from(start).unwrap_or(usize::MAX))
                 .filter(|(_, t)| {

@@ -1,0 +1,218 @@
+//! [`Table`]: the thread view's storage for threads and packets — entries in a `Vec`,
+//! found through a hash index, serialized as a map sorted by key.
+//!
+//! The fold looks an entry up on nearly every event. A `BTreeMap<String, _>` pays a
+//! byte-by-byte key comparison at every level of the tree (36-byte thread ids); a hash
+//! index pays one hash and one comparison. The entries themselves sit in a `Vec` in
+//! insertion order, unboxed (a large `Vec` grows by remapping pages, not copying), and
+//! the index holds only their positions: each entry's key lives once, inside the entry.
+//!
+//! Readers still see the order they saw with a sorted map: [`Table::sorted`] and the
+//! serialized form go in key order, computed on demand and cached until the next insert.
+//! So a view serializes byte for byte as it did when these were `BTreeMap`s, and views
+//! stored by earlier versions load unchanged.
+
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+use std::marker::PhantomData;
+use std::sync::OnceLock;
+
+use foldhash::fast::FixedState;
+use hashbrown::HashTable;
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// An entry that carries its own key.
+pub(super) trait Keyed {
+    /// The key: unique within a table, ordered for serialization.
+    type Key: ?Sized + Hash + Eq + Ord + Serialize;
+    /// This entry's key.
+    fn key(&self) -> &Self::Key;
+}
+
+/// Entries of `V` by key: hash look-ups, insertion-ordered storage, key-ordered reads.
+pub(super) struct Table<V> {
+    entries: Vec<V>,
+    /// Positions in `entries`, hashed by their entry's key.
+    index: HashTable<u32>,
+    /// Positions in key order; filled by the first ordered read after an insert.
+    sorted: OnceLock<Vec<u32>>,
+}
+
+/// Fixed seeds: the index is never iterated, so its layout cannot leak into any output.
+const HASHER: FixedState = FixedState::with_seed(0x6f72_6368_6573_7472);
+
+fn hash<K: ?Sized + Hash>(key: &K) -> u64 {
+    HASHER.hash_one(key)
+}
+
+impl<V> Default for Table<V> {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+            index: HashTable::new(),
+            sorted: OnceLock::new(),
+        }
+    }
+}
+
+impl<V: Keyed> Table<V> {
+    /// Number of entries.
+    pub(super) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The position of `key`'s entry.
+    fn position(&self, key: &V::Key) -> Option<usize> {
+        let entries = &self.entries;
+        self.index
+            .find(hash(key), |&i| entries[i as usize].key() == key)
+            .map(|&i| i as usize)
+    }
+
+    /// Whether an entry has this key.
+    pub(super) fn contains(&self, key: &V::Key) -> bool {
+        self.position(key).is_some()
+    }
+
+    /// The entry with this key.
+    pub(super) fn get(&self, key: &V::Key) -> Option<&V> {
+        self.position(key).map(|i| &self.entries[i])
+    }
+
+    /// The entry with this key, to change it. Its key must not change.
+    pub(super) fn get_mut(&mut self, key: &V::Key) -> Option<&mut V> {
+        self.position(key).map(|i| &mut self.entries[i])
+    }
+
+    /// The entry with this key, first inserting `make()` (whose key must be `key`) if
+    /// there is none: one hash search either way.
+    pub(super) fn get_or_insert_with(&mut self, key: &V::Key, make: impl FnOnce() -> V) -> &mut V {
+        let entries = &mut self.entries;
+        let i = match self.index.entry(
+            hash(key),
+            |&i| entries[i as usize].key() == key,
+            |&i| hash(entries[i as usize].key()),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(slot) => *slot.get() as usize,
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                let i = entries.len();
+                slot.insert(position(i));
+                entries.push(make());
+                self.sorted = OnceLock::new();
+                i
+            }
+        };
+        &mut entries[i]
+    }
+
+    /// Inserts `entry`, unless one with its key is already there (then `entry` is
+    /// dropped and `false` returned: the first one counts).
+    pub(super) fn insert(&mut self, entry: V) -> bool {
+        let key_hash = hash(entry.key());
+        let entries = &mut self.entries;
+        match self.index.entry(
+            key_hash,
+            |&i| entries[i as usize].key() == entry.key(),
+            |&i| hash(entries[i as usize].key()),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(_) => false,
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert(position(entries.len()));
+                entries.push(entry);
+                self.sorted = OnceLock::new();
+                true
+            }
+        }
+    }
+
+    /// Every entry in key order (what a `BTreeMap` would give).
+    pub(super) fn sorted(&self) -> impl ExactSizeIterator<Item = &V> + '_ {
+        let order = self.sorted.get_or_init(|| {
+            let mut order: Vec<u32> = (0..self.entries.len()).map(position).collect();
+            order.sort_unstable_by(|&a, &b| {
+                self.entries[a as usize]
+                    .key()
+                    .cmp(self.entries[b as usize].key())
+            });
+            order
+        });
+        order.iter().map(|&i| &self.entries[i as usize])
+    }
+}
+
+/// A position as stored in the index. A view holds far fewer than 2^32 threads or
+/// packets (each is hundreds of bytes of memory), so the narrowing cannot lose bits in
+/// practice; it saturates rather than wraps if it ever did.
+fn position(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
+}
+
+impl<V: Clone> Clone for Table<V> {
+    fn clone(&self) -> Self {
+        Self {
+            entries: self.entries.clone(),
+            index: self.index.clone(),
+            sorted: self.sorted.clone(),
+        }
+    }
+}
+
+/// Equal when they hold the same entries, whatever the insertion order.
+impl<V: Keyed + PartialEq> PartialEq for Table<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len()
+            && self
+                .entries
+                .iter()
+                .all(|e| other.get(e.key()).is_some_and(|o| o == e))
+    }
+}
+
+impl<V: Keyed + fmt::Debug> fmt::Debug for Table<V>
+where
+    V::Key: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.sorted().map(|e| (e.key(), e)))
+            .finish()
+    }
+}
+
+/// A map from key to entry, in key order: the form of a `BTreeMap<Key, V>`.
+impl<V: Keyed + Serialize> Serialize for Table<V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.len()))?;
+        for entry in self.sorted() {
+            map.serialize_entry(entry.key(), entry)?;
+        }
+        map.end()
+    }
+}
+
+/// Reads the map [`Serialize`] writes. Each entry's key is taken from the entry itself
+/// (the map key repeats it); a repeated key keeps the first entry.
+impl<'de, V: Keyed + Deserialize<'de>> Deserialize<'de> for Table<V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entries<V>(PhantomData<V>);
+        impl<'de, V: Keyed + Deserialize<'de>> Visitor<'de> for Entries<V> {
+            type Value = Table<V>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map from key to entry")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Table<V>, A::Error> {
+                let mut table = Table::default();
+                table
+                    .entries
+                    .reserve(map.size_hint().unwrap_or(0).min(1 << 16));
+                while let Some((IgnoredAny, entry)) = map.next_entry::<IgnoredAny, V>()? {
+                    table.insert(entry);
+                }
+                Ok(table)
+            }
+        }
+        deserializer.deserialize_map(Entries(PhantomData))
+    }
+}
