@@ -216,3 +216,73 @@ impl<'de, V: Keyed + Deserialize<'de>> Deserialize<'de> for Table<V> {
         deserializer.deserialize_map(Entries(PhantomData))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Serialize};
+
+    use super::{Keyed, Table};
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Row {
+        id: String,
+        n: u32,
+    }
+
+    impl Keyed for Row {
+        type Key = str;
+        fn key(&self) -> &str {
+            &self.id
+        }
+    }
+
+    fn row(id: &str, n: u32) -> Row {
+        Row { id: id.into(), n }
+    }
+
+    // REQ-004-US-008-005
+    #[test]
+    fn finds_by_key_and_keeps_the_first_of_a_repeated_key() {
+        let mut table = Table::default();
+        assert!(table.insert(row("b", 1)));
+        assert!(table.insert(row("a", 2)));
+        assert!(!table.insert(row("b", 3)), "a repeated key is refused");
+        assert_eq!(table.len(), 2);
+        assert_eq!(table.get("b").map(|r| r.n), Some(1));
+        assert!(table.get("c").is_none());
+        assert!(!table.contains("c"));
+        table.get_or_insert_with("c", || row("c", 4)).n += 10;
+        assert_eq!(table.get_or_insert_with("c", || row("c", 99)).n, 14);
+        if let Some(r) = table.get_mut("a") {
+            r.n = 7;
+        }
+        assert_eq!(table.get("a").map(|r| r.n), Some(7));
+    }
+
+    // REQ-004-US-008-005
+    #[test]
+    fn serializes_byte_for_byte_like_a_sorted_map_and_reads_it_back() {
+        let mut table = Table::default();
+        let mut map = BTreeMap::new();
+        for (i, id) in ["m", "z", "a", "q", "b"].into_iter().enumerate() {
+            let n = u32::try_from(i).unwrap_or(0);
+            table.insert(row(id, n));
+            map.insert(id.to_owned(), row(id, n));
+            // The order cache is refreshed by every insert.
+            let ids: Vec<&str> = table.sorted().map(|r| r.id.as_str()).collect();
+            let expected: Vec<&str> = map.keys().map(String::as_str).collect();
+            assert_eq!(ids, expected);
+        }
+        let json = serde_json::to_string(&table).expect("encode");
+        assert_eq!(json, serde_json::to_string(&map).expect("encode map"));
+        let back: Table<Row> = serde_json::from_str(&json).expect("decode");
+        assert_eq!(back, table);
+        let mut other = Table::default();
+        other.insert(row("a", 2));
+        assert_ne!(other, table, "different entries are not equal");
+        let bad = serde_json::from_str::<Table<Row>>("[1, 2]");
+        assert!(bad.is_err(), "a list is not a table");
+    }
+}
