@@ -6,7 +6,6 @@ mod governance_support;
 use governance_support::*;
 use orchestrata::governance::{PacketField, Request};
 use orchestrata_schemas::events::types::DecisionResult::{Allow, Deny, Escalate};
-use orchestrata_schemas::events::{Event, Stream};
 
 // REQ-014-032
 // REQ-014-033
@@ -22,14 +21,7 @@ async fn every_decision_is_an_event_with_query_trace_articles_and_latency() {
         .await
         .unwrap();
     assert_eq!(d.result, Allow);
-    let events = env
-        .log
-        .read(Stream::GovernanceDecisions, d.sequence, Some(d.sequence), 1)
-        .await
-        .unwrap();
-    let Event::DecisionRecorded(rec) = &events[0].record.event else {
-        panic!("not a decision")
-    };
+    let rec = recorded_decision(&env.log, d.sequence).await;
     assert_eq!(rec.decision_id, d.decision_id);
     assert_eq!(
         (

@@ -85,15 +85,6 @@ fn large_payloads_are_compressed_and_transparently_decompressed() {
     assert_eq!(CxpPacket::from_bytes(&bytes).unwrap(), b);
 }
 
-#[derive(serde::Serialize)]
-struct Frame {
-    k: u8,
-    z: bool,
-    n: u64,
-    #[serde(with = "serde_bytes")]
-    d: Vec<u8>,
-}
-
 fn with_frame(frame: Frame) -> Vec<u8> {
     let mut v: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(SPEC_EXAMPLE).unwrap();

@@ -18,15 +18,6 @@ fn doc_with_payload(payload_text: &str) -> String {
     .replace(marker, payload_text)
 }
 
-#[derive(serde::Serialize)]
-struct Frame {
-    k: u8,
-    z: bool,
-    n: u64,
-    #[serde(with = "serde_bytes")]
-    d: Vec<u8>,
-}
-
 /// The spec example in MessagePack with a hand-made payload frame.
 fn msgpack_with_frame(frame: Frame) -> Vec<u8> {
     let mut v: serde_json::Map<String, Value> = serde_json::from_str(SPEC_EXAMPLE).unwrap();

@@ -133,3 +133,19 @@ pub fn default_policy_dir_with(extra: &[(&str, &str)]) -> tempfile::TempDir {
     }
     dir
 }
+
+/// The `decision recorded` event at `sequence` of `governance.decisions`.
+pub async fn recorded_decision(
+    log: &Arc<dyn EventLog>,
+    sequence: u64,
+) -> orchestrata_schemas::events::governance::DecisionRecorded {
+    use orchestrata_schemas::events::{Event, Stream};
+    let events = log
+        .read(Stream::GovernanceDecisions, sequence, Some(sequence), 1)
+        .await
+        .expect("read governance.decisions");
+    match events.into_iter().next().map(|e| e.record.event) {
+        Some(Event::DecisionRecorded(rec)) => rec,
+        other => panic!("no decision at {sequence}: {other:?}"),
+    }
+}

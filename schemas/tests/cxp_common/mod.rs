@@ -51,3 +51,14 @@ pub fn example_with(f: impl FnOnce(&mut serde_json::Map<String, serde_json::Valu
     f(v.as_object_mut().expect("object"));
     v.to_string()
 }
+
+/// A MessagePack payload frame written by hand (`k` kind, `z` lz4, `n` raw length, `d`
+/// bytes), to build wire input the encoder would never produce.
+#[derive(serde::Serialize)]
+pub struct Frame {
+    pub k: u8,
+    pub z: bool,
+    pub n: u64,
+    #[serde(with = "serde_bytes")]
+    pub d: Vec<u8>,
+}
