@@ -77,15 +77,19 @@ impl Kernel {
     /// Governs a command read from the stream exactly as [`Kernel::execute`] governs an
     /// in-process one. A command executed before (redelivered after a crash) is not
     /// decided again: it reaches the writer, which answers it as a duplicate.
-    async fn govern_streamed(&self, command: &Command) -> Result<(), KernelError> {
-        if !self.governed() {
+    async fn govern_streamed(
+        &self,
+        command: &Command,
+        request: Option<crate::governance::Request>,
+    ) -> Result<(), KernelError> {
+        if request.is_none() {
             return Ok(());
         }
         let id = command.id;
         if self.read(move |s| s.is_executed(&id)).await? {
             return Ok(());
         }
-        self.govern(command).await
+        self.judge(request).await
     }
 
     /// Records a governance refusal of a streamed command as `command_rejected` (code
@@ -131,8 +135,9 @@ impl Kernel {
                         // its next command is decided with this one's events on the log.
                         // A spawned task releases it: the loop may itself be waiting for
                         // that turn and cannot poll `pending` meanwhile.
-                        let turn = self.turn(&command).await;
-                        match self.govern_streamed(&command).await {
+                        let request = self.governance_request(&command);
+                        let turn = self.turn(request.as_ref()).await;
+                        match self.govern_streamed(&command, request).await {
                             Ok(()) => {
                                 let answer = self.submit(command, true).await?;
                                 let answered = tokio::spawn(async move {

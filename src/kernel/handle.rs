@@ -110,19 +110,29 @@ impl Kernel {
     /// decided only once this one's events are on the log, so traffic rules such as the
     /// send budget count every earlier send.
     pub async fn execute(&self, command: Command) -> Result<Outcome, KernelError> {
-        let _turn = self.turn(&command).await;
-        self.govern(&command).await?;
+        let request = self.governance_request(&command);
+        let _turn = self.turn(request.as_ref()).await;
+        self.judge(request).await?;
         self.submit(command, false)
             .await?
             .await
             .map_err(|_| KernelError::Stopped)?
     }
 
-    /// Waits for the turn of `command`'s governance subject; `None` when the command is
-    /// not governed (nothing to order).
-    pub(crate) async fn turn(&self, command: &Command) -> Option<Turn> {
+    /// What governance is asked before `command` runs; `None` when no governance is
+    /// attached or the command is not governed.
+    pub(crate) fn governance_request(
+        &self,
+        command: &Command,
+    ) -> Option<crate::governance::Request> {
         self.governance.as_ref()?;
-        let request = crate::governance::kernel::request_for(command)?;
+        crate::governance::kernel::request_for(command)
+    }
+
+    /// Waits for the turn of the request's subject; `None` for an ungoverned command
+    /// (nothing to order).
+    pub(crate) async fn turn(&self, request: Option<&crate::governance::Request>) -> Option<Turn> {
+        let request = request?;
         let key = format!("{:?}:{}", request.subject_kind, request.subject);
         Some(self.turns.take(key).await)
     }
@@ -132,10 +142,15 @@ impl Kernel {
     /// deny or escalate, [`KernelError::GovernanceFailed`] when governance cannot answer
     /// (fail closed).
     pub async fn govern(&self, command: &Command) -> Result<(), KernelError> {
-        let Some(governance) = &self.governance else {
-            return Ok(());
-        };
-        let Some(request) = crate::governance::kernel::request_for(command) else {
+        self.judge(self.governance_request(command)).await
+    }
+
+    /// Decides `request` (from [`Kernel::governance_request`]); `None` passes.
+    pub(crate) async fn judge(
+        &self,
+        request: Option<crate::governance::Request>,
+    ) -> Result<(), KernelError> {
+        let (Some(governance), Some(request)) = (&self.governance, request) else {
             return Ok(());
         };
         let decision = governance
