@@ -268,6 +268,7 @@ fn recorded_100k() -> AuditLog {
         audit_log.decisions.push(RecordedDecision {
             sequence: i + 1,
             timestamp: chrono::Utc::now(),
+            principal: None,
             event: DecisionRecorded {
                 decision_id: uuid::Uuid::new_v4(),
                 subject_kind: SubjectKind::Client,

@@ -128,6 +128,7 @@ async fn depth_limit_counts_levels_from_the_root() {
     for (alias, parent) in [("U:La", "U:Vz"), ("U:Lb", "U:La")] {
         let cmd = Command {
             id: uuid::Uuid::new_v4(),
+            principal: None,
             issuer: parent.into(),
             action: CommandKind::RegisterVolk {
                 alias: alias.into(),
@@ -210,6 +211,7 @@ async fn termination_cascades_and_notifies_the_parent() {
     e.kernel
         .execute(Command {
             id: uuid::Uuid::new_v4(),
+            principal: None,
             issuer: "U:Vz".into(),
             action: CommandKind::RegisterVolk {
                 alias: "U:Mi".into(),
@@ -327,6 +329,7 @@ async fn deadlines_and_sessions_end_juniors() {
     e.kernel
         .execute(Command {
             id: uuid::Uuid::new_v4(),
+            principal: None,
             issuer: "U:Ox".into(),
             action: CommandKind::OpenSession {
                 session_id: "s1".into(),
@@ -519,6 +522,7 @@ async fn metrics_and_many_agents() {
         e.kernel
             .execute(Command {
                 id: uuid::Uuid::new_v4(),
+                principal: None,
                 issuer: "U:Ox".into(),
                 action: CommandKind::RegisterVolk {
                     alias: alias.clone(),

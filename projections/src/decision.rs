@@ -1,7 +1,8 @@
 //! [`DecisionIndex`]: governance decisions by time, subject, action and result.
 //!
 //! Folds `governance.decisions`: every `decision_recorded` becomes an entry (kept in log
-//! order, the cursor being its sequence), indexed by decision id, subject and action;
+//! order, the cursor being its sequence, with the principal its envelope names), indexed
+//! by decision id, subject and action;
 //! every `policy_loaded` is kept by its hash so a decision's policy can be looked up.
 
 use std::collections::BTreeMap;
@@ -24,6 +25,10 @@ pub struct DecisionEntry {
     pub at: DateTime<Utc>,
     /// The decision as recorded.
     pub decision: DecisionRecorded,
+    /// Who acted: the principal named on the event's envelope (`None` for decisions no
+    /// principal caused, and for those recorded before attribution).
+    #[serde(default)]
+    pub principal: Option<String>,
 }
 
 /// A loaded policy.
@@ -44,6 +49,9 @@ pub struct PolicyEntry {
 pub struct DecisionQuery {
     /// Only this subject (client id or Volk alias).
     pub subject: Option<String>,
+    /// Only decisions caused by this principal (the envelope's `principal`).
+    #[serde(default)]
+    pub principal: Option<String>,
     /// Only this action, e.g. `cxp.send`.
     pub action: Option<String>,
     /// Only this result.
@@ -59,6 +67,10 @@ impl DecisionQuery {
         self.subject
             .as_ref()
             .is_none_or(|s| *s == e.decision.subject)
+            && self
+                .principal
+                .as_ref()
+                .is_none_or(|p| Some(p) == e.principal.as_ref())
             && self.action.as_ref().is_none_or(|a| *a == e.decision.action)
             && self.result.is_none_or(|r| r == e.decision.result)
             && self.from.is_none_or(|f| e.at >= f)
@@ -107,6 +119,7 @@ impl View for DecisionIndex {
                     sequence,
                     at,
                     decision: d.clone(),
+                    principal: envelope.record.principal.clone(),
                 });
             }
             Event::PolicyLoaded(p) if !self.policies.contains_key(&p.policy_hash) => {

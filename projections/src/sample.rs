@@ -111,6 +111,7 @@ impl Workload {
             source: "workload".into(),
             key: key.to_owned(),
             command_id: None,
+            principal: None,
             event: event.into(),
         }
     }

@@ -25,6 +25,7 @@ pub fn env(sequence: u64, secs: i64, event: impl Into<Event>) -> Envelope {
             source: "test".into(),
             key: "k".into(),
             command_id: None,
+            principal: None,
             event,
         },
     }

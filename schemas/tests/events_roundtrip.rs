@@ -517,6 +517,7 @@ fn sample(kind: EventKind) -> Event {
         .into(),
         EventKind::Command => Command {
             id: id(7),
+            principal: None,
             issuer: s("c1"),
             action: CommandKind::Retry { message_id: id(1) },
         }
@@ -537,6 +538,7 @@ fn all_samples() -> Vec<EventRecord> {
         events.push(
             Command {
                 id: id(100 + n as u128),
+                principal: None,
                 issuer: s("U:Ox"),
                 action,
             }
@@ -548,8 +550,14 @@ fn all_samples() -> Vec<EventRecord> {
         .enumerate()
         .map(|(n, event)| {
             let record = EventRecord::new("kernel", format!("key-{n}"), event, at(n as i64));
-            if n % 2 == 0 {
+            let record = if n % 2 == 0 {
                 record.caused_by(id(500 + n as u128))
+            } else {
+                record
+            };
+            // Attribution: every third record names a principal (ISSUE-14: attribution).
+            if n % 3 == 0 {
+                record.by(Some(format!("principal-{n} ✓")))
             } else {
                 record
             }
@@ -683,6 +691,7 @@ fn apache_avro_reads_every_record_with_the_avsc_alone() {
             "command_id".into(),
             json!(record.command_id.map(|c| c.to_string())),
         );
+        ours_obj.insert("principal".into(), json!(record.principal));
         assert!(
             same(&avro, &ours),
             "{}:\navro {avro}\nours {ours}",
@@ -726,6 +735,7 @@ fn envelope_json_is_flat_and_round_trips() {
         "event_type",
         "key",
         "command_id",
+        "principal",
         "payload",
     ]
     .into_iter()

@@ -58,12 +58,19 @@ fn every_avsc_parses_and_is_registered() {
         let names: Vec<&str> = record
             .fields
             .iter()
-            .take(5)
+            .take(6)
             .map(|f| f.name.as_str())
             .collect();
         assert_eq!(
             names,
-            ["event_id", "timestamp", "source", "key", "command_id"],
+            [
+                "event_id",
+                "timestamp",
+                "source",
+                "key",
+                "command_id",
+                "principal"
+            ],
             "{}",
             info.avro_file
         );
@@ -105,7 +112,7 @@ fn single_object_header_bytes_are_correct() {
     let bytes = encode(&record).unwrap();
     assert_eq!(&bytes[..2], &[0xC3, 0x01]);
     // The specification's canonical form: logical types dropped, primitives collapsed.
-    let canonical = r#"{"name":"orchestrata.session.events.SessionOpened","type":"record","fields":[{"name":"event_id","type":"string"},{"name":"timestamp","type":"long"},{"name":"source","type":"string"},{"name":"key","type":"string"},{"name":"command_id","type":["null","string"]},{"name":"session_id","type":"string"},{"name":"portfolio_id","type":"string"},{"name":"goals","type":{"type":"array","items":"string"}},{"name":"opened_by","type":"string"}]}"#;
+    let canonical = r#"{"name":"orchestrata.session.events.SessionOpened","type":"record","fields":[{"name":"event_id","type":"string"},{"name":"timestamp","type":"long"},{"name":"source","type":"string"},{"name":"key","type":"string"},{"name":"command_id","type":["null","string"]},{"name":"principal","type":["null","string"]},{"name":"session_id","type":"string"},{"name":"portfolio_id","type":"string"},{"name":"goals","type":{"type":"array","items":"string"}},{"name":"opened_by","type":"string"}]}"#;
     assert_eq!(
         codec::canonical_form(codec::schema(EventKind::SessionOpened).unwrap()),
         canonical
@@ -188,7 +195,8 @@ fn fastavro_computes_the_same_fingerprints_and_decodes_our_bytes() {
             opened_by: "cli".into(),
         },
         Utc.timestamp_micros(1_768_473_000_000_000).unwrap(),
-    );
+    )
+    .by(Some("operator".into()));
     let hex: String = encode(&record)
         .unwrap()
         .iter()
@@ -236,4 +244,6 @@ print(json.dumps({"fingerprints": out, "record": {k: str(v) for k, v in rec.item
     assert_eq!(result["record"]["key"], "s1");
     assert_eq!(result["record"]["event_id"], record.event_id.to_string());
     assert_eq!(result["record"]["goals"], "['ship']");
+    // ISSUE-14: attribution — fastavro reads the principal from the envelope.
+    assert_eq!(result["record"]["principal"], "operator");
 }

@@ -110,6 +110,7 @@ pub(crate) async fn send(
 ) -> Result<(), AgentError> {
     let command = Command {
         id: Uuid::new_v4(),
+        principal: None,
         issuer: from.to_owned(),
         action: CommandKind::SendPacket {
             packet: convert::to_record(packet, None),

@@ -287,6 +287,7 @@ async fn send(
     let thread_id = packet.thread_id().to_owned();
     let command = Command {
         id: Uuid::new_v4(),
+        principal: None,
         issuer: from.to_owned(),
         action: CommandKind::SendPacket {
             packet: convert::to_record(&packet, None),
@@ -303,6 +304,7 @@ async fn take(agents: &Agents, alias: &str, subject: &str) -> Result<(), AgentEr
     for p in inbox.packets.iter().filter(|p| p.subject() == subject) {
         let command = Command {
             id: Uuid::new_v4(),
+            principal: None,
             issuer: alias.to_owned(),
             action: CommandKind::Acknowledge {
                 message_id: p.message_id(),

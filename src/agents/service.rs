@@ -107,6 +107,7 @@ impl Agents {
     async fn run(&self, issuer: &str, action: CommandKind) -> Result<Outcome, AgentError> {
         let command = Command {
             id: Uuid::new_v4(),
+            principal: None,
             issuer: issuer.to_owned(),
             action,
         };

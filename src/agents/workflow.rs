@@ -78,6 +78,7 @@ impl Workflows {
             .kernel()
             .execute(Command {
                 id: Uuid::new_v4(),
+                principal: None,
                 issuer: issuer.to_owned(),
                 action,
             })

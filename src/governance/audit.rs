@@ -30,6 +30,8 @@ pub struct RecordedDecision {
     pub sequence: u64,
     /// When it was recorded.
     pub timestamp: DateTime<Utc>,
+    /// Who acted: the principal named on the event's envelope, if any.
+    pub principal: Option<String>,
     /// The event.
     pub event: DecisionRecorded,
 }
@@ -56,6 +58,7 @@ impl AuditLog {
                 Event::DecisionRecorded(d) => audit.decisions.push(RecordedDecision {
                     sequence: envelope.sequence,
                     timestamp: envelope.record.timestamp,
+                    principal: envelope.record.principal,
                     event: d,
                 }),
                 _ => {}
@@ -205,6 +208,7 @@ fn request_of(d: &DecisionRecorded) -> (Request, RecordedQuery) {
         action: d.action.clone(),
         resource: d.resource.clone(),
         context: recorded.context.clone(),
+        principal: None,
     };
     (request, recorded)
 }

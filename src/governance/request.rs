@@ -29,6 +29,13 @@ pub struct Request {
     /// Further facts of the request.
     #[serde(default)]
     pub context: BTreeMap<String, serde_json::Value>,
+    /// Who is acting: the authenticated principal whose call or command this request
+    /// judges. Not part of the goal (the policy decides on subject, action, resource
+    /// and context; the cache key ignores it): it is recorded on the `decision recorded`
+    /// event's envelope, so decisions can be searched by principal. Never read from
+    /// client JSON (`serde(skip)`): only the gateway's authentication sets it.
+    #[serde(skip)]
+    pub principal: Option<String>,
 }
 
 impl Request {
@@ -49,7 +56,14 @@ impl Request {
             action: action.to_owned(),
             resource: resource.to_owned(),
             context: BTreeMap::new(),
+            principal: None,
         }
+    }
+
+    /// The same request, asked on behalf of principal `principal` (`None`: no principal).
+    pub fn by(mut self, principal: Option<String>) -> Self {
+        self.principal = principal;
+        self
     }
 
     /// The same request with one more context entry.

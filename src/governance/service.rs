@@ -245,12 +245,10 @@ impl Governance {
         let sequence = self
             .inner
             .log
-            .append(&EventRecord::new(
-                "governance",
-                request.subject.clone(),
-                event,
-                Utc::now(),
-            ))
+            .append(
+                &EventRecord::new("governance", request.subject.clone(), event, Utc::now())
+                    .by(request.principal.clone()),
+            )
             .await?;
         Ok(Decision {
             decision_id,

@@ -19,6 +19,7 @@ use super::convert::SESSION_KEY;
 pub fn command(issuer: &str, action: CommandKind) -> Command {
     Command {
         id: Uuid::new_v4(),
+        principal: None,
         issuer: issuer.to_owned(),
         action,
     }

@@ -105,7 +105,8 @@ impl Kernel {
             },
             super::writer::log_time(Utc::now()),
         )
-        .caused_by(command.id);
+        .caused_by(command.id)
+        .by(command.principal.clone());
         self.log().append(&record).await?;
         tracing::info!(command_id = %command.id, issuer = %command.issuer, code = refusal.code(), "streamed command refused by governance");
         Ok(())

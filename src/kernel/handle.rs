@@ -120,13 +120,14 @@ impl Kernel {
     }
 
     /// What governance is asked before `command` runs; `None` when no governance is
-    /// attached or the command is not governed.
+    /// attached or the command is not governed. It carries the command's principal, so
+    /// the decision recorded names who acted.
     pub(crate) fn governance_request(
         &self,
         command: &Command,
     ) -> Option<crate::governance::Request> {
         self.governance.as_ref()?;
-        crate::governance::kernel::request_for(command)
+        crate::governance::kernel::request_for(command).map(|r| r.by(command.principal.clone()))
     }
 
     /// Waits for the turn of the request's subject; `None` for an ungoverned command

@@ -99,6 +99,9 @@ pub(crate) struct Emitter<'a> {
     pub now: DateTime<Utc>,
     /// The command whose consequences these are, if any.
     pub command_id: Option<Uuid>,
+    /// The principal whose command this is: stamped on every record emitted (the
+    /// command's events and the Postman's reactions to them) that names none.
+    pub principal: Option<String>,
 }
 
 enum Reaction {
@@ -121,7 +124,10 @@ impl Emitter<'_> {
     }
 
     /// Folds `record`, keeps it for the append and lets the Postman react.
-    pub fn emit(&mut self, record: EventRecord) {
+    pub fn emit(&mut self, mut record: EventRecord) {
+        if record.principal.is_none() {
+            record.principal.clone_from(&self.principal);
+        }
         self.state.apply(&record);
         let reaction = match &record.event {
             Event::PacketSent(e) => Reaction::Admit(e.packet.message_id),

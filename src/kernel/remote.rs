@@ -141,13 +141,15 @@ impl RemoteKernel {
                 reply: Some(reply),
             },
         );
+        let principal = command.principal.clone();
         let record = EventRecord::new(
             "gateway",
             self.issuer_node.clone(),
             command,
             super::writer::log_time(Utc::now()),
         )
-        .caused_by(id);
+        .caused_by(id)
+        .by(principal);
         if let Err(e) = self.log.append(&record).await {
             lock(&self.waiters).remove(&id);
             return Err(e.into());

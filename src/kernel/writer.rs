@@ -124,7 +124,7 @@ impl Writer {
     fn emitter<'a>(
         &'a mut self,
         out: &'a mut Vec<EventRecord>,
-        command_id: Option<uuid::Uuid>,
+        command: Option<&Command>,
     ) -> Emitter<'a> {
         Emitter {
             now: log_time(self.clock.now()),
@@ -132,7 +132,8 @@ impl Writer {
             config: &self.config,
             retries: &mut self.retries,
             out,
-            command_id,
+            command_id: command.map(|c| c.id),
+            principal: command.and_then(|c| c.principal.clone()),
         }
     }
 
@@ -227,7 +228,7 @@ impl Writer {
         }
         match decide::decide(&self.state, now, command) {
             Ok(records) => {
-                let mut em = self.emitter(out, Some(command.id));
+                let mut em = self.emitter(out, Some(command));
                 for r in records {
                     em.emit(r);
                 }
@@ -256,7 +257,7 @@ impl Writer {
                         now,
                     )
                     .caused_by(command.id);
-                    self.emitter(out, Some(command.id)).emit(record);
+                    self.emitter(out, Some(command)).emit(record);
                 }
                 Err(e)
             }

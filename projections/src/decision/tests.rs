@@ -95,6 +95,31 @@ fn decisions_are_indexed_by_time_subject_action_and_result() {
         }),
         Vec::<u64>::new()
     );
+    // ISSUE-14: attribution — decisions are filtered by the principal on their envelope.
+    let mut by_principal = events.clone();
+    by_principal[1].record.principal = Some("operator".into());
+    by_principal[4].record.principal = Some("operator".into());
+    by_principal[3].record.principal = Some("dashboard".into());
+    let attributed: DecisionIndex = fold(&by_principal);
+    let principal_seqs = |p: &str| -> Vec<u64> {
+        let query = DecisionQuery {
+            principal: Some(p.into()),
+            ..Default::default()
+        };
+        attributed
+            .decisions(&query, &PageRequest::first(10))
+            .items
+            .iter()
+            .map(|e| e.sequence)
+            .collect()
+    };
+    assert_eq!(principal_seqs("operator"), [1, 4]);
+    assert_eq!(principal_seqs("dashboard"), [3]);
+    assert_eq!(principal_seqs("nobody"), Vec::<u64>::new());
+    assert_eq!(
+        attributed.decision(&Uuid::from_u128(104)).and_then(|e| e.principal.as_deref()),
+        Some("operator")
+    );
     let page = view.decisions(&DecisionQuery::default(), &PageRequest::after(1, 2));
     assert_eq!((page.items.len(), page.next), (2, Some(3)));
     assert_eq!(

@@ -2,7 +2,8 @@
 //! stream. One type for both paths: the gateway builds a [`Command`], hands it to an
 //! in-process kernel directly, or appends it as `Event::Command` for a kernel in
 //! another process; the kernel answers with `CommandApplied` / `CommandRejected`
-//! (stream `kernel.events`) and every event it appends carries the `command_id`.
+//! (stream `kernel.events`) and every event it appends carries the `command_id` and
+//! the command's `principal` in its envelope.
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -23,6 +24,24 @@ pub struct Command {
     pub issuer: String,
     /// What to do.
     pub action: CommandKind,
+    /// Who acts: the name of the authenticated principal that submitted it (see
+    /// `EventRecord::principal`). The kernel stamps it on every event the command
+    /// causes. `None` for commands no principal submitted (the kernel's own agents).
+    ///
+    /// Not part of the payload encoding: on the `commands` stream it travels in the
+    /// record's envelope `principal` (as the id travels in `command_id`), and the codec
+    /// and the flat JSON envelope put it back here when they read a command. An Avro
+    /// record cannot hold two fields of one name, so the payload has no second copy.
+    #[serde(skip)]
+    pub principal: Option<String>,
+}
+
+impl Command {
+    /// The same command, submitted by principal `name`.
+    pub fn with_principal(mut self, name: impl Into<String>) -> Self {
+        self.principal = Some(name.into());
+        self
+    }
 }
 
 /// What a command asks the kernel to do. In Avro a union of records, branch order = declaration order.

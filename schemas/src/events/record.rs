@@ -20,32 +20,64 @@ pub struct EventRecord {
     pub key: String,
     /// The command that caused it, for correlation across processes.
     pub command_id: Option<Uuid>,
+    /// Who acted: the name of the authenticated principal whose command caused this
+    /// event (`operator`, `dashboard`, an HMAC client id...). `None` when no principal
+    /// caused it: the kernel's own start, a Postman retry fired by a timer, records
+    /// written before attribution existed.
+    pub principal: Option<String>,
     /// The typed payload; stream and event type derive from it.
     pub event: Event,
 }
 
 impl EventRecord {
     /// A record with a fresh random `event_id` and no `command_id`. The timestamp is
-    /// passed in: this crate never reads the clock.
+    /// passed in: this crate never reads the clock. It names no principal, except a
+    /// command's record, which names the command's principal (see [`EventRecord::by`]).
     pub fn new(
         source: impl Into<String>,
         key: impl Into<String>,
         event: impl Into<Event>,
         timestamp: DateTime<Utc>,
     ) -> Self {
+        let event = event.into();
+        let principal = match &event {
+            Event::Command(command) => command.principal.clone(),
+            _ => None,
+        };
         EventRecord {
             event_id: Uuid::new_v4(),
             timestamp,
             source: source.into(),
             key: key.into(),
             command_id: None,
-            event: event.into(),
+            principal,
+            event,
         }
     }
 
     /// The same record, caused by command `command_id`.
     pub fn caused_by(mut self, command_id: Uuid) -> Self {
         self.command_id = Some(command_id);
+        self
+    }
+
+    /// The same record, attributed to `principal` (`None` leaves it unattributed).
+    ///
+    /// ```
+    /// # use orchestrata_schemas::events::{EventRecord, kernel::KernelStarted};
+    /// # let at = chrono::DateTime::UNIX_EPOCH;
+    /// # let event = KernelStarted { node: "n".into(), version: "1".into(), backend: "sled".into() };
+    /// let record = EventRecord::new("kernel", "k", event, at).by(Some("operator".into()));
+    /// assert_eq!(record.principal.as_deref(), Some("operator"));
+    /// ```
+    ///
+    /// A command's record and the command agree on the principal: `by` sets both, as
+    /// the codec does when it reads one.
+    pub fn by(mut self, principal: Option<String>) -> Self {
+        if let Event::Command(command) = &mut self.event {
+            command.principal.clone_from(&principal);
+        }
+        self.principal = principal;
         self
     }
 
@@ -67,7 +99,7 @@ impl EventRecord {
 /// ```json
 /// {"event_id":"…","stream":"volk.lifecycle","sequence":7,"epoch":"…",
 ///  "timestamp":"2026-01-15T10:30:00Z","source":"kernel","event_type":"registered",
-///  "key":"U:Ox","command_id":null,"payload":{"alias":"U:Ox",…}}
+///  "key":"U:Ox","command_id":null,"principal":null,"payload":{"alias":"U:Ox",…}}
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Envelope {
@@ -94,6 +126,7 @@ struct FlatRef<'a> {
     key: &'a str,
     #[serde(with = "super::fields::opt_uuid")]
     command_id: Option<Uuid>,
+    principal: Option<&'a str>,
     payload: &'a Event,
 }
 
@@ -110,6 +143,8 @@ struct FlatOwned {
     key: String,
     #[serde(default, with = "super::fields::opt_uuid")]
     command_id: Option<Uuid>,
+    #[serde(default)]
+    principal: Option<String>,
     payload: serde_json::Value,
 }
 
@@ -126,6 +161,7 @@ impl Serialize for Envelope {
             event_type: r.event.event_type(),
             key: &r.key,
             command_id: r.command_id,
+            principal: r.principal.as_deref(),
             payload: &r.event,
         }
         .serialize(serializer)
@@ -141,9 +177,12 @@ impl<'de> Deserialize<'de> for Envelope {
                 flat.event_type, flat.stream
             ))
         })?;
-        let event = Event::from_json(kind, flat.payload).map_err(|e| {
+        let mut event = Event::from_json(kind, flat.payload).map_err(|e| {
             D::Error::custom(format!("field `payload` of `{}`: {e}", flat.event_type))
         })?;
+        if let Event::Command(command) = &mut event {
+            command.principal.clone_from(&flat.principal);
+        }
         Ok(Envelope {
             stream: flat.stream,
             sequence: flat.sequence,
@@ -154,6 +193,7 @@ impl<'de> Deserialize<'de> for Envelope {
                 source: flat.source,
                 key: flat.key,
                 command_id: flat.command_id,
+                principal: flat.principal,
                 event,
             },
         })

@@ -36,14 +36,16 @@ fn governance(call: &Call) -> Result<Governance, RpcError> {
 }
 
 /// One decision as answered by `governance.query` (REQ-014-032, 033): the recorded
-/// event with its sequence and time, and the contract's names `volk_id`,
-/// `prolog_query` and `evaluation_latency_ms`.
+/// event with its sequence and time, the contract's names `volk_id`, `prolog_query`
+/// and `evaluation_latency_ms`, and `principal`, who acted (issue 14; `null` when no
+/// principal caused it).
 fn decision_json(e: &DecisionEntry) -> RpcResult {
     let mut value = serde_json::to_value(&e.decision)
         .map_err(|err| RpcError::internal("encoding_failed", err))?;
     if let Value::Object(map) = &mut value {
         map.insert("sequence".into(), json!(e.sequence));
         map.insert("timestamp".into(), json!(e.at));
+        map.insert("principal".into(), json!(e.principal));
         map.insert("volk_id".into(), json!(e.decision.subject));
         map.insert("prolog_query".into(), json!(e.decision.query));
         map.insert(
@@ -59,6 +61,7 @@ struct QueryParams {
     date_from: Option<DateTime<Utc>>,
     date_to: Option<DateTime<Utc>>,
     volk_id: Option<String>,
+    principal: Option<String>,
     result: Option<DecisionResult>,
     action: Option<String>,
     dry_run: Option<bool>,
@@ -67,9 +70,9 @@ struct QueryParams {
     limit: Option<usize>,
 }
 
-/// Recorded decisions in `[date_from, date_to)`, filtered by subject (`volk_id`),
-/// `result`, `action` and `dry_run` (AND), newest first, `offset`/`limit` paginated,
-/// with `total` matches.
+/// Recorded decisions in `[date_from, date_to)`, filtered by subject (`volk_id`), the
+/// principal who acted (`principal`), `result`, `action` and `dry_run` (AND), newest
+/// first, `offset`/`limit` paginated, with `total` matches.
 pub async fn query(call: Call) -> RpcResult {
     let p: QueryParams = call.parse()?;
     if let (Some(from), Some(to)) = (p.date_from, p.date_to) {
@@ -85,6 +88,7 @@ pub async fn query(call: Call) -> RpcResult {
     let limit = p.limit.unwrap_or(DEFAULT_LIMIT);
     let query = DecisionQuery {
         subject: p.volk_id,
+        principal: p.principal,
         action: p.action,
         result: p.result,
         from: p.date_from,

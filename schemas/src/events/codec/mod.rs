@@ -7,8 +7,10 @@
 //! ```
 //!
 //! The body is the Avro binary encoding of the event type's record
-//! (`schemas/avro/<stream>.<Name>.avsc`): the five envelope fields `event_id`,
-//! `timestamp`, `source`, `key`, `command_id`, then the event's own fields. The
+//! (`schemas/avro/<stream>.<Name>.avsc`): the six envelope fields `event_id`,
+//! `timestamp`, `source`, `key`, `command_id`, `principal`, then the event's own
+//! fields. Records written before attribution lack `principal` and carry the
+//! fingerprint of that older layout; [`decode`] reads both (see [`registry`]). The
 //! fingerprint names the writer schema and therefore the event type, so `decode` needs
 //! nothing but the bytes. Stream, sequence and epoch are not in the bytes: the log owns
 //! them.
@@ -31,7 +33,10 @@ use chrono::DateTime;
 use uuid::Uuid;
 
 pub use error::{AvroError, CodecError};
-pub use registry::{canonical_form, fingerprint, kind_of, rabin, schema};
+pub use registry::{
+    canonical_form, fingerprint, kind_of, layout_of, legacy_fingerprint, rabin, schema,
+    schema_before_principal, Layout,
+};
 
 use super::{Event, EventRecord};
 use de::AvroDeserializer;
@@ -71,6 +76,19 @@ pub fn encode_into(record: &EventRecord, out: &mut Vec<u8>) -> Result<(), CodecE
             write_str(out, command_id.hyphenated().encode_lower(&mut buf));
         }
     }
+    // A command's principal travels in the envelope (see `Command::principal`).
+    let principal = match (&record.principal, &record.event) {
+        (Some(p), _) => Some(p),
+        (None, Event::Command(c)) => c.principal.as_ref(),
+        (None, _) => None,
+    };
+    match principal {
+        None => write_long(out, 0),
+        Some(name) => {
+            write_long(out, 1);
+            write_str(out, name);
+        }
+    }
     record
         .event
         .serialize_payload(&mut AvroSerializer::new(out))
@@ -83,7 +101,7 @@ pub fn encode_into(record: &EventRecord, out: &mut Vec<u8>) -> Result<(), CodecE
 /// Decodes a single-object encoded record written by [`encode`] (or by any Avro
 /// library with the same `.avsc`).
 pub fn decode(bytes: &[u8]) -> Result<EventRecord, CodecError> {
-    let kind = registry::kind_of(bytes)?;
+    let (kind, layout) = registry::layout_of(bytes)?;
     let event_type = kind.info().event_type;
     let mut de = AvroDeserializer::new(&bytes[HEADER_LEN..]);
     let field = |field: &'static str| {
@@ -117,10 +135,25 @@ pub fn decode(bytes: &[u8]) -> Result<EventRecord, CodecError> {
             ))))
         }
     };
-    let event = Event::read_avro(kind, &mut de).map_err(|e| CodecError::Body {
+    let principal = match layout {
+        Layout::BeforePrincipal => None,
+        Layout::Current => match de.long().map_err(field("principal"))? {
+            0 => None,
+            1 => Some(de.str().map_err(field("principal"))?.to_owned()),
+            n => {
+                return Err(field("principal")(AvroError::new(format!(
+                    "union branch {n} (expected 0 = null or 1 = string)"
+                ))))
+            }
+        },
+    };
+    let mut event = Event::read_avro(kind, &mut de).map_err(|e| CodecError::Body {
         event_type,
         reason: e.to_string(),
     })?;
+    if let Event::Command(command) = &mut event {
+        command.principal.clone_from(&principal);
+    }
     if !de.input.is_empty() {
         return Err(CodecError::TrailingBytes {
             event_type,
@@ -133,6 +166,7 @@ pub fn decode(bytes: &[u8]) -> Result<EventRecord, CodecError> {
         source,
         key,
         command_id,
+        principal,
         event,
     })
 }

@@ -1,4 +1,11 @@
 //! The schema table: every embedded `.avsc`, parsed once, indexed by fingerprint.
+//!
+//! Each event type is known under two fingerprints: its current schema's, which
+//! [`super::encode`] writes, and the fingerprint of the same schema without the
+//! envelope field `principal` ([`Layout::BeforePrincipal`]), the layout every record
+//! written before attribution has. The older schema is derived from the embedded
+//! `.avsc` (the field removed), so the two cannot drift apart. Decoding such a record
+//! yields `principal = None`.
 
 use std::sync::LazyLock;
 
@@ -7,13 +14,27 @@ use apache_avro::Schema;
 use super::{CodecError, HEADER_LEN, MAGIC};
 use crate::events::EventKind;
 
+/// The envelope layout a fingerprint names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Layout {
+    /// The current schema: the envelope ends with `command_id`, `principal`.
+    Current,
+    /// Before attribution: the envelope ends with `command_id` (no `principal`).
+    BeforePrincipal,
+}
+
+/// Name of the envelope field that [`Layout::BeforePrincipal`] lacks.
+pub const PRINCIPAL_FIELD: &str = "principal";
+
 struct Registry {
     /// Parsed schema per kind, in [`EventKind::ALL`] order.
     schemas: Vec<Schema>,
     /// Fingerprint bytes (as written in the header) per kind.
     fingerprints: Vec<[u8; 8]>,
-    /// (fingerprint as little-endian u64, kind), sorted for binary search.
-    by_fingerprint: Vec<(u64, EventKind)>,
+    /// Fingerprint bytes of the layout before `principal`, per kind.
+    legacy_fingerprints: Vec<[u8; 8]>,
+    /// (fingerprint as little-endian u64, kind, layout), sorted for binary search.
+    by_fingerprint: Vec<(u64, EventKind, Layout)>,
 }
 
 static REGISTRY: LazyLock<Result<Registry, CodecError>> = LazyLock::new(build);
@@ -21,16 +42,23 @@ static REGISTRY: LazyLock<Result<Registry, CodecError>> = LazyLock::new(build);
 fn build() -> Result<Registry, CodecError> {
     let mut schemas = Vec::with_capacity(EventKind::ALL.len());
     let mut fingerprints = Vec::with_capacity(EventKind::ALL.len());
-    let mut by_fingerprint = Vec::with_capacity(EventKind::ALL.len());
+    let mut legacy_fingerprints = Vec::with_capacity(EventKind::ALL.len());
+    let mut by_fingerprint = Vec::with_capacity(2 * EventKind::ALL.len());
     for info in EventKind::ALL {
-        let schema = Schema::parse_str(info.avro_schema).map_err(|e| CodecError::Schema {
+        let bad = |reason: String| CodecError::Schema {
             file: info.avro_file,
-            reason: e.to_string(),
-        })?;
+            reason,
+        };
+        let schema = Schema::parse_str(info.avro_schema).map_err(|e| bad(e.to_string()))?;
         let fp = rabin(canonical_form(&schema).as_bytes()).to_le_bytes();
-        by_fingerprint.push((u64::from_le_bytes(fp), info.kind));
+        by_fingerprint.push((u64::from_le_bytes(fp), info.kind, Layout::Current));
         fingerprints.push(fp);
         schemas.push(schema);
+        let legacy = Schema::parse_str(&schema_before_principal(info.avro_schema).map_err(bad)?)
+            .map_err(|e| bad(format!("without `principal`: {e}")))?;
+        let fp = rabin(canonical_form(&legacy).as_bytes()).to_le_bytes();
+        by_fingerprint.push((u64::from_le_bytes(fp), info.kind, Layout::BeforePrincipal));
+        legacy_fingerprints.push(fp);
     }
     by_fingerprint.sort_unstable();
     if let Some(w) = by_fingerprint.windows(2).find(|w| w[0].0 == w[1].0) {
@@ -42,8 +70,27 @@ fn build() -> Result<Registry, CodecError> {
     Ok(Registry {
         schemas,
         fingerprints,
+        legacy_fingerprints,
         by_fingerprint,
     })
+}
+
+/// The schema text `avsc` as it was before attribution: the same JSON with the
+/// top-level field `principal` removed. Refuses a schema that has no such field (every
+/// current schema has it, right after `command_id`).
+pub fn schema_before_principal(avsc: &str) -> Result<String, String> {
+    let mut json: serde_json::Value =
+        serde_json::from_str(avsc).map_err(|e| format!("not JSON: {e}"))?;
+    let fields = json
+        .get_mut("fields")
+        .and_then(serde_json::Value::as_array_mut)
+        .ok_or("no `fields` array")?;
+    let before = fields.len();
+    fields.retain(|f| f.get("name").and_then(serde_json::Value::as_str) != Some(PRINCIPAL_FIELD));
+    if fields.len() == before {
+        return Err(format!("no envelope field `{PRINCIPAL_FIELD}`"));
+    }
+    Ok(json.to_string())
 }
 
 fn registry() -> Result<&'static Registry, CodecError> {
@@ -56,6 +103,12 @@ pub fn fingerprint(kind: EventKind) -> Result<[u8; 8], CodecError> {
     Ok(registry()?.fingerprints[kind as usize])
 }
 
+/// The fingerprint bytes of `kind`'s schema before attribution (no envelope
+/// `principal`): records written before it carry these; [`super::decode`] reads them.
+pub fn legacy_fingerprint(kind: EventKind) -> Result<[u8; 8], CodecError> {
+    Ok(registry()?.legacy_fingerprints[kind as usize])
+}
+
 /// The parsed writer schema of `kind` (for apache-avro readers, schema evolution).
 pub fn schema(kind: EventKind) -> Result<&'static Schema, CodecError> {
     Ok(&registry()?.schemas[kind as usize])
@@ -63,6 +116,11 @@ pub fn schema(kind: EventKind) -> Result<&'static Schema, CodecError> {
 
 /// Which event type the single-object header of `bytes` names.
 pub fn kind_of(bytes: &[u8]) -> Result<EventKind, CodecError> {
+    layout_of(bytes).map(|(kind, _)| kind)
+}
+
+/// Which event type and envelope layout the single-object header of `bytes` names.
+pub fn layout_of(bytes: &[u8]) -> Result<(EventKind, Layout), CodecError> {
     if bytes.len() < HEADER_LEN {
         return Err(CodecError::TooShort { len: bytes.len() });
     }
@@ -76,8 +134,8 @@ pub fn kind_of(bytes: &[u8]) -> Result<EventKind, CodecError> {
     let fp = u64::from_le_bytes(fp);
     let table = &registry()?.by_fingerprint;
     table
-        .binary_search_by_key(&fp, |(f, _)| *f)
-        .map(|i| table[i].1)
+        .binary_search_by_key(&fp, |(f, _, _)| *f)
+        .map(|i| (table[i].1, table[i].2))
         .map_err(|_| CodecError::UnknownFingerprint { fingerprint: fp })
 }
 
