@@ -226,7 +226,7 @@ async fn operator_console_end_to_end_in_headless_chromium() {
                 let sent = ws
                     .ok(
                         "cxp.send",
-                        json!({"from": "U:Cx", "target": "U:Ox", "subject": "while_reconnecting",
+                        json!({"target": "U:Ox", "subject": "while_reconnecting",
                                "payload": {"n": 2}, "priority": 4}),
                     )
                     .await;

@@ -37,10 +37,17 @@ async fn start(config: GatewayConfig, with_governance: bool) -> (TestGateway, Op
         .await
         .expect("open sled log");
     let mut services = Services::new(log.clone());
+    let mut config = config;
+    // These tests exercise `prolog_policy`, which a site turns on and whose policy
+    // registers its clients (the shipped one registers none).
+    config.prolog_policy = true;
     let governance = if with_governance {
         let g = Governance::start(log.clone(), GovernanceConfig::default())
             .await
             .expect("governance starts");
+        g.load_policy(policy_with_clients(""))
+            .await
+            .expect("test policy loads");
         services = services.with_governance(g.clone());
         Some(g)
     } else {
@@ -55,6 +62,18 @@ async fn start(config: GatewayConfig, with_governance: bool) -> (TestGateway, Op
         backend: Backend::Sled(dir),
     };
     (gw, governance)
+}
+
+/// The default policy plus the test principals (`tests/fixtures/policy/clients.pl`)
+/// and `extra` clauses.
+fn policy_with_clients(extra: &str) -> Policy {
+    let mut files = Policy::default_policy().files().to_vec();
+    files.push(PolicyFile {
+        name: "clients.pl".into(),
+        // `extra` first: clauses it adds to the fixture's predicates stay contiguous.
+        text: format!("{extra}\n{}", include_str!("fixtures/policy/clients.pl")),
+    });
+    Policy::from_files("test:clients", files)
 }
 
 fn hmac_params(secret: &str, client_id: &str, nonce: &str, at: chrono::DateTime<Utc>) -> Value {
@@ -284,7 +303,7 @@ async fn hmac_settings_without_secrets_are_a_config_error_naming_the_field() {
     )
     .expect("valid");
     let h = ok.hmac.expect("hmac enabled");
-    assert_eq!(h.clients.get("bot"), Some(&Scope::Admin));
+    assert_eq!(h.clients.get("bot").map(|c| c.scope), Some(Scope::Admin));
     assert_eq!(h.drift_window.as_millis(), 5000);
     assert!(
         !format!("{h:?}").contains("a, b"),
@@ -400,19 +419,8 @@ async fn policy_decisions_are_cached_until_the_policy_is_reloaded() {
         "served from the cache"
     );
     // A new policy makes `stranger` an admin: the cached denial must not survive it.
-    let files = Policy::default_policy()
-        .files()
-        .iter()
-        .map(|f| PolicyFile {
-            name: f.name.clone(),
-            text: f.text.replace(
-                "registered_admin('ops-admin').",
-                "registered_admin('ops-admin').\nregistered_admin('stranger').",
-            ),
-        })
-        .collect();
     governance
-        .load_policy(Policy::from_files("test:promoted", files))
+        .load_policy(policy_with_clients("registered_admin('stranger')."))
         .await
         .expect("policy loads");
     let r = c.ok("auth.authenticate", auth).await;

@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use support::ws::Ws;
 
+/// The operator's token (acts as U:GW only).
+const OPERATOR_TOKEN: &str = "split-roles-operator-token";
+/// A read_write principal `agents` acting as U:Ox and U:Vz.
 const TOKEN: &str = "split-roles-test-token";
 const START: Duration = Duration::from_secs(90);
 
@@ -39,7 +42,14 @@ impl Role {
                 "ORCHESTRATA_PROJECTIONS__VIEWS_DIR",
                 dir.join("views").display().to_string(),
             )
-            .env("GATEWAY_TOKEN", TOKEN)
+            .env("GATEWAY_TOKEN", OPERATOR_TOKEN)
+            // The test speaks for roster Volks (U:Ox, U:Vz): a principal granted them.
+            .env(
+                "ORCHESTRATA_GATEWAY__TOKENS",
+                format!(
+                    "[{{token: {TOKEN}, scope: read_write, name: agents, acts_as: [U:Ox, U:Vz]}}]"
+                ),
+            )
             .current_dir(dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::null());

@@ -122,7 +122,8 @@ async fn embedded_up_serves_every_component_and_logs_ids_as_json() {
     let sent = ws
         .ok(
             "cxp.send",
-            json!({"from": "U:Ox", "target": "U:Vz", "subject": "plan", "payload": {"n": 1}}),
+            // As the spec's example: no `from`, so the operator token sends as U:GW.
+            json!({"target": "U:Vz", "subject": "plan", "payload": {"n": 1}}),
         )
         .await;
     let message_id = sent["message_id"].as_str().expect("message id").to_owned();

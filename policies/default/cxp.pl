@@ -16,6 +16,14 @@ root_volk(V) :- volk(V, none, _, _).
 may_talk(A, B) :- volk_parent(A, B).
 may_talk(A, B) :- volk_parent(B, A).
 may_talk(A, B) :- root_volk(A), root_volk(B).
+%% The operator Volk is the human operator's seat at the gateway (the `orchestrata up`
+%% token acts as it). It stands where the human stands, above the root, so it may
+%% address any Volk and any senior Volk may answer it; juniors still talk only to
+%% their parent (Article IX 9.5, 9.6).
+may_talk(A, _) :- operator_volk(A).
+may_talk(A, B) :- operator_volk(B), \+ junior(A).
+
+operator_volk('U:GW').
 
 %% Subject ownership (Article X): who may send a subject to whom.
 subject_route(review_code, ['U:Cx', 'U:Ox', 'U:Vz'], ['U:Qa']).

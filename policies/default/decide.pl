@@ -26,9 +26,17 @@ decide(client(_), 'gateway.subscribe', Topic, Ctx, R) :-
 decide(client(C), 'gateway.subscribe', Topic, _, R) :- !,
     rule(gateway_can_subscribe),
     verdict(gateway_can_subscribe(C, Topic), R).
+decide(client(_), 'knowledge.query', Pattern, Ctx, R) :-
+    memberchk(scope-Held, Ctx), Held \== none, !,
+    rule(gateway_can_query_kg),
+    verdict(scope_can_query_kg(Held, Pattern), R).
 decide(client(C), 'knowledge.query', Pattern, _, R) :- !,
     rule(gateway_can_query_kg),
     verdict(gateway_can_query_kg(C, Pattern), R).
+%% Which Volks a client the policy admitted may act as (cxp.send `from`, cxp.ack).
+decide(client(C), 'gateway.act_as', Alias, _, R) :- !,
+    rule(gateway_acts_as),
+    verdict(gateway_acts_as(C, Alias), R).
 
 %% --- CXP (spec 004) ----------------------------------------------------------
 decide(volk(V), 'cxp.send', To, Ctx, R) :- !,

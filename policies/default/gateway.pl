@@ -1,15 +1,15 @@
 %% PAM++ gateway predicates (spec 014, "Prolog Governance Predicates").
 %%
-%% Clients and their standing. Replace these facts in your own policy directory.
-registered_admin('ops-admin').
-registered_operator('operator').
-registered_operator('suspended-operator').
-%% The token `orchestrata up` reads from GATEWAY_TOKEN (or generates) is granted under
-%% the name `static`; its holder operates this instance.
-registered_operator('static').
-registered_client('dashboard').
-registered_client('operator').
-suspended('suspended-operator').
+%% Principals. The shipped policy registers none: a default install grants nothing
+%% beyond the credentials in its configuration (tokens, HMAC clients). A deployment
+%% that turns on the `prolog_policy` strategy (gateway.prolog_policy: true) names its
+%% clients in a policy file of its own, e.g.
+%%   registered_admin('ops-admin').
+%%   registered_operator('deploy-bot').
+%%   registered_client('dashboard').
+%%   gateway_acts_as('deploy-bot', 'U:Cx').   % the Volks a policy client may act as
+%%   suspended('old-bot').
+%% (The engine's prelude declares these predicates, so a policy may leave them out.)
 
 %% gateway_access(+ClientId, ?Scope): the scopes a client holds.
 gateway_access(C, admin) :-
@@ -72,6 +72,11 @@ token_can_subscribe(Held, Need, Topic) :-
 %% Knowledge-graph queries: admins may run anything, others read-only patterns.
 gateway_can_query_kg(C, Pattern) :-
     gateway_access(C, Scope),
+    scope_can_query_kg(Scope, Pattern).
+
+%% scope_can_query_kg(+Scope, +Pattern): for clients whose credential (token, HMAC)
+%% carries its scope in the request context.
+scope_can_query_kg(Scope, Pattern) :-
     (   Scope == admin -> true ; \+ kg_write_pattern(Pattern) ).
 
 %% kg_write_pattern(+Pattern): the pattern contains a writing clause as a whole word

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
 use super::error::{ErrorCode, RpcError};
+use super::principal::{ActsAs, Principal};
 
 /// What an authenticated client may do. Ordered: `ReadOnly < ReadWrite < Admin`, and a
 /// scope is sufficient for everything a lower one is.
@@ -65,16 +66,67 @@ impl FromStr for Scope {
     }
 }
 
-/// One accepted static token and what it grants.
+/// One accepted static token and what it grants: a [`Principal`] (see
+/// [`super::principal`]).
+///
+/// ```yaml
+/// tokens:
+///   - { token: «secret», scope: read_write, name: intake-bot, acts_as: [U:Cx] }
+///   - { token: «secret», scope: read_only, name: dashboard }   # acts as no Volk
+/// ```
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TokenGrant {
     /// The secret. Never logged, never returned (`config.get` redacts it).
     pub token: String,
     /// The scope it grants.
     pub scope: Scope,
-    /// A name for audit records (the client id prefix), e.g. `dashboard`.
+    /// The principal's name, recorded on every event its commands cause, e.g.
+    /// `dashboard`. Unnamed grants are called `token-<position>`.
     #[serde(default)]
     pub name: Option<String>,
+    /// Volk aliases the holder may act as (`cxp.send` `from`, `cxp.ack` `by`, ...).
+    /// Admin grants act as any Volk whatever this says.
+    #[serde(default)]
+    pub acts_as: Vec<String>,
+    /// The sender of a `cxp.send` without `from`; defaults to the only alias of
+    /// `acts_as` when it lists exactly one.
+    #[serde(default)]
+    pub default_volk: Option<String>,
+}
+
+impl TokenGrant {
+    /// A grant of `scope` named `name` that acts as no Volk.
+    pub fn new(token: impl Into<String>, scope: Scope, name: &str) -> Self {
+        TokenGrant {
+            token: token.into(),
+            scope,
+            name: Some(name.to_owned()),
+            acts_as: Vec::new(),
+            default_volk: None,
+        }
+    }
+
+    /// The same grant, acting as `aliases` (the first is the default sender).
+    pub fn acting_as<S: Into<String>>(mut self, aliases: impl IntoIterator<Item = S>) -> Self {
+        self.acts_as = aliases.into_iter().map(Into::into).collect();
+        self.default_volk = self.acts_as.first().cloned();
+        self
+    }
+
+    /// The principal this grant (at `position` in the grant list) resolves to.
+    pub fn principal(&self, position: usize) -> Principal {
+        let name = self
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("token-{position}"));
+        Principal::new(
+            name,
+            self.scope,
+            ActsAs::Listed(self.acts_as.clone()),
+            self.default_volk.clone(),
+        )
+    }
 }
 
 impl fmt::Debug for TokenGrant {
@@ -83,18 +135,21 @@ impl fmt::Debug for TokenGrant {
             .field("token", &"<redacted>")
             .field("scope", &self.scope)
             .field("name", &self.name)
+            .field("acts_as", &self.acts_as)
+            .field("default_volk", &self.default_volk)
             .finish()
     }
 }
 
-/// Checks `auth.authenticate` params against `grants`; returns the matching grant.
+/// Checks `auth.authenticate` params against `grants`; returns the principal of the
+/// matching grant.
 ///
 /// Every grant is compared (no early exit), so timing does not reveal which grant a
 /// prefix matched.
-pub fn check_static_token<'g>(
+pub fn check_static_token(
     params: &serde_json::Value,
-    grants: &'g [TokenGrant],
-) -> Result<&'g TokenGrant, RpcError> {
+    grants: &[TokenGrant],
+) -> Result<Principal, RpcError> {
     let strategy = params
         .get("strategy")
         .and_then(|s| s.as_str())
@@ -118,11 +173,11 @@ pub fn check_static_token<'g>(
         return Err(RpcError::new(ErrorCode::Unauthorized, "empty_token")
             .with("detail", "field `token` is empty"));
     }
-    let mut found: Option<&TokenGrant> = None;
-    for grant in grants {
+    let mut found: Option<Principal> = None;
+    for (position, grant) in grants.iter().enumerate() {
         let equal: bool = grant.token.as_bytes().ct_eq(token.as_bytes()).into();
         if equal && found.is_none() && !grant.token.is_empty() {
-            found = Some(grant);
+            found = Some(grant.principal(position));
         }
     }
     found.ok_or_else(|| {

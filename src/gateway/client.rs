@@ -22,6 +22,7 @@ use tokio::sync::watch;
 use super::auth::Scope;
 pub use super::outbox::Outbound;
 use super::outbox::Outbox;
+use super::principal::Principal;
 use super::rate_limit::TokenBucket;
 
 /// Why and how the server wants a connection closed: WebSocket close code and reason.
@@ -77,12 +78,17 @@ impl ClientHandle {
 /// What authentication granted.
 #[derive(Debug, Clone)]
 pub struct Auth {
-    /// The scope.
-    pub scope: Scope,
-    /// The grant's name.
-    pub grant: Option<String>,
+    /// Who is acting: name, scope, the Volks it may act as.
+    pub principal: Principal,
     /// `client_metadata` the client sent.
     pub metadata: Value,
+}
+
+impl Auth {
+    /// The granted scope.
+    pub fn scope(&self) -> Scope {
+        self.principal.scope
+    }
 }
 
 /// One live subscription as the client sees it.
@@ -157,6 +163,11 @@ impl Client {
 
     /// The granted scope, if authenticated.
     pub fn scope(&self) -> Option<Scope> {
-        self.lock().auth.as_ref().map(|a| a.scope)
+        self.lock().auth.as_ref().map(Auth::scope)
+    }
+
+    /// The principal, if authenticated.
+    pub fn principal(&self) -> Option<Principal> {
+        self.lock().auth.as_ref().map(|a| a.principal.clone())
     }
 }

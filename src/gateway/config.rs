@@ -3,10 +3,13 @@
 //! ```yaml
 //! gateway:
 //!   listen: 127.0.0.1:18790        # 0.0.0.0:18790 in the container config
-//!   static_token: «secret»          # or GATEWAY_TOKEN; scope read_write
-//!   tokens:                         # more grants, e.g. an admin token
+//!   static_token: «secret»          # or GATEWAY_TOKEN: principal `operator`, acts as U:GW
+//!   tokens:                         # more principals, e.g. an admin token
 //!     - { token: «secret», scope: admin, name: ops }
-//!   max_clients: 100
+//!     - { token: «secret», scope: read_write, name: intake, acts_as: [U:Cx] }
+//!   prolog_policy: false            # the policy admits clients by claimed id (off)
+//!   max_clients: 100               # authenticated clients
+//!   max_pending_auth: 32            # connections still authenticating
 //!   max_message_size_bytes: 1048576
 //!   max_batch: 50
 //!   auth_grace_ms: 5000
@@ -21,8 +24,16 @@
 //!   instance_id: gw-a               # default: random gw-xxxxxxxx
 //!   auth_cache_ttl_ms: 300000       # prolog_policy decisions
 //!   hmac:                           # enables the hmac strategy
-//!     secrets: [«new», «old»]       # several during rotation
-//!     clients: { billing-bot: read_write }
+//!     clients:                      # each client signs with its own secret(s)
+//!       billing-bot:
+//!         scope: read_write
+//!         secrets: [«new», «old»]   # several during rotation
+//!         acts_as: ["U:Cx"]         # the Volks it may act as
+//!         default_volk: "U:Cx"      # the sender of a cxp.send without `from`
+//!     # legacy form (the spec's single hmac_secret): one secret list shared by every
+//!     # client listed as `id: scope`; any holder can claim any of those ids (warned)
+//!     # secrets: [«shared»]
+//!     # clients: { billing-bot: read_write }
 //!     drift_window_ms: 60000
 //!   neo4j:                          # enables knowledge.query (and the graph sink)
 //!     uri: neo4j://127.0.0.1:7687   # or ORCHESTRATA_GATEWAY__NEO4J__URI
@@ -43,20 +54,36 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::auth::{Scope, TokenGrant};
+use super::principal::{OPERATOR_NAME, OPERATOR_VOLK};
 
 /// Default listen address of `orchestrata up`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:18790";
+
+/// Default `max_pending_auth`: connections that may be authenticating at once.
+pub const DEFAULT_MAX_PENDING_AUTH: usize = 32;
 
 /// Everything the gateway needs besides the components it serves.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
     /// Where to listen (port 0 picks a free port; see `RunningGateway::local_addr`).
     pub listen: SocketAddr,
-    /// Accepted static tokens. The first is the `static_token` (scope read_write by
-    /// default); more grants can carry other scopes.
+    /// Accepted static tokens, each a principal. The operator's static token
+    /// (`static_token` or `GATEWAY_TOKEN`, principal `operator`) comes first; more
+    /// grants name their principal, scope and the Volks they act as.
     pub tokens: Vec<TokenGrant>,
-    /// Connections beyond this are closed with 1013 (Try Again Later).
+    /// Scope of the operator's static token (read_write unless configured).
+    pub static_token_scope: Scope,
+    /// Whether the `prolog_policy` strategy is on. Off by default: it admits a client
+    /// on its claimed id alone, so it is for deployments whose policy registers
+    /// clients and whose network vouches for who connects.
+    pub prolog_policy: bool,
+    /// Authenticated clients at most; one more is closed with 1013 (Try Again Later)
+    /// `max_clients` when it authenticates (or at once while the gateway is full).
     pub max_clients: usize,
+    /// Connections still authenticating at most (each for up to `auth_grace`); one more
+    /// is closed at once with 1013 `max_pending_auth`. Kept apart from `max_clients` so
+    /// sockets that never authenticate cannot lock authenticated clients out.
+    pub max_pending_auth: usize,
     /// Text frames longer than this close the connection with 1009.
     pub max_message_size_bytes: usize,
     /// Longest accepted batch; longer ones answer -32600 `batch_too_large`.
@@ -110,7 +137,10 @@ impl Default for GatewayConfig {
         GatewayConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 18790)),
             tokens: Vec::new(),
+            static_token_scope: Scope::ReadWrite,
+            prolog_policy: false,
             max_clients: 100,
+            max_pending_auth: DEFAULT_MAX_PENDING_AUTH,
             max_message_size_bytes: 1_048_576,
             max_batch: 50,
             auth_grace: Duration::from_secs(5),
@@ -157,19 +187,129 @@ pub enum GatewayConfigError {
 }
 
 /// Settings of the `hmac` strategy: the client signs
-/// `timestamp + nonce + client_id` with HMAC-SHA256 under one of `secrets`.
+/// `timestamp + nonce + client_id` with HMAC-SHA256 under one of *its* secrets
+/// ([`HmacConfig::secrets_of`]).
+///
+/// Each client normally has its own secrets ([`HmacClient::secrets`]), so holding one
+/// client's secret proves nothing about another client. A client listed without its
+/// own secrets (`clients: { id: scope }`, the spec's single `hmac_secret`) is checked
+/// under the shared `secrets` list; anyone holding that shared secret can then sign as
+/// any such client, which the gateway warns about at start
+/// ([`HmacConfig::shared_secret_warning`]).
 #[derive(Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HmacConfig {
-    /// Accepted secrets; during a rotation both the new and the old one.
-    pub secrets: Vec<String>,
-    /// Which scope each client id gets. A client id not listed is refused.
+    /// Secrets shared by the clients that have none of their own (legacy single
+    /// secret; several during a rotation). Empty when every client has its own.
     #[serde(default)]
-    pub clients: BTreeMap<String, Scope>,
+    pub secrets: Vec<String>,
+    /// The clients by id. A client id not listed is refused (`unknown_client`).
+    #[serde(default)]
+    pub clients: BTreeMap<String, HmacClient>,
     /// Largest accepted difference between the client's timestamp and the server clock;
     /// nonces are remembered this long.
     #[serde(default = "default_drift", rename = "drift_window_ms", with = "millis")]
     pub drift_window: Duration,
+}
+
+/// One HMAC client: its scope, its own secrets and the Volks it may act as.
+///
+/// In YAML either the full form
+/// `{scope: read_write, secrets: [«new», «old»], acts_as: ["U:Cx"], default_volk: "U:Cx"}`
+/// or just a scope (`read_write`: legacy, checked under the shared `secrets`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct HmacClient {
+    /// The scope the client gets.
+    pub scope: Scope,
+    /// The client's own secrets (several during a rotation); empty: the shared list.
+    pub secrets: Vec<String>,
+    /// Volk aliases the client may act as.
+    pub acts_as: Vec<String>,
+    /// The Volk a `cxp.send` without `from` sends as.
+    pub default_volk: Option<String>,
+}
+
+impl HmacClient {
+    /// A client with `scope`, no secrets of its own and no Volks.
+    pub fn new(scope: Scope) -> Self {
+        HmacClient {
+            scope,
+            secrets: Vec::new(),
+            acts_as: Vec::new(),
+            default_volk: None,
+        }
+    }
+
+    /// Gives the client its own secrets.
+    pub fn with_secrets<S: Into<String>>(mut self, secrets: impl IntoIterator<Item = S>) -> Self {
+        self.secrets = secrets.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Lets the client act as `aliases`; the first is its default Volk unless one is set.
+    pub fn acting_as<S: Into<String>>(mut self, aliases: impl IntoIterator<Item = S>) -> Self {
+        self.acts_as = aliases.into_iter().map(Into::into).collect();
+        if self.default_volk.is_none() {
+            self.default_volk = self.acts_as.first().cloned();
+        }
+        self
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum FileHmacClient {
+    Scope(Scope),
+    Full(FullHmacClient),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FullHmacClient {
+    scope: Scope,
+    #[serde(default)]
+    secrets: Vec<String>,
+    #[serde(default)]
+    acts_as: Vec<String>,
+    default_volk: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for HmacClient {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match FileHmacClient::deserialize(d)? {
+            FileHmacClient::Scope(scope) => HmacClient::new(scope),
+            FileHmacClient::Full(f) => HmacClient {
+                scope: f.scope,
+                secrets: f.secrets,
+                acts_as: f.acts_as,
+                default_volk: f.default_volk,
+            },
+        })
+    }
+}
+
+/// Shown by `config.get`: the secrets only counted.
+impl serde::Serialize for HmacClient {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("scope", &self.scope)?;
+        m.serialize_entry("secrets", &self.secrets.len())?;
+        m.serialize_entry("acts_as", &self.acts_as)?;
+        m.serialize_entry("default_volk", &self.default_volk)?;
+        m.end()
+    }
+}
+
+impl fmt::Debug for HmacClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HmacClient")
+            .field("scope", &self.scope)
+            .field("secrets", &format!("<{} redacted>", self.secrets.len()))
+            .field("acts_as", &self.acts_as)
+            .field("default_volk", &self.default_volk)
+            .finish()
+    }
 }
 
 fn default_drift() -> Duration {
@@ -195,7 +335,7 @@ impl fmt::Debug for HmacConfig {
 }
 
 impl HmacConfig {
-    /// Secrets `secrets`, no clients, the default 60 s drift window.
+    /// Shared secrets `secrets` (may be empty), no clients, the default 60 s window.
     pub fn new<S: Into<String>>(secrets: impl IntoIterator<Item = S>) -> Self {
         HmacConfig {
             secrets: secrets.into_iter().map(Into::into).collect(),
@@ -204,10 +344,49 @@ impl HmacConfig {
         }
     }
 
-    /// Grants `scope` to `client_id`.
-    pub fn with_client(mut self, client_id: &str, scope: Scope) -> Self {
-        self.clients.insert(client_id.to_owned(), scope);
+    /// Lists `client_id` with `scope` and no secret of its own: it signs with the
+    /// shared `secrets` (legacy; see [`HmacConfig::shared_secret_warning`]).
+    pub fn with_client(self, client_id: &str, scope: Scope) -> Self {
+        self.with_hmac_client(client_id, HmacClient::new(scope))
+    }
+
+    /// Lists `client_id` as `client` (typically with its own secrets).
+    pub fn with_hmac_client(mut self, client_id: &str, client: HmacClient) -> Self {
+        self.clients.insert(client_id.to_owned(), client);
         self
+    }
+
+    /// The secrets a signature claiming `client` is checked under: the client's own,
+    /// or the shared list when it has none.
+    pub fn secrets_of<'a>(&'a self, client: &'a HmacClient) -> &'a [String] {
+        if client.secrets.is_empty() {
+            &self.secrets
+        } else {
+            &client.secrets
+        }
+    }
+
+    /// The clients that sign with the shared secret list (no secret of their own).
+    pub fn shared_secret_clients(&self) -> Vec<&str> {
+        self.clients
+            .iter()
+            .filter(|(_, c)| c.secrets.is_empty())
+            .map(|(id, _)| id.as_str())
+            .collect()
+    }
+
+    /// The warning logged at start when clients share the secret list: any holder of
+    /// that secret can claim any of those client ids (and their scopes).
+    pub fn shared_secret_warning(&self) -> Option<String> {
+        let shared = self.shared_secret_clients();
+        if shared.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "gateway.hmac: clients {shared:?} have no secrets of their own and sign with the shared \
+             gateway.hmac.secrets; anyone holding that shared secret can authenticate as any of \
+             them. Give each client its own `secrets` (gateway.hmac.clients.<id>.secrets)."
+        ))
     }
 }
 
@@ -224,7 +403,9 @@ struct FileGateway {
     static_token_scope: Option<Scope>,
     #[serde(default)]
     tokens: Vec<TokenGrant>,
+    prolog_policy: Option<bool>,
     max_clients: Option<usize>,
+    max_pending_auth: Option<usize>,
     max_message_size_bytes: Option<usize>,
     max_batch: Option<usize>,
     auth_grace_ms: Option<u64>,
@@ -277,23 +458,21 @@ impl GatewayConfig {
         if let Some(listen) = g.listen {
             c.listen = parse_listen(&listen)?;
         }
-        if let Some(token) = g.static_token {
-            c.tokens.push(TokenGrant {
-                token,
-                scope: g.static_token_scope.unwrap_or(Scope::ReadWrite),
-                name: Some("static".into()),
-            });
+        c.static_token_scope = g.static_token_scope.unwrap_or(Scope::ReadWrite);
+        if let Some(token) = g.static_token.filter(|t| !t.trim().is_empty()) {
+            c = c.with_static_token(token);
         }
         for (i, grant) in g.tokens.into_iter().enumerate() {
-            if grant.token.is_empty() {
-                return Err(GatewayConfigError::Invalid {
-                    field: format!("gateway.tokens[{i}].token"),
-                    reason: "must not be empty".into(),
-                });
-            }
+            check_grant(i, &grant)?;
             c.tokens.push(grant);
         }
+        c.prolog_policy = g.prolog_policy.unwrap_or(false);
         positive("max_clients", g.max_clients, &mut c.max_clients)?;
+        positive(
+            "max_pending_auth",
+            g.max_pending_auth,
+            &mut c.max_pending_auth,
+        )?;
         positive(
             "max_message_size_bytes",
             g.max_message_size_bytes,
@@ -399,18 +578,45 @@ impl GatewayConfig {
         Ok(c)
     }
 
-    /// Enables the `hmac` strategy. Refuses an empty secret list, empty secrets and a
-    /// zero drift window.
+    /// Enables the `hmac` strategy. Refuses a configuration without any secret, a
+    /// client left without a secret (none of its own and no shared list), empty
+    /// secrets, a `default_volk` the client may not act as, and a zero drift window.
     pub fn with_hmac(mut self, hmac: HmacConfig) -> Result<Self, GatewayConfigError> {
         let invalid = |field: &str, reason: &str| GatewayConfigError::Invalid {
             field: format!("gateway.hmac.{field}"),
             reason: reason.into(),
         };
-        if hmac.secrets.is_empty() {
-            return Err(invalid("secrets", "at least one secret is required"));
+        let own_secrets = hmac.clients.values().any(|c| !c.secrets.is_empty());
+        if hmac.secrets.is_empty() && !own_secrets {
+            return Err(invalid(
+                "secrets",
+                "at least one secret is required (per client: gateway.hmac.clients.<id>.secrets)",
+            ));
         }
         if let Some(i) = hmac.secrets.iter().position(|s| s.is_empty()) {
             return Err(invalid(&format!("secrets[{i}]"), "must not be empty"));
+        }
+        for (id, client) in &hmac.clients {
+            if client.secrets.is_empty() && hmac.secrets.is_empty() {
+                return Err(invalid(
+                    &format!("clients.{id}.secrets"),
+                    "the client has no secret: give it `secrets` (or set gateway.hmac.secrets)",
+                ));
+            }
+            if let Some(i) = client.secrets.iter().position(|s| s.is_empty()) {
+                return Err(invalid(
+                    &format!("clients.{id}.secrets[{i}]"),
+                    "must not be empty",
+                ));
+            }
+            if let Some(v) = &client.default_volk {
+                if client.scope != Scope::Admin && !client.acts_as.contains(v) {
+                    return Err(invalid(
+                        &format!("clients.{id}.default_volk"),
+                        "must be one of the client's acts_as",
+                    ));
+                }
+            }
         }
         if hmac.drift_window.is_zero() {
             return Err(invalid("drift_window_ms", "must be at least 1"));
@@ -434,32 +640,77 @@ impl GatewayConfig {
         })
     }
 
-    /// Adds the static token `token` with scope read_write, ahead of other grants.
-    /// Empty tokens are refused (they would never authenticate anyway).
+    /// Adds the operator's static token `token` (scope `static_token_scope`,
+    /// read_write by default; principal `operator`, acting as the operator Volk
+    /// `U:GW`), ahead of other grants. Empty tokens are ignored (they would never
+    /// authenticate anyway); a second call replaces the first token.
     pub fn with_static_token(mut self, token: impl Into<String>) -> Self {
         let token = token.into();
-        if !token.is_empty() {
-            self.tokens.insert(
-                0,
-                TokenGrant {
-                    token,
-                    scope: Scope::ReadWrite,
-                    name: Some("static".into()),
-                },
-            );
+        if token.is_empty() {
+            return self;
         }
+        self.tokens.retain(|g| !is_operator(g));
+        let grant = TokenGrant::new(token, self.static_token_scope, OPERATOR_NAME)
+            .acting_as([OPERATOR_VOLK]);
+        self.tokens.insert(0, grant);
         self
     }
 
-    /// Adds a grant.
-    pub fn with_grant(mut self, token: impl Into<String>, scope: Scope, name: &str) -> Self {
-        self.tokens.push(TokenGrant {
-            token: token.into(),
-            scope,
-            name: Some(name.into()),
-        });
+    /// Whether the operator's static token is set (from the file or a flag).
+    pub fn has_static_token(&self) -> bool {
+        self.tokens.iter().any(is_operator)
+    }
+
+    /// Adds a grant that acts as no Volk (admin grants act as any).
+    pub fn with_grant(self, token: impl Into<String>, scope: Scope, name: &str) -> Self {
+        self.with_token_grant(TokenGrant::new(token, scope, name))
+    }
+
+    /// Adds `grant` as it is (see [`TokenGrant::acting_as`]).
+    pub fn with_token_grant(mut self, grant: TokenGrant) -> Self {
+        self.tokens.push(grant);
         self
     }
+}
+
+fn is_operator(grant: &TokenGrant) -> bool {
+    grant.name.as_deref() == Some(OPERATOR_NAME)
+}
+
+/// Refuses an empty token, the reserved principal name `operator` (the static
+/// token's) and malformed Volk aliases in a `gateway.tokens` entry.
+fn check_grant(i: usize, grant: &TokenGrant) -> Result<(), GatewayConfigError> {
+    let invalid = |field: &str, reason: String| GatewayConfigError::Invalid {
+        field: format!("gateway.tokens[{i}].{field}"),
+        reason,
+    };
+    if grant.token.trim().is_empty() {
+        return Err(invalid("token", "must not be empty".into()));
+    }
+    if grant.name.as_deref() == Some(OPERATOR_NAME) {
+        return Err(invalid(
+            "name",
+            format!("`{OPERATOR_NAME}` is reserved for the static token (gateway.static_token or GATEWAY_TOKEN)"),
+        ));
+    }
+    let aliases = grant.acts_as.iter().chain(grant.default_volk.iter());
+    for alias in aliases {
+        if orchestrata_schemas::cxp::VolkAlias::parse_field(alias, "acts_as").is_err() {
+            return Err(invalid(
+                "acts_as",
+                format!("`{alias}` is not a Volk alias (U: and two letters, e.g. U:Cx)"),
+            ));
+        }
+    }
+    if let Some(d) = &grant.default_volk {
+        if !grant.acts_as.contains(d) && grant.scope != Scope::Admin {
+            return Err(invalid(
+                "default_volk",
+                format!("`{d}` is not among acts_as"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Parses `HOST:PORT` (e.g. `127.0.0.1:18790`, `0.0.0.0:0`).

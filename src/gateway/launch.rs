@@ -88,9 +88,11 @@ fn write_token(path: &Path, token: &str) -> anyhow::Result<()> {
 
 /// Starts the gateway `orchestrata up` runs.
 ///
-/// Token precedence: `gateway.static_token` / `gateway.tokens` of the file, then
-/// `GATEWAY_TOKEN`; with neither, a random token is generated, written to
-/// `<data-dir>/gateway.token` (mode 0600) and returned so `up` prints it once.
+/// The operator's token (principal `operator`, acting as the operator Volk `U:GW`):
+/// `gateway.static_token` of the file, else `GATEWAY_TOKEN`; with neither, a random
+/// token is generated, written to `<data-dir>/gateway.token` (mode 0600) and returned
+/// so `up` prints it once. Grants in `gateway.tokens` are other principals and never
+/// replace it.
 pub async fn launch(l: Launch<'_>) -> anyhow::Result<Launched> {
     // The file's `gateway:` section with the environment's ORCHESTRATA_GATEWAY__* overrides.
     let mut config = GatewayConfig::from_yaml(&crate::config::merged_yaml(l.config_file)?)?;
@@ -101,7 +103,9 @@ pub async fn launch(l: Launch<'_>) -> anyhow::Result<Launched> {
         config.redis_url = Some(url.to_owned());
     }
     let mut generated = None;
-    if config.tokens.is_empty() {
+    // The operator's token: the file's `static_token`, else GATEWAY_TOKEN, else a
+    // generated one — whatever other `tokens` grants the file has.
+    if !config.has_static_token() {
         match std::env::var("GATEWAY_TOKEN") {
             Ok(token) if !token.trim().is_empty() => {
                 config = config.with_static_token(token.trim());

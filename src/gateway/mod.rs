@@ -28,6 +28,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod acting;
 pub mod auth;
 pub mod auth_hmac;
 pub mod auth_policy;
@@ -49,6 +50,7 @@ pub mod metrics;
 pub mod origin;
 pub mod outbox;
 pub mod presence;
+pub mod principal;
 pub mod rate_limit;
 pub mod readiness;
 pub mod rpc;

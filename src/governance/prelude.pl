@@ -17,6 +17,15 @@
 :- dynamic(session/4).
 :- dynamic(cxp_sends/3).
 
+%% The gateway principals a site policy may register (policies/default/gateway.pl
+%% registers none). Declared here so that a policy defining none of them answers
+%% "no" instead of raising an existence error, whatever order its files load in.
+:- dynamic(registered_admin/1).
+:- dynamic(registered_operator/1).
+:- dynamic(registered_client/1).
+:- dynamic(suspended/1).
+:- dynamic(gateway_acts_as/2).
+
 %% The blackboard is used through the built-ins behind bb_get/2 and bb_b_put/2
 %% (same semantics, without the wrappers' type check of the constant key): rule/1
 %% and article/1 run several times in every decision.

@@ -55,13 +55,29 @@ impl Kernel {
         let mut state = load::rebuild(&log, config.max_retries).await?;
         let events_folded = state.applied();
         let mut roster_registered = false;
-        if config.register_roster && state.volk_aliases().is_empty() {
-            let records = roster::roster_records(super::writer::log_time(clock.now()));
-            load::append_all(&log, &records).await?;
-            for r in &records {
-                state.apply(r);
+        if config.register_roster {
+            // First start: the whole roster. A log whose roster predates the operator
+            // Volk (every other roster Volk known, U:GW not) gets that one Volk, once.
+            let at = super::writer::log_time(clock.now());
+            let known = state.volk_aliases();
+            let is_known = |alias: &str| known.iter().any(|k| k == alias);
+            let records = if known.is_empty() {
+                roster::roster_records(at)
+            } else if roster::STANDARD_ROSTER
+                .iter()
+                .all(|(alias, _, _)| *alias == roster::OPERATOR_VOLK || is_known(alias))
+            {
+                roster::missing_records(at, is_known)
+            } else {
+                Vec::new()
+            };
+            if !records.is_empty() {
+                load::append_all(&log, &records).await?;
+                for r in &records {
+                    state.apply(r);
+                }
+                roster_registered = known.is_empty();
             }
-            roster_registered = true;
         }
         let volks = state.volk_aliases().len();
         let retries = RetrySchedule::rebuild(&state, &config);
@@ -112,6 +128,9 @@ impl Kernel {
     pub async fn execute(&self, command: Command) -> Result<Outcome, KernelError> {
         let request = self.governance_request(&command);
         let _turn = self.turn(request.as_ref()).await;
+        if request.is_some() {
+            self.precheck(&command).await?;
+        }
         self.judge(request).await?;
         self.submit(command, false)
             .await?
@@ -144,6 +163,16 @@ impl Kernel {
     /// (fail closed).
     pub async fn govern(&self, command: &Command) -> Result<(), KernelError> {
         self.judge(self.governance_request(command)).await
+    }
+
+    /// Refuses, before governance is asked, a command that cannot run whatever
+    /// governance says (e.g. a send to an unknown target: ERR-006), so it is answered
+    /// as itself instead of as a denial ([`super::decide::Precheck`]).
+    pub(crate) async fn precheck(&self, command: &Command) -> Result<(), KernelError> {
+        let Some(check) = super::decide::Precheck::of(command) else {
+            return Ok(());
+        };
+        self.read(move |s| check.run(s)).await?
     }
 
     /// Decides `request` (from [`Kernel::governance_request`]); `None` passes.

@@ -29,13 +29,32 @@ pub async fn sled_env() -> Env {
     Env { dir, log }
 }
 
-pub async fn governance(env: &Env) -> Governance {
-    Governance::start(env.log.clone(), GovernanceConfig::default())
-        .await
-        .expect("governance starts")
+/// The site principals the tests' policy registers (the shipped policy registers
+/// none): `tests/fixtures/policy/clients.pl`.
+pub const CLIENTS_PL: &str = include_str!("../fixtures/policy/clients.pl");
+
+/// A directory in `env` holding the default policy plus the test principals.
+pub fn test_policy_dir(env: &Env) -> std::path::PathBuf {
+    let dir = env.dir.path().join("policy");
+    std::fs::create_dir_all(&dir).expect("policy dir");
+    for file in orchestrata::governance::Policy::default_policy().files() {
+        std::fs::write(dir.join(&file.name), &file.text).expect("write policy");
+    }
+    std::fs::write(dir.join("clients.pl"), CLIENTS_PL).expect("write policy");
+    dir
 }
 
-pub async fn governance_with(env: &Env, config: GovernanceConfig) -> Governance {
+/// Governance over `env`'s log with the default policy plus the test principals.
+pub async fn governance(env: &Env) -> Governance {
+    governance_with(env, GovernanceConfig::default()).await
+}
+
+/// Governance with `config`; without a policy directory it gets the default policy
+/// plus the test principals.
+pub async fn governance_with(env: &Env, mut config: GovernanceConfig) -> Governance {
+    if config.policy_dir.is_none() {
+        config.policy_dir = Some(test_policy_dir(env));
+    }
     Governance::start(env.log.clone(), config)
         .await
         .expect("governance starts")

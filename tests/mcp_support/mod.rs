@@ -239,9 +239,10 @@ pub fn row(rows: &[Value], n: &Value) -> Value {
         .clone()
 }
 
-/// `cxp.send` arguments `U:Cx -> U:Ox` with `subject`.
+/// `cxp.send` arguments to `U:Ox` with `subject`, sent as the operator token's own
+/// Volk (`U:GW`: no `from`).
 pub fn send_args(subject: &str) -> Value {
-    json!({"from": "U:Cx", "target": "U:Ox", "subject": subject, "payload": {"feature": "login"}})
+    json!({"target": "U:Ox", "subject": subject, "payload": {"feature": "login"}})
 }
 
 /// `args` plus `approval_token`.

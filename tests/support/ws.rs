@@ -10,7 +10,7 @@ use std::time::Duration;
 use chrono::Utc;
 use futures::{SinkExt, StreamExt};
 use orchestrata::config::LogConfig;
-use orchestrata::gateway::{self, GatewayConfig, RunningGateway, Scope, Services};
+use orchestrata::gateway::{self, GatewayConfig, RunningGateway, Scope, Services, TokenGrant};
 use orchestrata::log::EventLog;
 use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
 use orchestrata_schemas::events::cxp_traffic::PacketSent;
@@ -36,9 +36,17 @@ pub const READ_ONLY_TOKEN: &str = "test-token-read-only";
 pub const WAIT: Duration = Duration::from_secs(10);
 
 /// Test gateway settings: three tokens, port 0.
+///
+/// `TOKEN` is a read_write principal `tester` that acts as every Volk of the standard
+/// roster (sending as `U:GW` when a call names no `from`), so tests can speak for any
+/// roster Volk; the operator's own token (acting as `U:GW` only) is tested on its own.
 pub fn test_config() -> GatewayConfig {
+    let roster = orchestrata::kernel::roster::STANDARD_ROSTER
+        .iter()
+        .map(|(a, _, _)| *a);
+    let acting = std::iter::once("U:GW").chain(roster.filter(|a| *a != "U:GW"));
     let mut c = GatewayConfig::default()
-        .with_static_token(TOKEN)
+        .with_token_grant(TokenGrant::new(TOKEN, Scope::ReadWrite, "tester").acting_as(acting))
         .with_grant(ADMIN_TOKEN, Scope::Admin, "admin")
         .with_grant(READ_ONLY_TOKEN, Scope::ReadOnly, "viewer");
     c.listen = "127.0.0.1:0".parse().expect("loopback address");

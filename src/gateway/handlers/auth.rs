@@ -15,11 +15,12 @@ use orchestrata_schemas::events::EventRecord;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::gateway::auth::{check_static_token, Scope};
+use crate::gateway::auth::check_static_token;
 use crate::gateway::auth_policy::shared_unavailable;
 use crate::gateway::client::Auth;
 use crate::gateway::error::{ErrorCode, RpcError};
 use crate::gateway::methods::{self, RpcResult};
+use crate::gateway::principal::{ActsAs, Principal};
 use crate::gateway::shared::SharedError;
 use crate::gateway::state::{Call, Shared};
 use crate::gateway::{auth_hmac, auth_policy, presence};
@@ -36,19 +37,9 @@ pub fn families() -> Vec<&'static str> {
     out
 }
 
-/// Who the credentials proved the caller to be.
-struct Granted {
-    scope: Scope,
-    /// Grant name (static tokens) or the client id it proved (hmac, prolog_policy).
-    identity: Option<String>,
-}
-
-async fn static_token(gw: &Shared, params: &Value) -> Result<Granted, RpcError> {
+async fn static_token(gw: &Shared, params: &Value) -> Result<Principal, RpcError> {
     match check_static_token(params, &gw.config.tokens) {
-        Ok(g) => Ok(Granted {
-            scope: g.scope,
-            identity: g.name.clone(),
-        }),
+        Ok(principal) => Ok(principal),
         // Not a configured token: maybe one added to the shared store (rotation).
         Err(e) if e.reason == "invalid_token" => {
             let token = params.get("token").and_then(Value::as_str).unwrap_or("");
@@ -58,10 +49,12 @@ async fn static_token(gw: &Shared, params: &Value) -> Result<Granted, RpcError> 
                 .token_grant(token, gw.config.auth_cache_ttl)
                 .await
             {
-                Ok(Some(g)) => Ok(Granted {
-                    scope: g.scope,
-                    identity: g.name,
-                }),
+                Ok(Some(g)) => Ok(Principal::new(
+                    g.name.unwrap_or_else(|| "stored-token".into()),
+                    g.scope,
+                    ActsAs::Listed(Vec::new()),
+                    None,
+                )),
                 Ok(None) => Err(e),
                 Err(err @ SharedError::Unavailable(_)) => Err(shared_unavailable(&err)),
                 Err(err) => Err(RpcError::new(ErrorCode::Unauthorized, "token_store_error")
@@ -72,7 +65,7 @@ async fn static_token(gw: &Shared, params: &Value) -> Result<Granted, RpcError> 
     }
 }
 
-async fn hmac(gw: &Shared, params: &Value) -> Result<Granted, RpcError> {
+async fn hmac(gw: &Shared, params: &Value) -> Result<Principal, RpcError> {
     let Some(cfg) = gw.config.hmac.as_ref() else {
         return Err(unsupported("hmac"));
     };
@@ -84,10 +77,12 @@ async fn hmac(gw: &Shared, params: &Value) -> Result<Granted, RpcError> {
         .claim_nonce(&verified.nonce, ttl)
         .await
     {
-        Ok(true) => Ok(Granted {
-            scope: verified.scope,
-            identity: Some(verified.client_id),
-        }),
+        Ok(true) => Ok(Principal::new(
+            verified.client_id,
+            verified.scope,
+            ActsAs::Listed(verified.acts_as),
+            verified.default_volk,
+        )),
         Ok(false) => Err(RpcError::new(ErrorCode::Unauthorized, "nonce_replay").with(
             "detail",
             "this nonce was already used within the drift window; sign again with a fresh nonce",
@@ -103,17 +98,16 @@ fn unsupported(strategy: &str) -> RpcError {
     )
 }
 
-async fn check(gw: &Shared, params: &Value) -> Result<Granted, RpcError> {
+/// The principal the requested strategy proves. `prolog_policy` answers only where
+/// `gateway.prolog_policy` is on: it admits a client on its claimed id alone.
+async fn check(gw: &Shared, params: &Value) -> Result<Principal, RpcError> {
     let strategy = params.get("strategy").and_then(Value::as_str).unwrap_or("");
     match strategy {
         "static_token" => static_token(gw, params).await,
         "hmac" => hmac(gw, params).await,
-        "prolog_policy" => auth_policy::authorize(gw, params)
+        "prolog_policy" if gw.config.prolog_policy => auth_policy::authorize(gw, params)
             .await
-            .map(|(id, scope)| Granted {
-                scope,
-                identity: Some(id),
-            }),
+            .map(|(id, scope)| Principal::new(id, scope, ActsAs::Policy, None)),
         other => Err(unsupported(other)),
     }
 }
@@ -159,8 +153,8 @@ async fn record_failure(gw: &Shared, client_id: &str, params: &Value, error: &Rp
 pub async fn authenticate(call: Call) -> RpcResult {
     let gw = &call.gw;
     let client_id = call.client_id();
-    let granted = match check(gw, &call.params).await {
-        Ok(g) => g,
+    let principal = match check(gw, &call.params).await {
+        Ok(p) => p,
         Err(error) => {
             gw.metrics.auth_failure.inc();
             record_failure(gw, &client_id, &call.params, &error).await;
@@ -170,15 +164,19 @@ pub async fn authenticate(call: Call) -> RpcResult {
     let metadata = presence::metadata_of(&call.params);
     let previous = call.client.lock().auth.clone();
     match &previous {
-        None => presence::connected(gw, &call.client, granted.scope, &metadata).await?,
+        None => presence::connected(gw, &call.client, principal.scope, &metadata).await?,
         Some(p) if p.metadata != metadata => {
             presence::metadata_updated(gw, &call.client, &metadata).await?
         }
         Some(_) => {}
     }
+    let (scope, name, default_volk) = (
+        principal.scope,
+        principal.name.clone(),
+        principal.default_volk.clone(),
+    );
     call.client.lock().auth = Some(Auth {
-        scope: granted.scope,
-        grant: granted.identity.clone(),
+        principal,
         metadata,
     });
     presence::refresh(gw, &call.client).await;
@@ -186,8 +184,10 @@ pub async fn authenticate(call: Call) -> RpcResult {
     Ok(json!({
         "authenticated": true,
         "client_id": client_id,
-        "scope": granted.scope.as_str(),
-        "identity": granted.identity,
+        "scope": scope.as_str(),
+        "identity": name,
+        "principal": name,
+        "default_volk": default_volk,
         "expires_at": null,
         "gateway_version": env!("CARGO_PKG_VERSION"),
         "capabilities": families(),

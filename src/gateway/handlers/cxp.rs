@@ -13,14 +13,15 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use crate::gateway::acting;
 use crate::gateway::backends::{self, settle, Views};
 use crate::gateway::error::RpcError;
 use crate::gateway::methods::RpcResult;
 use crate::gateway::state::Call;
 use crate::kernel::cmd;
 
-/// The alias a packet is sent from when the caller names none.
-pub const GATEWAY_ALIAS: &str = "U:GW";
+/// The Volk every packet is routed through: the Postman (the contract's `routed_via`).
+pub const POSTMAN_ALIAS: &str = "U:PS";
 
 /// The subject of a packet sent without one.
 pub const DEFAULT_SUBJECT: &str = "message";
@@ -48,10 +49,15 @@ fn packet_json(views: &Views, message_id: &Uuid) -> RpcResult {
 
 /// Sends a packet through the kernel; answers its delivery status, thread, message id
 /// and `routed_via` once the thread view holds it.
+///
+/// The packet is sent as `from` when the caller's principal may act as that Volk
+/// (else -32001 `not_acting_as`), or as the principal's default Volk when `from` is
+/// absent (the spec's example: the operator token sends as `U:GW`).
 pub async fn send(call: Call) -> RpcResult {
     let p: SendParams = call.parse()?;
     let views = backends::views(&call)?;
-    let from = p.from.as_deref().unwrap_or(GATEWAY_ALIAS);
+    let from = acting::sender(&call, p.from.as_deref()).await?;
+    let from = from.as_str();
     let subject = p.subject.as_deref().unwrap_or(DEFAULT_SUBJECT);
     let mut packet = cmd::packet(from, &p.target, subject, Value::Null);
     packet.payload = PacketPayload::Json(p.payload.into());
@@ -75,18 +81,52 @@ pub async fn send(call: Call) -> RpcResult {
         "packet sent"
     );
     Ok(json!({
-        "status": state["delivery_status"],
+        "status": contract_send_status(&state["delivery_status"]),
+        "delivery_status": state["delivery_status"],
         "work_status": state["work_status"],
         "thread_id": state["packet"]["thread_id"],
         "message_id": message_id,
-        "routed_via": "postman",
+        "routed_via": POSTMAN_ALIAS,
         "sequence": outcome.last_sequence(Stream::CxpTraffic),
         "events": outcome.event_types(),
     }))
 }
 
-/// A thread's packets with their delivery and work status and every transition;
-/// an unknown thread is -32602 `unknown_thread`.
+/// The contract's `cxp.send` status (`sent | failed | queued`) for a delivery status:
+/// `queued` stays `queued`, `delivered` and `acknowledged` are `sent`, `failed` is
+/// `failed` (the real status is answered too, as `delivery_status`).
+pub fn contract_send_status(delivery_status: &Value) -> &'static str {
+    match delivery_status.as_str() {
+        Some("delivered" | "acknowledged") => "sent",
+        Some("failed") => "failed",
+        _ => "queued",
+    }
+}
+
+/// One entry of `cxp.status`'s `transitions`: the contract's `{status, timestamp}`
+/// plus which history (`kind`), packet, sequence, actor and note.
+fn transition_json<S: serde::Serialize>(
+    kind: &str,
+    message_id: Uuid,
+    t: &orchestrata_projections::Transition<S>,
+) -> Value {
+    json!({
+        "status": t.status,
+        "timestamp": t.at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        "kind": kind,
+        "message_id": message_id,
+        "sequence": t.sequence,
+        "by": t.by,
+        "note": t.note,
+    })
+}
+
+/// A thread's status as the contract's `cxp.status` result has it (spec 014): the
+/// `delivery_status` and `work_status` of the thread's latest packet, and
+/// `transitions`, every delivery and work transition of the thread's packets in log
+/// order (`{status, timestamp, kind, message_id, sequence, by, note}`). The thread and
+/// its packets come along as the extras `thread`, `packets` and `total`. An unknown
+/// thread is -32602 `unknown_thread`.
 pub async fn status(call: Call) -> RpcResult {
     let thread_id = call.params["thread_id"].as_str().unwrap_or_default();
     let views = backends::views(&call)?;
@@ -96,8 +136,33 @@ pub async fn status(call: Call) -> RpcResult {
             .with("field", "thread_id")
     })?;
     let packets: Vec<_> = threads.thread_packets(thread_id).collect();
+    let latest = packets.last();
+    let word = |v: Value| v.as_str().map(str::to_owned);
+    // A thread opened without packets yet has no packet status: `none`.
+    let delivery_status = latest
+        .and_then(|p| word(json!(p.delivery_status)))
+        .unwrap_or_else(|| "none".to_owned());
+    let work_status = latest
+        .and_then(|p| word(json!(p.work_status)))
+        .unwrap_or_else(|| "none".to_owned());
+    // (sequence, 0 = delivery / 1 = work, order within the packet) keeps log order.
+    let mut transitions: Vec<(u64, u8, usize, Value)> = Vec::new();
+    for p in &packets {
+        let id = p.packet.message_id;
+        for (i, t) in p.delivery_history.iter().enumerate() {
+            transitions.push((t.sequence, 0, i, transition_json("delivery", id, t)));
+        }
+        for (i, t) in p.work_history.iter().enumerate() {
+            transitions.push((t.sequence, 1, i, transition_json("work", id, t)));
+        }
+    }
+    transitions.sort_by_key(|(seq, kind, i, _)| (*seq, *kind, *i));
+    let transitions: Vec<Value> = transitions.into_iter().map(|(_, _, _, v)| v).collect();
     Ok(json!({
         "thread_id": thread_id,
+        "delivery_status": delivery_status,
+        "work_status": work_status,
+        "transitions": transitions,
         "thread": thread,
         "packets": packets,
         "total": packets.len(),
@@ -107,20 +172,37 @@ pub async fn status(call: Call) -> RpcResult {
 #[derive(Deserialize)]
 struct AckParams {
     message_id: Uuid,
-    by: String,
+    by: Option<String>,
 }
 
-/// `by` (the packet's recipient) acknowledges a delivered packet.
+/// The recipient of `message_id` (-32602 `unknown_packet` when the view has none).
+fn recipient(views: &Views, message_id: &Uuid) -> Result<String, RpcError> {
+    let threads = views.threads.read();
+    threads
+        .packet(message_id)
+        .map(|state| state.packet.to_agent.clone())
+        .ok_or_else(|| {
+            RpcError::invalid_params("unknown_packet", format!("no packet `{message_id}`"))
+                .with("field", "message_id")
+        })
+}
+
+/// The packet's recipient acknowledges a delivered packet; `by`, when given, must be
+/// that recipient, and the caller's principal must act as it.
 pub async fn ack(call: Call) -> RpcResult {
     let p: AckParams = call.parse()?;
     let views = backends::views(&call)?;
-    let outcome = backends::execute(&call, cmd::acknowledge(&p.by, p.message_id)).await?;
+    let to = recipient(&views, &p.message_id)?;
+    let by = p.by.unwrap_or_else(|| to.clone());
+    acting::act_as(&call, &to).await?;
+    acting::act_as(&call, &by).await?;
+    let outcome = backends::execute(&call, cmd::acknowledge(&by, p.message_id)).await?;
     settle(&views.threads, &outcome, Stream::CxpTraffic).await?;
     let state = packet_json(&views, &p.message_id)?;
     tracing::info!(
         message_id = %p.message_id,
         thread_id = %state["packet"]["thread_id"].as_str().unwrap_or_default(),
-        by = %p.by,
+        by = %by,
         "packet acknowledged"
     );
     Ok(json!({
@@ -139,11 +221,13 @@ struct WorkParams {
     notes: Option<String>,
 }
 
-/// Moves a packet's work status (with assignee, resolution and notes when given).
+/// Moves a packet's work status (with assignee, resolution and notes when given), as
+/// the packet's recipient: the caller's principal must act as it.
 pub async fn work(call: Call) -> RpcResult {
     let p: WorkParams = call.parse()?;
     let views = backends::views(&call)?;
-    let issuer = p.assigned_to.clone().unwrap_or_else(|| call.client_id());
+    let issuer = recipient(&views, &p.message_id)?;
+    acting::act_as(&call, &issuer).await?;
     let command = cmd::command(
         &issuer,
         CommandKind::SetWorkStatus {

@@ -1,0 +1,283 @@
+//! Principals at the front door (issue 14): every credential resolves to a principal
+//! that may act only as the Volks it was granted; the operator's token acts as the
+//! operator Volk `U:GW`, so the spec's own `cxp.send` example (no `from`) goes through
+//! on a default install. Real gateway over loopback, real kernel with the real
+//! governance engine and the shipped default policy, real WebSocket clients.
+
+mod support;
+
+use std::sync::Arc;
+
+use orchestrata::gateway::{
+    self, backends::Views, GatewayConfig, RunningGateway, Scope, Services, TokenGrant,
+};
+use orchestrata::governance::{Governance, GovernanceConfig};
+use orchestrata::log::EventLog;
+use orchestrata::projection::Projections;
+use orchestrata_schemas::events::{Event, Stream};
+use serde_json::{json, Value};
+use support::ws::Ws;
+
+const OPERATOR: &str = "operator-token";
+const INTAKE: &str = "intake-token";
+const ADMIN: &str = "admin-token";
+const VIEWER: &str = "viewer-token";
+
+/// A default install's gateway: the operator's static token, plus an `intake` principal
+/// acting as U:Cx, an admin and a read-only viewer; the kernel governed by the shipped
+/// default policy.
+struct Stack {
+    running: RunningGateway,
+    kernel: orchestrata::kernel::Kernel,
+    log: Arc<dyn EventLog>,
+    _projections: Projections,
+    _dir: tempfile::TempDir,
+}
+
+impl Stack {
+    async fn start() -> Stack {
+        let mut config = GatewayConfig::default()
+            .with_static_token(OPERATOR)
+            .with_token_grant(
+                TokenGrant::new(INTAKE, Scope::ReadWrite, "intake").acting_as(["U:Cx"]),
+            )
+            .with_grant(ADMIN, Scope::Admin, "ops")
+            .with_grant(VIEWER, Scope::ReadOnly, "viewer");
+        config.listen = "127.0.0.1:0".parse().expect("loopback");
+        Stack::with_config(config).await
+    }
+
+    async fn with_config(config: GatewayConfig) -> Stack {
+        let support::stack::Core {
+            dir,
+            log,
+            kernel,
+            projections,
+        } = support::stack::Core::start().await;
+        let governance = Governance::start(log.clone(), GovernanceConfig::default())
+            .await
+            .expect("governance starts");
+        let kernel = kernel.with_governance(governance.clone());
+        let services = Services::new(log.clone())
+            .with_kernel(kernel.clone(), Views::of(&projections))
+            .with_governance(governance);
+        let running = gateway::start(config, services)
+            .await
+            .expect("gateway starts");
+        Stack {
+            running,
+            kernel,
+            log,
+            _projections: projections,
+            _dir: dir,
+        }
+    }
+
+    async fn client(&self, token: &str) -> Ws {
+        let mut ws = Ws::connect(&format!("ws://{}/", self.running.local_addr())).await;
+        ws.auth(token).await;
+        ws
+    }
+}
+
+fn reason(error: &Value) -> &str {
+    error["data"]["reason"].as_str().unwrap_or("")
+}
+
+/// The spec's `cxp.send` example, verbatim.
+fn spec_send() -> Value {
+    json!({
+        "target": "U:Vz",
+        "subject": "generate_component",
+        "payload": {"component": "UserService", "language": "python", "framework": "fastapi"},
+        "priority": 7
+    })
+}
+
+async fn sent_packets(log: &Arc<dyn EventLog>) -> Vec<(String, String, Option<String>)> {
+    log.read(Stream::CxpTraffic, 0, None, 10_000)
+        .await
+        .expect("read traffic")
+        .into_iter()
+        .filter_map(|e| match e.record.event {
+            Event::PacketSent(p) => Some((
+                p.packet.from_agent.clone(),
+                p.packet.to_agent.clone(),
+                e.record.principal.clone(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+// REQ-014-071 (cxp.send with read_write scope), REQ-014-073 (PAM++ validates the sender)
+// ISSUE-14: the spec's example, sent verbatim without `from`, goes through as the
+// operator Volk U:GW under the shipped default policy.
+#[tokio::test]
+async fn the_spec_send_example_goes_through_as_the_operator_volk() {
+    let stack = Stack::start().await;
+    let mut ws = stack.client(OPERATOR).await;
+    let answer = ws.ok("cxp.send", spec_send()).await;
+    assert!(
+        ["queued", "sent"].contains(&answer["status"].as_str().unwrap_or("")),
+        "{answer}"
+    );
+    assert_eq!(answer["routed_via"], "U:PS", "{answer}");
+    assert!(answer["thread_id"].is_string(), "{answer}");
+    let sent = sent_packets(&stack.log).await;
+    assert_eq!(
+        sent,
+        vec![("U:GW".into(), "U:Vz".into(), Some("operator".into()))],
+        "sent as the operator Volk, attributed to the operator principal"
+    );
+}
+
+// ISSUE-14: a read_write client may not send as a Volk it was not granted.
+#[tokio::test]
+async fn a_principal_cannot_send_as_a_volk_it_was_not_granted() {
+    let stack = Stack::start().await;
+    let mut operator = stack.client(OPERATOR).await;
+    let mut send = spec_send();
+    send["from"] = json!("U:Ox");
+    let error = operator.err("cxp.send", send.clone()).await;
+    assert_eq!(error["code"], -32001, "{error}");
+    assert_eq!(reason(&error), "not_acting_as", "{error}");
+    assert_eq!(error["data"]["volk"], "U:Ox", "{error}");
+
+    let mut intake = stack.client(INTAKE).await;
+    let error = intake.err("cxp.send", send).await;
+    assert_eq!(reason(&error), "not_acting_as", "{error}");
+    assert!(
+        sent_packets(&stack.log).await.is_empty(),
+        "nothing was sent"
+    );
+
+    // Its own Volk is fine (and the default when `from` is absent); U:Cx -> U:Ox is
+    // child to parent under the default policy.
+    let answer = intake
+        .ok("cxp.send", json!({"target": "U:Ox", "payload": {}}))
+        .await;
+    assert!(answer["message_id"].is_string(), "{answer}");
+    let sent = sent_packets(&stack.log).await;
+    assert_eq!(
+        sent,
+        vec![("U:Cx".into(), "U:Ox".into(), Some("intake".into()))]
+    );
+}
+
+// ISSUE-14: admin principals act as any Volk.
+#[tokio::test]
+async fn an_admin_acts_as_any_volk_but_must_name_it() {
+    let stack = Stack::start().await;
+    let mut admin = stack.client(ADMIN).await;
+    let error = admin.err("cxp.send", spec_send()).await;
+    assert_eq!(error["code"], -32602, "{error}");
+    assert_eq!(reason(&error), "from_required", "{error}");
+    let mut send = spec_send();
+    send["from"] = json!("U:Ox");
+    send["subject"] = json!("plan");
+    let answer = admin.ok("cxp.send", send).await;
+    assert!(answer["message_id"].is_string(), "{answer}");
+    let sent = sent_packets(&stack.log).await;
+    assert_eq!(
+        sent,
+        vec![("U:Ox".into(), "U:Vz".into(), Some("ops".into()))]
+    );
+}
+
+// ISSUE-14: cxp.ack and cxp.work act for the packet's recipient only.
+#[tokio::test]
+async fn ack_and_work_only_for_the_recipients_principal() {
+    let stack = Stack::start().await;
+    // The operator sends to U:Cx; the intake principal acts as U:Cx.
+    let mut operator = stack.client(OPERATOR).await;
+    let sent = operator
+        .ok(
+            "cxp.send",
+            json!({"target": "U:Cx", "payload": {"hello": 1}}),
+        )
+        .await;
+    let id = sent["message_id"].clone();
+    stack.kernel.inbox("U:Cx", 10).await.expect("delivered");
+    let mut viewer = stack.client(VIEWER).await;
+    let error = viewer.err("cxp.ack", json!({"message_id": id})).await;
+    assert_eq!(error["code"], -32001, "read_only cannot act: {error}");
+    // The sender's principal is not the recipient's.
+    let error = operator
+        .err("cxp.ack", json!({"message_id": id, "by": "U:Cx"}))
+        .await;
+    assert_eq!(reason(&error), "not_acting_as", "{error}");
+    let error = operator
+        .err(
+            "cxp.work",
+            json!({"message_id": id, "status": "in_progress"}),
+        )
+        .await;
+    assert_eq!(reason(&error), "not_acting_as", "{error}");
+
+    let mut intake = stack.client(INTAKE).await;
+    // Naming someone else as `by` does not help: the recipient must be actable.
+    let error = intake
+        .err("cxp.ack", json!({"message_id": id, "by": "U:GW"}))
+        .await;
+    assert_eq!(reason(&error), "not_acting_as", "{error}");
+    let acked = intake.ok("cxp.ack", json!({"message_id": id})).await;
+    assert_eq!(acked["status"], "acknowledged", "{acked}");
+    let worked = intake
+        .ok(
+            "cxp.work",
+            json!({"message_id": id, "status": "in_progress", "assigned_to": "U:Cx"}),
+        )
+        .await;
+    assert_eq!(worked["work_status"], "in_progress", "{worked}");
+}
+
+// ISSUE-14: an unknown packet is a clear -32602, not a kernel error.
+#[tokio::test]
+async fn acting_on_an_unknown_packet_is_invalid_params() {
+    let stack = Stack::start().await;
+    let mut intake = stack.client(INTAKE).await;
+    let error = intake
+        .err("cxp.ack", json!({"message_id": uuid::Uuid::new_v4()}))
+        .await;
+    assert_eq!(error["code"], -32602, "{error}");
+    assert_eq!(reason(&error), "unknown_packet", "{error}");
+}
+
+// ISSUE-14 (safe defaults): `prolog_policy` is off unless configured, so a claimed
+// client id (`ops-admin`) buys nothing on a default install.
+#[tokio::test]
+async fn prolog_policy_is_off_by_default_and_no_one_becomes_admin_without_a_secret() {
+    let stack = Stack::start().await;
+    let mut ws = Ws::connect(&format!("ws://{}/", stack.running.local_addr())).await;
+    let error = ws
+        .err(
+            "auth.authenticate",
+            json!({"strategy": "prolog_policy", "client_id": "ops-admin"}),
+        )
+        .await;
+    assert_eq!(error["code"], -32001, "{error}");
+    assert_eq!(reason(&error), "unsupported_strategy", "{error}");
+    let error = ws.err("volk.deregister", json!({"alias": "U:Vz"})).await;
+    assert_eq!(error["code"], -32001, "still unauthenticated: {error}");
+}
+
+// ISSUE-14 (safe defaults): with the strategy turned on, the shipped policy registers
+// no principals, so `ops-admin` is still refused.
+#[tokio::test]
+async fn the_shipped_policy_registers_no_principals() {
+    let mut config = GatewayConfig::default().with_static_token(OPERATOR);
+    config.listen = "127.0.0.1:0".parse().expect("loopback");
+    config.prolog_policy = true;
+    let stack = Stack::with_config(config).await;
+    let mut ws = Ws::connect(&format!("ws://{}/", stack.running.local_addr())).await;
+    for client in ["ops-admin", "operator", "static", "dashboard"] {
+        let error = ws
+            .err(
+                "auth.authenticate",
+                json!({"strategy": "prolog_policy", "client_id": client}),
+            )
+            .await;
+        assert_eq!(reason(&error), "policy_denied", "{client}: {error}");
+    }
+}
