@@ -67,7 +67,7 @@ async fn cxp_send_queues_the_packet_through_the_kernel_and_answers_its_routing()
     let r = send(&mut c, "build_feature").await;
     assert_eq!(r["status"], "queued", "{r}");
     assert_eq!(r["work_status"], "pending");
-    assert_eq!(r["routed_via"], "postman");
+    assert_eq!(r["routed_via"], "U:PS");
     let thread = r["thread_id"].as_str().expect("thread id");
     assert!(
         uuid::Uuid::parse_str(thread).is_ok(),
@@ -95,7 +95,17 @@ async fn cxp_send_failures_are_structured_errors_with_the_kernel_reason() {
         .await;
     assert_eq!(e["code"], -32602, "{e}");
     assert_eq!(reason(&e), "unknown_target_volk");
+    // A principal may only name a Volk it acts as; an admin (any Volk) reaches the
+    // kernel's own check of the sender.
     let e = c
+        .err(
+            "cxp.send",
+            json!({"from": "U:Qq", "target": "U:Ox", "payload": {}}),
+        )
+        .await;
+    assert_eq!(reason(&e), "not_acting_as", "{e}");
+    let mut admin = stack.client(ws::ADMIN_TOKEN).await;
+    let e = admin
         .err(
             "cxp.send",
             json!({"from": "U:Qq", "target": "U:Ox", "payload": {}}),
@@ -281,7 +291,7 @@ async fn volk_list_pages_the_registered_volks() {
     let mut c = stack.client(READ_ONLY_TOKEN).await;
     let all = c.ok("volk.list", json!({})).await;
     let total = all["total"].as_u64().expect("total");
-    assert_eq!(total, 8, "standard roster: {all}");
+    assert_eq!(total, 9, "standard roster with the operator Volk: {all}");
     let aliases: Vec<&str> = all["volks"]
         .as_array()
         .expect("volks")
@@ -339,7 +349,7 @@ async fn volk_register_and_deregister_go_through_the_kernel_for_admins_only() {
     assert_eq!(r["volk"]["capabilities"], json!(["query", "migrate"]));
     assert!(r["sequence"].is_u64(), "{r}");
     let listed = admin.ok("volk.list", json!({"limit": 100})).await;
-    assert_eq!(listed["total"], 9, "{listed}");
+    assert_eq!(listed["total"], 10, "{listed}");
     let e = admin.err("volk.register", params).await;
     assert_eq!(reason(&e), "volk_exists", "{e}");
     let e = admin.err("volk.register", json!({"alias": "U:Dc"})).await;
@@ -356,7 +366,7 @@ async fn volk_register_and_deregister_go_through_the_kernel_for_admins_only() {
     assert_eq!(d["deregistered"], true, "{d}");
     assert_ne!(d["volk"]["status"], "registered", "{d}");
     let listed = admin.ok("volk.list", json!({"limit": 100})).await;
-    assert_eq!(listed["total"], 8, "{listed}");
+    assert_eq!(listed["total"], 9, "{listed}");
     let e = admin.err("volk.deregister", json!({"alias": "U:Zz"})).await;
     assert_eq!(reason(&e), "unknown_volk", "{e}");
     // The kernel itself knows the Volk is gone: the Postman fails a packet to it at once.

@@ -30,12 +30,18 @@ impl Drop for Up {
 }
 
 fn start(data: &Path, port: u16) -> Up {
+    start_with(data, port, &[])
+}
+
+/// `up` with more environment variables (e.g. config overrides).
+fn start_with(data: &Path, port: u16, env: &[(&str, &str)]) -> Up {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_orchestrata"));
     for (k, _) in std::env::vars() {
         if k.starts_with("ORCHESTRATA_") || k == "RUST_LOG" {
             cmd.env_remove(k);
         }
     }
+    cmd.envs(env.iter().copied());
     let mut child = cmd
         .args(["up", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
         .arg(data)
@@ -172,5 +178,32 @@ async fn embedded_up_serves_every_component_and_logs_ids_as_json() {
             .iter()
             .all(|l| l["level"].is_string() && l["timestamp"].is_string()),
         "{lines:#?}"
+    );
+}
+
+// ISSUE-14: with `gateway.tokens` grants configured, the operator's GATEWAY_TOKEN still
+// authenticates (as principal `operator`, acting as U:GW) next to them.
+#[tokio::test]
+async fn the_operator_token_works_next_to_configured_grants() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let port = support::free_port();
+    let grant = "[{token: wall-screen-token, scope: read_only, name: dashboard}]";
+    let _up = start_with(data.path(), port, &[("ORCHESTRATA_GATEWAY__TOKENS", grant)]);
+    let mut operator = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
+    let auth = operator.auth(TOKEN).await;
+    assert_eq!(auth["principal"], "operator", "{auth}");
+    assert_eq!(auth["default_volk"], "U:GW", "{auth}");
+    assert_eq!(auth["scope"], "read_write", "{auth}");
+    let mut wall = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
+    let auth = wall.auth("wall-screen-token").await;
+    assert_eq!(
+        (&auth["principal"], &auth["scope"]),
+        (&json!("dashboard"), &json!("read_only")),
+        "{auth}"
+    );
+    let volks = operator.ok("volk.list", json!({})).await;
+    assert!(
+        volks.to_string().contains("U:GW"),
+        "the operator Volk is registered: {volks}"
     );
 }
