@@ -130,6 +130,37 @@ async fn the_spec_send_example_goes_through_as_the_operator_volk() {
         vec![("U:GW".into(), "U:Vz".into(), Some("operator".into()))],
         "sent as the operator Volk, attributed to the operator principal"
     );
+    // Both decisions the call took — the gateway's scope decision for the client and
+    // governance's decision for the Volk — name the principal too.
+    let decisions: Vec<(String, String, Option<String>)> = stack
+        .log
+        .read(Stream::GovernanceDecisions, 0, None, 10_000)
+        .await
+        .expect("read decisions")
+        .into_iter()
+        .filter_map(|e| match e.record.event {
+            Event::DecisionRecorded(d) if d.action == "cxp.send" => Some((
+                d.subject.clone(),
+                d.resource.clone(),
+                e.record.principal.clone(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        decisions
+            .iter()
+            .any(|(subject, _, p)| subject == "U:GW" && p.as_deref() == Some("operator")),
+        "governance's decision for U:GW names the operator: {decisions:?}"
+    );
+    assert!(
+        decisions
+            .iter()
+            .any(|(subject, resource, p)| subject.starts_with("client-")
+                && resource == "gateway"
+                && p.as_deref() == Some("operator")),
+        "the gateway's scope decision names the operator: {decisions:?}"
+    );
 }
 
 // ISSUE-14: a read_write client may not send as a Volk it was not granted.

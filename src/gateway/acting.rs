@@ -48,7 +48,8 @@ async fn confirm(call: &Call, principal: &Principal, alias: &str) -> Result<(), 
                     "this principal acts as the policy allows, and this gateway has no governance to ask",
                 ));
             };
-            let request = Request::client(&principal.name, "gateway.act_as", alias);
+            let request = Request::client(&principal.name, "gateway.act_as", alias)
+                .by(Some(principal.name.clone()));
             let decision = g.decide(request).await.map_err(|e| {
                 RpcError::new(ErrorCode::Unauthorized, "governance_unavailable")
                     .with("detail", format!("governance could not decide: {e}"))

@@ -145,7 +145,12 @@ pub async fn decide(
             dry_run: false,
             reason: verdict.reason,
         };
-        let record = EventRecord::new("gateway", client_id, event, Utc::now());
+        let principal = gw
+            .clients()
+            .get(client_id)
+            .and_then(|c| c.principal())
+            .map(|p| p.name);
+        let record = EventRecord::new("gateway", client_id, event, Utc::now()).by(principal);
         // Fail closed: an allow that cannot be audited is not granted.
         gw.append(&record).await?;
     }
