@@ -1,4 +1,9 @@
 //! The log-selecting flags shared by every subcommand.
+//!
+//! They are global (`global = true` on the top-level [`super::Cli`]): `--data-dir`,
+//! `--kafka` and `--config` are accepted before or after any subcommand, at any depth
+//! (`orchestrata --data-dir D audit decisions` and `orchestrata audit decisions
+//! --data-dir D` are the same command).
 
 use std::path::PathBuf;
 
@@ -11,19 +16,27 @@ use crate::config::LogConfig;
 #[derive(Debug, Clone, Args)]
 pub struct LogArgs {
     /// YAML config file (its `log:` section is read).
-    #[arg(long, value_name = "FILE", env = "ORCHESTRATA_CONFIG")]
+    #[arg(long, value_name = "FILE", env = "ORCHESTRATA_CONFIG", global = true)]
     pub config: Option<PathBuf>,
     /// Embedded (sled) log directory [default: ./data].
-    #[arg(long, value_name = "DIR", conflicts_with = "kafka")]
+    #[arg(long, value_name = "DIR", conflicts_with = "kafka", global = true)]
     pub data_dir: Option<PathBuf>,
     /// Kafka bootstrap servers, `host:port[,host:port]`, instead of the embedded log.
-    #[arg(long, value_name = "BROKERS")]
+    #[arg(long, value_name = "BROKERS", global = true)]
     pub kafka: Option<String>,
 }
 
 impl LogArgs {
     /// The effective configuration: file (if any), then flags.
     pub fn config(&self) -> anyhow::Result<LogConfig> {
+        // clap does not enforce `conflicts_with` between global flags given at different
+        // levels (`--kafka K log info --data-dir D`): checked here, whatever the order.
+        if self.data_dir.is_some() && self.kafka.is_some() {
+            anyhow::bail!(
+                "the argument '--data-dir <DIR>' cannot be used with '--kafka <BROKERS>': \
+                 choose the embedded log or a Kafka cluster"
+            );
+        }
         let mut config = match &self.config {
             Some(path) => LogConfig::load(path)
                 .with_context(|| format!("loading config file {}", path.display()))?,

@@ -17,8 +17,6 @@ use crate::log;
 /// Arguments of `orchestrata audit`.
 #[derive(Debug, Args)]
 pub struct AuditArgs {
-    #[command(flatten)]
-    log: LogArgs,
     /// What to do.
     #[command(subcommand)]
     command: AuditCommand,
@@ -66,8 +64,8 @@ fn result_name(r: &orchestrata_schemas::events::types::DecisionResult) -> String
         .unwrap_or_default()
 }
 
-pub(super) async fn run(args: AuditArgs) -> anyhow::Result<()> {
-    let config = args.log.config()?;
+pub(super) async fn run(args: AuditArgs, log_args: LogArgs) -> anyhow::Result<()> {
+    let config = log_args.config()?;
     let log = log::open(&config).await.context("opening the event log")?;
     let audit_log = AuditLog::read(log.as_ref())
         .await

@@ -19,15 +19,13 @@ pub enum ConfigCommand {
     },
     /// Print the effective configuration (defaults, file, environment) as YAML, with
     /// secrets (tokens, keys, passwords) shown as `***`.
-    Print {
-        /// YAML config file; none: defaults and environment only.
-        #[arg(long, value_name = "FILE", env = "ORCHESTRATA_CONFIG")]
-        config: Option<PathBuf>,
-    },
+    /// The file is the global `--config FILE` (else `ORCHESTRATA_CONFIG`); none:
+    /// defaults and environment only.
+    Print,
 }
 
 /// Runs `orchestrata config ...`.
-pub(super) async fn run(command: ConfigCommand) -> anyhow::Result<()> {
+pub(super) async fn run(command: ConfigCommand, log_args: super::LogArgs) -> anyhow::Result<()> {
     match command {
         ConfigCommand::Check { file } => {
             let config = SystemConfig::load(Some(&file))?;
@@ -37,8 +35,8 @@ pub(super) async fn run(command: ConfigCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        ConfigCommand::Print { config } => {
-            let config = SystemConfig::load(config.as_deref())?;
+        ConfigCommand::Print => {
+            let config = SystemConfig::load(log_args.config.as_deref())?;
             let text = serde_yaml_ng::to_string(&config.effective())
                 .context("writing the configuration as YAML")?;
             print!("{text}");

@@ -19,16 +19,17 @@ use crate::log;
 /// Arguments of the crash-test child.
 #[derive(Debug, Args)]
 pub struct CrashArgs {
-    /// The sled directory.
-    #[arg(long)]
-    data_dir: PathBuf,
     /// Concurrent appenders (their appends share fsyncs).
     #[arg(long, default_value_t = 4)]
     writers: usize,
 }
 
-pub(super) async fn run(args: CrashArgs) -> anyhow::Result<()> {
-    let mut config = LogConfig::sled(args.data_dir);
+/// The sled directory is the global `--data-dir` (required here).
+pub(super) async fn run(args: CrashArgs, log_args: super::LogArgs) -> anyhow::Result<()> {
+    let data_dir: PathBuf = log_args
+        .data_dir
+        .ok_or_else(|| anyhow::anyhow!("__crash-append needs --data-dir DIR"))?;
+    let mut config = LogConfig::sled(data_dir);
     config.fsync = FsyncPolicy::EveryAppend;
     let log = log::open(&config).await?;
     let out = Arc::new(std::sync::Mutex::new(std::io::stdout()));

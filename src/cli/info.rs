@@ -9,17 +9,14 @@ use crate::log;
 
 /// Arguments of `orchestrata log info`.
 #[derive(Debug, Args)]
-pub struct InfoArgs {
-    #[command(flatten)]
-    log: LogArgs,
-}
+pub struct InfoArgs {}
 
 fn show(value: Option<u64>) -> String {
     value.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
-pub(super) async fn run(args: InfoArgs) -> anyhow::Result<()> {
-    let config = args.log.config()?;
+pub(super) async fn run(_args: InfoArgs, log_args: LogArgs) -> anyhow::Result<()> {
+    let config = log_args.config()?;
     let log = log::open(&config).await.context("opening the event log")?;
     println!("log at {}", log.location());
     println!(

@@ -1,8 +1,8 @@
 //! The `orchestrata` command line: `up`, `log info`, `replay`.
 //!
-//! Every subcommand that touches the log takes the same [`LogArgs`] (`--config`,
-//! `--data-dir`, `--kafka`), so a log opened by `orchestrata up` is inspected with the
-//! same flags.
+//! Every subcommand takes the same global [`LogArgs`] (`--config`, `--data-dir`,
+//! `--kafka`), before or after the subcommand, so a log opened by `orchestrata up` is
+//! inspected with the same flags.
 
 mod args;
 mod audit;
@@ -23,6 +23,9 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "orchestrata", version, about)]
 pub struct Cli {
+    /// The global log flags (`--config`, `--data-dir`, `--kafka`), accepted anywhere.
+    #[command(flatten)]
+    pub log: LogArgs,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -73,16 +76,17 @@ pub enum LogCommand {
 
 /// Runs a parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let log = cli.log;
     match cli.command {
-        Command::Up(args) => up::run(args).await,
+        Command::Up(args) => up::run(args, log).await,
         Command::Log {
             command: LogCommand::Info(args),
-        } => info::run(args).await,
-        Command::Replay(args) => replay::run(args).await,
-        Command::Projections { command } => projections::run(command).await,
-        Command::Audit(args) => audit::run(args).await,
+        } => info::run(args, log).await,
+        Command::Replay(args) => replay::run(args, log).await,
+        Command::Projections { command } => projections::run(command, log).await,
+        Command::Audit(args) => audit::run(args, log).await,
         Command::Mcp(args) => mcp::run(args).await,
-        Command::Config { command } => config::run(command).await,
-        Command::CrashAppend(args) => crash::run(args).await,
+        Command::Config { command } => config::run(command, log).await,
+        Command::CrashAppend(args) => crash::run(args, log).await,
     }
 }

@@ -41,16 +41,14 @@ pub enum ProjectionsCommand {
 /// The log flags plus where views are stored.
 #[derive(Debug, Args)]
 pub struct StoreArgs {
-    #[command(flatten)]
-    log: LogArgs,
     /// View store directory [default: <data-dir>/views, or ./data/views with --kafka].
     #[arg(long, value_name = "DIR")]
     views_dir: Option<PathBuf>,
 }
 
 impl StoreArgs {
-    async fn open(&self) -> anyhow::Result<(Arc<dyn EventLog>, ViewStore)> {
-        let config = self.log.config()?;
+    async fn open(&self, log_args: &LogArgs) -> anyhow::Result<(Arc<dyn EventLog>, ViewStore)> {
+        let config = log_args.config()?;
         let log = log::open(&config).await.context("opening the event log")?;
         let dir = self
             .views_dir
@@ -123,17 +121,18 @@ pub struct RunArgs {
 }
 
 /// Runs `orchestrata projections ...`.
-pub(super) async fn run(command: ProjectionsCommand) -> anyhow::Result<()> {
+pub(super) async fn run(command: ProjectionsCommand, log_args: LogArgs) -> anyhow::Result<()> {
+    let l = &log_args;
     match command {
-        ProjectionsCommand::Rebuild(args) => rebuild(args).await,
-        ProjectionsCommand::Status(args) => status(args).await,
-        ProjectionsCommand::Show(args) => show(args).await,
-        ProjectionsCommand::Run(args) => run_live(args).await,
+        ProjectionsCommand::Rebuild(args) => rebuild(args, l).await,
+        ProjectionsCommand::Status(args) => status(args, l).await,
+        ProjectionsCommand::Show(args) => show(args, l).await,
+        ProjectionsCommand::Run(args) => run_live(args, l).await,
     }
 }
 
-async fn rebuild(args: RebuildArgs) -> anyhow::Result<()> {
-    let (log, store) = args.store.open().await?;
+async fn rebuild(args: RebuildArgs, log_args: &LogArgs) -> anyhow::Result<()> {
+    let (log, store) = args.store.open(log_args).await?;
     let names = match args.view {
         ViewChoice::All => ViewName::ALL.to_vec(),
         ViewChoice::One(name) => vec![name],
@@ -249,8 +248,8 @@ impl Reporter {
     }
 }
 
-async fn status(args: StoreArgs) -> anyhow::Result<()> {
-    let (log, store) = args.open().await?;
+async fn status(args: StoreArgs, log_args: &LogArgs) -> anyhow::Result<()> {
+    let (log, store) = args.open(log_args).await?;
     println!(
         "views at {} for log at {}",
         store.path().display(),
@@ -313,8 +312,8 @@ async fn current<V: View>(
     Ok(view)
 }
 
-async fn show(args: ShowArgs) -> anyhow::Result<()> {
-    let (log, store) = args.store.open().await?;
+async fn show(args: ShowArgs, log_args: &LogArgs) -> anyhow::Result<()> {
+    let (log, store) = args.store.open(log_args).await?;
     let log = log.as_ref();
     let missing =
         |what: &str, id: &str| anyhow::anyhow!("--id: no {what} `{id}` in the {} view", args.view);
@@ -378,8 +377,8 @@ async fn show(args: ShowArgs) -> anyhow::Result<()> {
 
 /// Runs every view live, printing `progress cxp.traffic <seq>` as the thread view
 /// advances, until killed.
-async fn run_live(args: RunArgs) -> anyhow::Result<()> {
-    let (log, store) = args.store.open().await?;
+async fn run_live(args: RunArgs, log_args: &LogArgs) -> anyhow::Result<()> {
+    let (log, store) = args.store.open(log_args).await?;
     let config = RunnerConfig {
         batch_events: args.batch_events.max(1),
         batch_interval: Duration::from_millis(args.batch_ms),

@@ -16,8 +16,6 @@ const PAGE: usize = 1000;
 /// Arguments of `orchestrata replay`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    #[command(flatten)]
-    log: LogArgs,
     /// The stream, e.g. `kernel.events`.
     #[arg(long)]
     stream: Stream,
@@ -38,7 +36,7 @@ fn print(out: &mut impl Write, envelope: &Envelope) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(super) async fn run(args: ReplayArgs) -> anyhow::Result<()> {
+pub(super) async fn run(args: ReplayArgs, log_args: LogArgs) -> anyhow::Result<()> {
     if let Some(to) = args.to {
         anyhow::ensure!(
             args.from <= to,
@@ -46,7 +44,7 @@ pub(super) async fn run(args: ReplayArgs) -> anyhow::Result<()> {
             args.from
         );
     }
-    let config = args.log.config()?;
+    let config = log_args.config()?;
     let log = log::open(&config).await.context("opening the event log")?;
     let stdout = std::io::stdout();
     if args.follow {

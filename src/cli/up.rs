@@ -21,8 +21,6 @@ use crate::roles::Role;
 /// Arguments of `orchestrata up`.
 #[derive(Debug, Args)]
 pub struct UpArgs {
-    #[command(flatten)]
-    log: LogArgs,
     /// Where the gateway listens (WebSocket on `/`, HTTP /health, /ready, /metrics)
     /// [default: gateway.listen of the config, else 127.0.0.1:18790].
     #[arg(long, value_name = "HOST:PORT", env = "ORCHESTRATA_LISTEN")]
@@ -38,12 +36,12 @@ pub struct UpArgs {
     role: Role,
 }
 
-pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
+pub(super) async fn run(args: UpArgs, log_args: LogArgs) -> anyhow::Result<()> {
     // Installed first: a stop requested while the components start is honoured once
     // they are up, instead of killing the process half-started.
     let stop = StopSignals::install()?;
-    let system = SystemConfig::load(args.log.config.as_deref())?;
-    let config = args.log.config()?;
+    let system = SystemConfig::load(log_args.config.as_deref())?;
+    let config = log_args.config()?;
     let role = args.role;
     let log = log::open(&config).await.context("opening the event log")?;
     let backend = match &config.backend {
@@ -106,7 +104,7 @@ pub(super) async fn run(args: UpArgs) -> anyhow::Result<()> {
         let launched = crate::gateway::launch::launch(crate::gateway::launch::Launch {
             listen: args.listen.as_deref(),
             redis: args.redis.as_deref(),
-            config_file: args.log.config.as_deref(),
+            config_file: log_args.config.as_deref(),
             log_config: &config,
             log: log.clone(),
             components: crate::gateway::launch::Components {

@@ -27,8 +27,18 @@ fn volk_json(views: &Views, alias: &str) -> RpcResult {
         serde_json::to_value(state).map_err(|e| RpcError::internal("encoding_failed", e))?;
     if let Value::Object(map) = &mut value {
         map.insert("last_activity".into(), json!(volks.last_activity(alias)));
+        count_active_tasks(map, state.active_tasks.len());
     }
     Ok(value)
+}
+
+/// The contract's `active_tasks` is a count (spec 014, `volk.list`); the tasks
+/// themselves follow as `active_task_details` (task id -> task).
+fn count_active_tasks(map: &mut serde_json::Map<String, Value>, count: usize) {
+    if let Some(tasks) = map.remove("active_tasks") {
+        map.insert("active_task_details".into(), tasks);
+    }
+    map.insert("active_tasks".into(), json!(count));
 }
 
 #[derive(Deserialize)]
@@ -51,6 +61,7 @@ pub async fn list(call: Call) -> RpcResult {
             serde_json::to_value(v).map_err(|e| RpcError::internal("encoding_failed", e))?;
         if let Value::Object(map) = &mut value {
             map.insert("last_activity".into(), json!(volks.last_activity(&v.alias)));
+            count_active_tasks(map, v.active_tasks.len());
         }
         page.push(value);
     }
