@@ -1,13 +1,22 @@
 //! Read-only Cypher: the check `knowledge.query` runs before anything reaches Neo4j
 //! (REQ-014-152, REQ-014-153, ERR-007).
 //!
-//! The query is tokenized the way Cypher reads it — string literals (`'…'`, `"…"` with
-//! backslash escapes), backtick-quoted names, `//` and `/* */` comments, identifiers,
-//! parameters (`$name`) — so a keyword inside a string, a comment or a quoted name is
-//! data, not a clause: `MATCH (p:Packet) WHERE p.subject = 'CREATE user' RETURN p` is
-//! read-only. Keywords are case-insensitive. A word is a *clause keyword* unless it is
-//! a property (`n.set`), a label or relationship type (`:Create`, `[:SET]`), a map key
-//! (`{delete: 1}`) or a parameter (`$remove`).
+//! The query is tokenized the way Cypher reads it — string literals (`'…'`, `"…"`, where
+//! a backslash escapes any one character), backtick-quoted names (` `` ` inside), `//`
+//! comments (ending at `\r` or `\n`, as Neo4j's grammar says) and `/* */` comments,
+//! identifiers, parameters (`$name`) — so a keyword inside a string, a comment or a
+//! quoted name is data, not a clause: `MATCH (p:Packet) WHERE p.subject = 'CREATE user'
+//! RETURN p` is read-only. Keywords are case-insensitive (Unicode upper-casing). A word is
+//! a *clause keyword* unless it is a property (`n.set`), a label or relationship type
+//! (`:Create`, `[:SET]`), a map key (`{delete: 1}`) or a parameter (`$remove`).
+//!
+//! Where a reader could split differently, the check splits *more*: every Unicode
+//! whitespace character (U+00A0, U+2028, U+3000...) and every control character
+//! separates tokens, and a word is only ASCII letters, digits, `_` and Unicode letters
+//! and digits, so `MATCH (n)\u{a0}DETACH\u{a0}DELETE n` is refused like its ASCII form.
+//! A `//` comment that holds another line end (U+2028, NEL...) is checked both ways
+//! (see [`validate`]). The check is a first line of defence: `knowledge.query` also runs
+//! the query in a transaction that is always rolled back.
 //!
 //! Accepted: queries that begin with `MATCH`, `OPTIONAL MATCH`, `WITH`, `UNWIND` or
 //! `RETURN` and use only reading clauses (`WHERE`, `ORDER BY`, `SKIP`, `LIMIT`, `UNION`
@@ -126,63 +135,110 @@ struct Token<'a> {
     offset: usize,
 }
 
-/// Splits `q` into tokens, dropping whitespace and comments.
-fn tokenize(q: &str) -> Result<Vec<Token<'_>>, CypherError> {
-    let bytes = q.as_bytes();
+/// Whether `c` ends a `//` comment as Cypher reads it (`'//' ~[\r\n]*` in Neo4j's
+/// Cypher 5 and Cypher 25 grammars).
+fn cypher_line_end(c: char) -> bool {
+    c == '\n' || c == '\r'
+}
+
+/// Every character some reader may take for a line end: Cypher's two, plus vertical
+/// tab, form feed, NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR.
+fn any_line_end(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// Whether `c` separates tokens: any Unicode whitespace (U+00A0, U+2028, U+3000...)
+/// and any control character. Cypher's `SPACE` set is a subset; treating more
+/// characters as separators can only make the check see more keywords, never fewer.
+fn is_separator(c: char) -> bool {
+    c.is_whitespace() || c.is_control()
+}
+
+/// Whether `c` continues a word: ASCII letters, digits, `_`, and Unicode letters and
+/// digits. Anything else (symbols, marks, format characters) is a token of its own,
+/// so a keyword is never glued to a character Neo4j would read as a boundary.
+fn is_word_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || (!c.is_ascii() && c.is_alphanumeric())
+}
+
+/// The character at byte `i` of `q` (`None` at the end).
+fn char_at(q: &str, i: usize) -> Option<char> {
+    q.get(i..).and_then(|rest| rest.chars().next())
+}
+
+/// Splits `q` into tokens, dropping separators and comments; a `//` comment ends at
+/// the first character for which `line_end` holds.
+fn tokenize(q: &str, line_end: fn(char) -> bool) -> Result<Vec<Token<'_>>, CypherError> {
     let mut tokens = Vec::new();
     let mut i = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
+    while let Some(c) = char_at(q, i) {
         let start = i;
-        if c.is_ascii_whitespace() {
-            i += 1;
-        } else if q[i..].starts_with("//") {
-            i = q[i..].find('\n').map_or(bytes.len(), |n| i + n);
-        } else if q[i..].starts_with("/*") {
-            let end = q[i + 2..].find("*/").ok_or(CypherError::Unterminated {
+        let rest = &q[i..];
+        if is_separator(c) {
+            i += c.len_utf8();
+        } else if rest.starts_with("//") {
+            i = rest.find(line_end).map_or(q.len(), |n| i + n);
+        } else if rest.starts_with("/*") {
+            let end = rest[2..].find("*/").ok_or(CypherError::Unterminated {
                 what: "comment",
                 offset: start,
             })?;
             i += 2 + end + 2;
-        } else if c == b'\'' || c == b'"' {
+        } else if c == '\'' || c == '"' {
+            // `'` (~['\\] | '\\' .)* `'`: a backslash escapes any one character.
             i += 1;
             loop {
-                match bytes.get(i) {
+                match char_at(q, i) {
                     None => {
                         return Err(CypherError::Unterminated {
                             what: "string",
                             offset: start,
                         })
                     }
-                    Some(b'\\') => i += 2,
-                    Some(b) if *b == c => {
+                    Some('\\') => {
+                        i += 1;
+                        match char_at(q, i) {
+                            Some(escaped) => i += escaped.len_utf8(),
+                            None => {
+                                return Err(CypherError::Unterminated {
+                                    what: "string",
+                                    offset: start,
+                                })
+                            }
+                        }
+                    }
+                    Some(b) if b == c => {
                         i += 1;
                         break;
                     }
-                    Some(_) => i += 1,
+                    Some(b) => i += b.len_utf8(),
                 }
             }
             tokens.push(Token {
                 kind: Kind::Str,
-                text: &q[start..i.min(bytes.len())],
+                text: &q[start..i],
                 offset: start,
             });
-        } else if c == b'`' {
+        } else if c == '`' {
+            // `` ` `` (~'`' | '``')* `` ` ``
             i += 1;
             loop {
-                match bytes.get(i) {
+                match char_at(q, i) {
                     None => {
                         return Err(CypherError::Unterminated {
                             what: "quoted name",
                             offset: start,
                         })
                     }
-                    Some(b'`') if bytes.get(i + 1) == Some(&b'`') => i += 2,
-                    Some(b'`') => {
+                    Some('`') if q[i + 1..].starts_with('`') => i += 2,
+                    Some('`') => {
                         i += 1;
                         break;
                     }
-                    Some(_) => i += 1,
+                    Some(b) => i += b.len_utf8(),
                 }
             }
             tokens.push(Token {
@@ -190,23 +246,21 @@ fn tokenize(q: &str) -> Result<Vec<Token<'_>>, CypherError> {
                 text: &q[start..i],
                 offset: start,
             });
-        } else if c == b'$' || c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80 {
-            i += 1;
-            while i < bytes.len()
-                && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || bytes[i] >= 0x80)
-            {
-                i += 1;
+        } else if c == '$' || is_word_char(c) {
+            i += c.len_utf8();
+            while let Some(w) = char_at(q, i).filter(|w| is_word_char(*w)) {
+                i += w.len_utf8();
             }
-            let kind = if c == b'$' { Kind::Param } else { Kind::Word };
+            let kind = if c == '$' { Kind::Param } else { Kind::Word };
             tokens.push(Token {
                 kind,
                 text: &q[start..i],
                 offset: start,
             });
         } else {
-            i += 1;
+            i += c.len_utf8();
             tokens.push(Token {
-                kind: Kind::Punct(char::from(c)),
+                kind: Kind::Punct(c),
                 text: &q[start..i],
                 offset: start,
             });
@@ -225,15 +279,38 @@ fn is_keyword_position(tokens: &[Token<'_>], i: usize) -> bool {
 }
 
 /// Checks that `cypher` only reads (see the module docs) and returns its pattern.
+///
+/// The query is read the way Cypher reads it (a `//` comment ends at `\r` or `\n`).
+/// When a `//` comment also holds another line end (NEL, U+2028, U+2029, VT, FF) that
+/// some reader might stop at, the query is read that way too and must pass both ways:
+/// whichever way Neo4j reads it, no writing keyword hides in a comment.
 pub fn validate(cypher: &str) -> Result<ReadOnly, CypherError> {
-    let tokens = tokenize(cypher)?;
+    let tokens = tokenize(cypher, cypher_line_end)?;
+    check(&tokens)?;
+    let ambiguous = cypher.contains("//")
+        && cypher
+            .chars()
+            .any(|c| any_line_end(c) && !cypher_line_end(c));
+    if ambiguous {
+        check(&tokenize(cypher, any_line_end)?)?;
+    }
+    Ok(ReadOnly {
+        pattern: pattern(cypher, &tokens),
+    })
+}
+
+/// Refuses writing keywords, a second statement and a query that does not begin with
+/// a reading clause.
+fn check(tokens: &[Token<'_>]) -> Result<(), CypherError> {
     let Some(first) = tokens.first() else {
         return Err(CypherError::Empty);
     };
     for (i, t) in tokens.iter().enumerate() {
         match t.kind {
-            Kind::Word if is_keyword_position(&tokens, i) => {
-                let upper = t.text.to_ascii_uppercase();
+            Kind::Word if is_keyword_position(tokens, i) => {
+                // Unicode upper-casing, so `ſet` (long s) is SET as a case-folding
+                // reader would take it.
+                let upper = t.text.to_uppercase();
                 if WRITE_KEYWORDS.contains(&upper.as_str()) {
                     return Err(CypherError::Mutation {
                         keyword: upper,
@@ -247,15 +324,13 @@ pub fn validate(cypher: &str) -> Result<ReadOnly, CypherError> {
             _ => {}
         }
     }
-    let upper = first.text.to_ascii_uppercase();
+    let upper = first.text.to_uppercase();
     if first.kind != Kind::Word || !FIRST_CLAUSES.contains(&upper.as_str()) {
         return Err(CypherError::NotReadClause {
             first: first.text.chars().take(40).collect(),
         });
     }
-    Ok(ReadOnly {
-        pattern: pattern(cypher, &tokens),
-    })
+    Ok(())
 }
 
 /// The query's tokens re-joined with single spaces where the source had whitespace,

@@ -1,9 +1,10 @@
 //! Writing Prolog terms from outside input, and reading answers back.
 //!
 //! Every value that reaches the engine from outside (a client id, a Volk alias, a thread
-//! id, a context value) is written as a *quoted atom* with every quote, backslash and
-//! control character escaped, so it is inert data: `x'), halt, ('` becomes the atom
-//! `'x\'), halt, (\''` and can never close the term it sits in. Goals are built only
+//! id, a context value) is written as a *quoted atom* in pure ASCII, with every quote
+//! and backslash escaped and every control or non-ASCII character written as `\xHH\`,
+//! so it is inert data: `x'), halt, ('` becomes the atom `'x\'), halt, (\''` and can
+//! never close the term it sits in, and no character can make the reader fail. Goals are built only
 //! from [`PlTerm`] values, never by pasting raw strings into Prolog source.
 
 use std::fmt::{self, Write as _};
@@ -53,9 +54,54 @@ impl PlTerm {
     }
 }
 
-/// Writes `text` as a quoted Prolog atom: `'…'` with `'`, `\` and every control
-/// character escaped (`\xHH\`), so no input can end the atom early.
+/// Writes `text` as a quoted Prolog atom in pure ASCII: `'…'` where printable ASCII
+/// stands for itself, `'` and `\` are escaped (`\'`, `\\`) and every other character
+/// — control characters, and every non-ASCII one (U+00A0, U+2028, a lone combining
+/// mark...) — is written as the ISO escape `\xHH\` of its code point. No input can end
+/// the atom early, and the goal holds no character scryer's reader could refuse (a
+/// refused goal used to panic the engine), while the atom read back is exactly `text`.
+///
+/// ```
+/// use orchestrata::governance::term::quote_atom;
+///
+/// assert_eq!(quote_atom("U:Vz"), "'U:Vz'");
+/// assert_eq!(quote_atom("it's"), "'it\\x27\\s'");
+/// assert_eq!(quote_atom("\\"), "('\\x5c\\')");
+/// assert_eq!(quote_atom("a\u{a0}b\u{2028}"), "'a\\xa0\\b\\x2028\\'");
+/// ```
 pub fn quote_atom(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 4);
+    let parens = may_be_operator(text);
+    if parens {
+        out.push('(');
+    }
+    push_quoted(&mut out, text);
+    if parens {
+        out.push(')');
+    }
+    out
+}
+
+/// Whether an atom spelled `text` may be an operator of the reader: quoting does not
+/// take an operator's status away, and a prefix operator such as `\` or `-` followed by
+/// `,` does not read as an operand. Such atoms are written in parentheses, `('\x5c\')`,
+/// which reads as the plain atom whatever the operator table says. Operators are symbol
+/// sequences (`\`, `:-`, `=..`), the solo `,`, `|`, `;`, and lower-case names (`is`,
+/// `dynamic`, `mod`).
+fn may_be_operator(text: &str) -> bool {
+    let symbolic = |c: char| "#$&*+-./:<=>?@^~\\".contains(c);
+    let mut chars = text.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    text.chars().all(symbolic)
+        || matches!(text, "," | "|" | ";" | "!" | "[]" | "{}")
+        || (first.is_ascii_lowercase() && chars.all(|c| c.is_ascii_alphanumeric() || c == '_'))
+}
+
+/// `'…'` in pure ASCII (see [`quote_atom`]), without parentheses: for a functor name,
+/// which must touch its `(`.
+fn quoted(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     push_quoted(&mut out, text);
     out
@@ -65,14 +111,10 @@ fn push_quoted(out: &mut String, text: &str) {
     out.push('\'');
     for c in text.chars() {
         match c {
-            '\'' => out.push_str("\\'"),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\x{:x}\\", c as u32);
+            ' '..='~' if c != '\'' && c != '\\' => out.push(c),
+            c => {
+                let _ = write!(out, "\\x{:x}\\", u32::from(c));
             }
-            c => out.push(c),
         }
     }
     out.push('\'');
@@ -102,7 +144,7 @@ impl fmt::Display for PlTerm {
                 if is_plain_name(name) {
                     f.write_str(name)?;
                 } else {
-                    f.write_str(&quote_atom(name))?;
+                    f.write_str(&quoted(name))?;
                 }
                 f.write_char('(')?;
                 for (i, arg) in args.iter().enumerate() {
