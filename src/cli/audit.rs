@@ -49,6 +49,10 @@ pub struct DecisionsArgs {
     /// Only this subject (client id or Volk alias).
     #[arg(long, value_name = "S")]
     subject: Option<String>,
+    /// Only decisions caused by this principal (who acted: a token's name, an HMAC
+    /// client id), as recorded on each decision's envelope.
+    #[arg(long, value_name = "NAME")]
+    principal: Option<String>,
     /// Only this result: allow, deny or escalate.
     #[arg(long, value_name = "R", value_parser = ["allow", "deny", "escalate"])]
     result: Option<String>,
@@ -131,8 +135,8 @@ fn decisions(audit_log: &AuditLog, f: &DecisionsArgs) -> anyhow::Result<()> {
     let table = !f.json && std::io::stdout().is_terminal();
     if table {
         println!(
-            "{:<8} {:<20} {:<16} {:<18} {:<20} {:<9} {:<7} TRACE",
-            "SEQ", "TIME", "SUBJECT", "ACTION", "RESOURCE", "RESULT", "DRYRUN"
+            "{:<8} {:<20} {:<16} {:<16} {:<18} {:<20} {:<9} {:<7} TRACE",
+            "SEQ", "TIME", "PRINCIPAL", "SUBJECT", "ACTION", "RESOURCE", "RESULT", "DRYRUN"
         );
     }
     for rd in &audit_log.decisions {
@@ -141,15 +145,19 @@ fn decisions(audit_log: &AuditLog, f: &DecisionsArgs) -> anyhow::Result<()> {
         if f.since.is_some_and(|t| rd.timestamp < t)
             || f.until.is_some_and(|t| rd.timestamp > t)
             || f.subject.as_ref().is_some_and(|s| *s != d.subject)
+            || f.principal
+                .as_ref()
+                .is_some_and(|p| Some(p) != rd.principal.as_ref())
             || f.result.as_ref().is_some_and(|r| *r != result)
         {
             continue;
         }
         if table {
             println!(
-                "{:<8} {:<20} {:<16} {:<18} {:<20} {:<9} {:<7} {}",
+                "{:<8} {:<20} {:<16} {:<16} {:<18} {:<20} {:<9} {:<7} {}",
                 rd.sequence,
                 rd.timestamp.format("%Y-%m-%dT%H:%M:%S"),
+                rd.principal.as_deref().unwrap_or("-"),
                 d.subject,
                 d.action,
                 d.resource,
@@ -162,6 +170,7 @@ fn decisions(audit_log: &AuditLog, f: &DecisionsArgs) -> anyhow::Result<()> {
                 "sequence": rd.sequence,
                 "timestamp": rd.timestamp,
                 "decision_id": d.decision_id.to_string(),
+                "principal": rd.principal,
                 "subject_kind": d.subject_kind,
                 "subject": d.subject,
                 "action": d.action,

@@ -117,7 +117,9 @@ fn decisions_are_indexed_by_time_subject_action_and_result() {
     assert_eq!(principal_seqs("dashboard"), [3]);
     assert_eq!(principal_seqs("nobody"), Vec::<u64>::new());
     assert_eq!(
-        attributed.decision(&Uuid::from_u128(104)).and_then(|e| e.principal.as_deref()),
+        attributed
+            .decision(&Uuid::from_u128(104))
+            .and_then(|e| e.principal.as_deref()),
         Some("operator")
     );
     let page = view.decisions(&DecisionQuery::default(), &PageRequest::after(1, 2));

@@ -145,6 +145,8 @@ pub async fn evaluate(call: Call) -> RpcResult {
         SubjectKind::Client => Request::client(&p.volk_id, &p.action, &p.resource),
     };
     request.context = p.context.into_iter().collect::<BTreeMap<_, _>>();
+    // The dry run is recorded as the caller's (issue 14: attribution).
+    let request = request.by(call.client.principal().map(|p| p.name));
     let goal = request.goal_text();
     let decision = g.evaluate(request).await.map_err(governance_error)?;
     if let Some(error) = &decision.error {
