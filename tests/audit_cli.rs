@@ -205,6 +205,8 @@ async fn audit_diff_reports_exactly_the_decisions_a_new_policy_changes() {
         );
         std::fs::write(dir.join(&file.name), text).unwrap();
     }
+    // The decisions were taken under the default policy plus the test principals.
+    std::fs::write(dir.join("clients.pl"), governance_support::CLIENTS_PL).unwrap();
     let out = audit(&copy, &["diff", "--policy", dir.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -231,6 +233,7 @@ async fn audit_diff_reports_exactly_the_decisions_a_new_policy_changes() {
     for file in orchestrata::governance::Policy::default_policy().files() {
         std::fs::write(same.join(&file.name), &file.text).unwrap();
     }
+    std::fs::write(same.join("clients.pl"), governance_support::CLIENTS_PL).unwrap();
     let out = audit(&copy, &["diff", "--policy", same.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("0 of 8 decisions would change"));
 }

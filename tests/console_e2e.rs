@@ -21,6 +21,8 @@ use tokio::process::{Child, Command};
 
 const RW_TOKEN: &str = "console-e2e-operator-token";
 const RO_TOKEN: &str = "console-e2e-wall-screen-token";
+/// A read_write principal `agents` that acts as the roster Volks the test sends for.
+const AGENT_TOKEN: &str = "console-e2e-agents-token";
 
 async fn get(addr: &str, path: &str) -> reqwest::Response {
     reqwest::get(format!("http://{addr}{path}"))
@@ -181,6 +183,7 @@ async fn operator_console_end_to_end_in_headless_chromium() {
         &config,
         format!(
             "gateway:\n  static_token: \"{RW_TOKEN}\"\n  tokens:\n    - {{ token: \"{RO_TOKEN}\", scope: read_only, name: wall-screen }}\n\
+             \x20   - {{ token: \"{AGENT_TOKEN}\", scope: read_write, name: agents, acts_as: [U:Cx, U:Vz, U:Ox] }}\n\
              # The coding junior of the pipeline workflow takes a minute, so the run the\n\
              # page starts stays open while it is paused, resumed and looked at.\n\
              agents:\n  pipeline:\n    coder: [sh, -c, \"sleep 60\"]\n    task_timeout_s: 120\n"
@@ -203,6 +206,7 @@ async fn operator_console_end_to_end_in_headless_chromium() {
         .env("CONSOLE_URL", format!("http://127.0.0.1:{port}"))
         .env("CONSOLE_TOKEN", RW_TOKEN)
         .env("CONSOLE_RO_TOKEN", RO_TOKEN)
+        .env("CONSOLE_AGENT_TOKEN", AGENT_TOKEN)
         .env("CONSOLE_SHOTS", &shots)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -373,7 +373,9 @@ async fn governance_evaluate_asks_about_clients_too() {
                    "action": "gateway.access", "resource": "admin"}),
         )
         .await;
-    assert_eq!(r["result"], "allow", "{r}");
+    // The shipped policy registers no principals: nobody is an admin by name.
+    assert_eq!(r["result"], "deny", "{r}");
+    assert_eq!(r["rule_trace"], json!(["gateway_access", "not_permitted"]));
 }
 
 // REQ-014-045 REQ-014-041

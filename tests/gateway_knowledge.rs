@@ -15,13 +15,29 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use orchestrata::gateway::{self, backends::Views, GatewayConfig, RunningGateway, Services};
-use orchestrata::governance::{Governance, GovernanceConfig};
+use orchestrata::governance::{Governance, GovernanceConfig, Policy, PolicyFile};
 use orchestrata::log::EventLog;
 use orchestrata::projection::neo4j::Neo4jConfig;
 use orchestrata::projection::Projections;
 use orchestrata_schemas::events::{Event, Stream};
 use serde_json::{json, Value};
 use support::ws::{self, Ws, ADMIN_TOKEN, READ_ONLY_TOKEN, TOKEN};
+
+/// The default policy (with one text replaced in it) plus the test principals of
+/// `tests/fixtures/policy/clients.pl`.
+fn test_policy(replace: Option<(&str, &str)>) -> Policy {
+    let mut files: Vec<PolicyFile> = Policy::default_policy().files().to_vec();
+    if let Some((from, to)) = replace {
+        for f in &mut files {
+            f.text = f.text.replace(from, to);
+        }
+    }
+    files.push(PolicyFile {
+        name: "clients.pl".into(),
+        text: include_str!("fixtures/policy/clients.pl").into(),
+    });
+    Policy::from_files("test:clients", files)
+}
 
 struct Stack {
     running: RunningGateway,
@@ -35,7 +51,13 @@ impl Stack {
         Stack::with(ws::test_config()).await
     }
 
+    /// The default policy plus the test principals; `prolog_policy` on.
     async fn with(config: GatewayConfig) -> Stack {
+        Stack::with_policy(config, test_policy(None)).await
+    }
+
+    async fn with_policy(mut config: GatewayConfig, policy: Policy) -> Stack {
+        config.prolog_policy = true;
         let support::stack::Core {
             dir,
             log,
@@ -45,6 +67,7 @@ impl Stack {
         let governance = Governance::start(log.clone(), GovernanceConfig::default())
             .await
             .expect("governance starts");
+        governance.load_policy(policy).await.expect("policy loads");
         let kernel = kernel.with_governance(governance.clone());
         let services = Services::new(log.clone())
             .with_kernel(kernel, Views::of(&projections))
@@ -70,7 +93,7 @@ impl Stack {
         ws
     }
 
-    /// A client the default policy knows: `dashboard`, read_only (prolog_policy).
+    /// A client the test policy registers: `dashboard`, read_only (prolog_policy).
     async fn dashboard(&self) -> Ws {
         let mut ws = self.connect().await;
         let r = ws
@@ -409,9 +432,13 @@ async fn a_read_only_query_passes_validation_and_governance_then_needs_neo4j() {
 // REQ-014-161 REQ-014-162 REQ-014-163
 #[tokio::test]
 async fn governance_denies_clients_the_policy_does_not_grant_graph_access() {
-    let stack = Stack::start().await;
-    // The read_only token's grant is named `viewer`, which the default policy does not
-    // register: gateway_can_query_kg('viewer', _) fails.
+    // A site policy that keeps the graph for admins: token clients are judged by their
+    // scope (scope_can_query_kg/2), and this policy grants read_only nothing.
+    let policy = test_policy(Some((
+        "scope_can_query_kg(Scope, Pattern) :-",
+        "scope_can_query_kg(Scope, Pattern) :-\n    Scope \\== read_only,",
+    )));
+    let stack = Stack::with_policy(ws::test_config(), policy).await;
     let mut viewer = stack.client(READ_ONLY_TOKEN).await;
     let e = viewer
         .err(

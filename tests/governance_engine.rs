@@ -214,13 +214,13 @@ async fn cache_serves_repeat_decisions_and_is_invalidated_by_a_policy_reload() {
     g.decide(send()).await.unwrap();
     assert!(!g.decide(send()).await.unwrap().cached);
     // promote dashboard to operator: the reload empties the cache
-    let gateway = std::fs::read_to_string(dir.path().join("gateway.pl"))
+    let clients = std::fs::read_to_string(dir.path().join("clients.pl"))
         .unwrap()
         .replace(
             "registered_operator('operator').",
             "registered_operator('operator').\nregistered_operator('dashboard').",
         );
-    std::fs::write(dir.path().join("gateway.pl"), gateway).unwrap();
+    std::fs::write(dir.path().join("clients.pl"), clients).unwrap();
     let old_hash = g.policy_hash().unwrap();
     let new_hash = g.load_policy_dir(dir.path()).await.unwrap();
     assert_ne!(old_hash, new_hash);

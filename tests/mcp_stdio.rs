@@ -154,7 +154,7 @@ async fn a_mutating_call_runs_only_with_a_fresh_token_issued_by_approve() {
     let token = mcp.approve("cxp_send", args.clone()).await;
     let sent = mcp.ok("cxp_send", with_token(args.clone(), &token)).await;
     assert_eq!(sent["status"], "queued", "{sent}");
-    assert_eq!(sent["routed_via"], "postman");
+    assert_eq!(sent["routed_via"], "U:PS");
     assert_eq!(stack.inbox_len("U:Ox").await, 1);
 
     // The same token again: refused, still one packet.

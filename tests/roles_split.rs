@@ -219,7 +219,7 @@ async fn kernel_two_gateways_and_projector_share_one_kafka_log() {
     let mut watcher = client(port_b).await;
     watcher.ok("cxp.subscribe", json!({})).await;
     let first = send(port_a, "U:Ox", "U:Vz", "plan").await;
-    assert_eq!(first["routed_via"], "postman", "{first}");
+    assert_eq!(first["routed_via"], "U:PS", "{first}");
     let first_id: uuid::Uuid = serde_json::from_value(first["message_id"].clone()).expect("id");
     let thread = first["thread_id"].as_str().expect("thread id").to_owned();
     seen_live(&mut watcher, &first_id.to_string()).await;

@@ -2,6 +2,7 @@
 // real `orchestrata up`, spawned by tests/console_e2e.rs.
 //
 // Env: CONSOLE_URL (http://127.0.0.1:PORT), CONSOLE_TOKEN (read_write),
+// CONSOLE_AGENT_TOKEN (read_write, acting as the roster Volks the sender speaks for),
 // CONSOLE_RO_TOKEN (read_only), CONSOLE_SHOTS (directory for screenshots),
 // CHROMIUM (default /usr/bin/chromium).
 //
@@ -18,6 +19,9 @@ import { join } from 'node:path';
 const URL_BASE = process.env.CONSOLE_URL;
 const TOKEN = process.env.CONSOLE_TOKEN;
 const RO_TOKEN = process.env.CONSOLE_RO_TOKEN;
+// The sender speaks for roster Volks (U:Cx, U:Vz): a principal granted them, not the
+// operator's token (which acts as U:GW only).
+const AGENT_TOKEN = process.env.CONSOLE_AGENT_TOKEN || TOKEN;
 const SHOTS = process.env.CONSOLE_SHOTS;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 for (const [k, v] of Object.entries({ CONSOLE_URL: URL_BASE, CONSOLE_TOKEN: TOKEN, CONSOLE_RO_TOKEN: RO_TOKEN, CONSOLE_SHOTS: SHOTS })) {
@@ -61,7 +65,7 @@ async function otherClient(browser) {
         const answer = await call(method, params);
         ws.close();
         return answer;
-      }, { url: URL_BASE.replace(/^http/, 'ws') + '/', token: TOKEN, method, params });
+      }, { url: URL_BASE.replace(/^http/, 'ws') + '/', token: AGENT_TOKEN, method, params });
     },
     close: () => context.close(),
   };

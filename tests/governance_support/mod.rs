@@ -141,12 +141,14 @@ pub fn policy_dir(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
-/// The default policy's files plus/overriding `extra`.
+/// The default policy's files and the test principals (`clients.pl`), plus/overriding
+/// `extra`.
 pub fn default_policy_dir_with(extra: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     for file in orchestrata::governance::Policy::default_policy().files() {
         std::fs::write(dir.path().join(&file.name), &file.text).expect("write policy");
     }
+    std::fs::write(dir.path().join("clients.pl"), CLIENTS_PL).expect("write policy");
     for (name, text) in extra {
         std::fs::write(dir.path().join(name), text).expect("write policy");
     }
