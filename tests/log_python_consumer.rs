@@ -37,7 +37,8 @@ async fn python_consumer_decodes_our_kafka_records() {
         },
         chrono::Utc::now(),
     )
-    .caused_by(uuid::Uuid::new_v4());
+    .caused_by(uuid::Uuid::new_v4())
+    .by(Some("operator".into()));
     assert_eq!(log.append(&started).await.expect("append"), 0);
     assert_eq!(log.append(&stopped).await.expect("append"), 1);
     log.flush().await.expect("flush");
@@ -78,4 +79,7 @@ async fn python_consumer_decodes_our_kafka_records() {
         lines[1]["record"]["command_id"],
         stopped.command_id.expect("set").to_string()
     );
+    // ISSUE-14: attribution — the envelope's principal, read by fastavro.
+    assert_eq!(lines[1]["record"]["principal"], "operator");
+    assert_eq!(lines[0]["record"]["principal"], serde_json::Value::Null);
 }

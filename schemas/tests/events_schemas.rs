@@ -208,15 +208,20 @@ from io import BytesIO
 from fastavro import parse_schema, schemaless_reader
 from fastavro.schema import fingerprint, to_parsing_canonical_form
 out = {}
+before = {}
 schemas = {}
 for path in glob.glob(sys.argv[1] + '/*.avsc'):
     schema = parse_schema(json.load(open(path)))
     fp = bytes.fromhex(fingerprint(to_parsing_canonical_form(schema), 'CRC-64-AVRO'))
     schemas[fp] = schema
     out[path.rsplit('/', 1)[1]] = fp.hex()
+    raw = json.load(open(path))
+    raw['fields'] = [f for f in raw['fields'] if f['name'] != 'principal']
+    old = to_parsing_canonical_form(parse_schema(raw))
+    before[path.rsplit('/', 1)[1]] = bytes.fromhex(fingerprint(old, 'CRC-64-AVRO')).hex()
 value = bytes.fromhex(sys.argv[2])
 rec = schemaless_reader(BytesIO(value[10:]), schemas[value[2:10]])
-print(json.dumps({"fingerprints": out, "record": {k: str(v) for k, v in rec.items()}}))
+print(json.dumps({"fingerprints": out, "before_principal": before, "record": {k: str(v) for k, v in rec.items()}}))
 "#;
     let output = std::process::Command::new("python3")
         .args(["-c", script, avro_dir().to_str().unwrap(), &hex])
@@ -236,6 +241,18 @@ print(json.dumps({"fingerprints": out, "record": {k: str(v) for k, v in rec.item
             .collect();
         assert_eq!(
             result["fingerprints"][info.avro_file], ours,
+            "{}",
+            info.avro_file
+        );
+        // ISSUE-14: attribution — the layout before `principal`, derived the same way
+        // by fastavro, has the fingerprint our registry accepts for old records.
+        let before: String = codec::legacy_fingerprint(info.kind)
+            .unwrap()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            result["before_principal"][info.avro_file], before,
             "{}",
             info.avro_file
         );

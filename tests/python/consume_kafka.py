@@ -4,7 +4,9 @@ fastavro and nothing but schemas/avro/*.avsc: an independent consumer.
 
 Every record but the epoch marker at offset 0 is Avro single-object encoded:
 C3 01 + 8-byte little-endian CRC-64-AVRO fingerprint of the writer schema + Avro body.
-The writer schema is picked by that fingerprint among the .avsc files.
+The writer schema is picked by that fingerprint among the .avsc files, and among the
+same schemas without the envelope field `principal`: the layout of records written
+before attribution (they decode with principal None).
 
 Prints one JSON object per event: {"offset", "sequence", "key", "schema", "record"}.
 """
@@ -30,6 +32,10 @@ def load_schemas(directory):
     parsed together with a shared named-schemas table (retrying until every file parses).
     """
     pending = {path: json.load(open(path)) for path in sorted(glob.glob(os.path.join(directory, "*.avsc")))}
+    for path, raw in list(pending.items()):
+        old = dict(raw, fields=[f for f in raw["fields"] if f["name"] != "principal"])
+        if len(old["fields"]) < len(raw["fields"]):
+            pending[path + "#before-principal"] = old
     named = {}
     parsed = {}
     while pending:
@@ -50,7 +56,8 @@ def load_schemas(directory):
         # fastavro prints the 64-bit fingerprint as hex; the header stores it little-endian.
         # Key by the header's 8 raw bytes (both byte orders, whichever fastavro used).
         raw = bytes.fromhex(fingerprint(canonical, "CRC-64-AVRO"))
-        by_fp[raw] = by_fp[raw[::-1]] = (os.path.basename(path), schema)
+        name = os.path.basename(path.split("#")[0])
+        by_fp[raw] = by_fp[raw[::-1]] = (name, schema)
     return by_fp
 
 
