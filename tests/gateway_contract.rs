@@ -31,6 +31,7 @@ const NEEDS_NEO4J: &[&str] = &["knowledge.query"];
 
 struct Stack {
     running: RunningGateway,
+    log: Arc<dyn orchestrata::log::EventLog>,
     _projections: Projections,
     _dir: tempfile::TempDir,
 }
@@ -72,7 +73,7 @@ async fn stack() -> Stack {
         workdir: dir.path().to_path_buf(),
         task_timeout: Duration::from_secs(30),
     };
-    let services = Services::new(log)
+    let services = Services::new(log.clone())
         .with_kernel(kernel, Views::of(&projections))
         .with_governance(governance)
         .with_workflows(Workflows::new(agents, pipeline))
@@ -82,6 +83,7 @@ async fn stack() -> Stack {
         .expect("gateway starts");
     Stack {
         running,
+        log,
         _projections: projections,
         _dir: dir,
     }
@@ -360,4 +362,61 @@ async fn cxp_send_status_is_the_contract_enum_and_cxp_status_follows_delivery() 
             contract
         );
     }
+}
+
+// ISSUE-14: session.open records the spec's `context`: a `context_updated` event caused
+// by the open command (same command_id, same principal), folded by the sessions view,
+// shown by session.get (REQ-014-061 REQ-014-054).
+#[tokio::test]
+async fn session_open_records_its_context_and_session_get_shows_it() {
+    use orchestrata_schemas::events::{Event, Stream};
+
+    let stack = stack().await;
+    let schemas = Arc::new(ResultSchemas::compile().expect("result schemas compile"));
+    let mut c = Checked::connect(&stack, TOKEN, schemas).await;
+    let context = json!({"project": "vizint", "sprint": 12, "tags": ["api", "auth"]});
+    let opened = c
+        .ok(
+            "session.open",
+            json!({"portfolio": "ctx", "goals": ["ship"], "context": context}),
+        )
+        .await;
+    assert_eq!(opened["context"], context, "{opened}");
+    let id = opened["session_id"]
+        .as_str()
+        .expect("session id")
+        .to_owned();
+    let got = c.ok("session.get", json!({"session_id": id})).await;
+    assert_eq!(got["context"], context, "{got}");
+    // Without a context: nothing but `opened`, and an empty context.
+    let plain = c.ok("session.open", json!({"portfolio": "ctx"})).await;
+    let plain_id = plain["session_id"].as_str().expect("session id").to_owned();
+    let got = c.ok("session.get", json!({"session_id": plain_id})).await;
+    assert!(
+        got["context"].as_object().is_none_or(|m| m.is_empty()),
+        "{got}"
+    );
+    // On the log: `opened` then `context_updated`, one command, one principal.
+    let events = stack
+        .log
+        .read(Stream::SessionEvents, 0, None, usize::MAX)
+        .await
+        .expect("read session.events");
+    let mine: Vec<_> = events.iter().filter(|e| e.record.key == id).collect();
+    let kinds: Vec<&str> = mine.iter().map(|e| e.record.event.event_type()).collect();
+    assert_eq!(kinds, ["opened", "context_updated"]);
+    assert_eq!(mine[0].record.command_id, mine[1].record.command_id);
+    assert!(mine[1].record.command_id.is_some());
+    assert_eq!(mine[0].record.principal, mine[1].record.principal);
+    assert_eq!(mine[1].record.principal.as_deref(), Some("tester"));
+    match &mine[1].record.event {
+        Event::SessionContextUpdated(e) => assert_eq!(e.patch.0, context),
+        other => panic!("not context_updated: {other:?}"),
+    }
+    let plain_kinds: Vec<&str> = events
+        .iter()
+        .filter(|e| e.record.key == plain_id)
+        .map(|e| e.record.event.event_type())
+        .collect();
+    assert_eq!(plain_kinds, ["opened"]);
 }

@@ -145,15 +145,6 @@ async fn session_open_goes_through_the_kernel_and_answers_the_new_session() {
 async fn session_open_refuses_bad_params_and_appends_nothing() {
     let stack = Stack::start().await;
     let (mut c, _) = stack.client(TOKEN).await;
-    let e = c
-        .err(
-            "session.open",
-            json!({"portfolio": "p", "context": {"ticket": 42}}),
-        )
-        .await;
-    assert_eq!(e["code"], -32602, "{e}");
-    assert_eq!(reason(&e), "context_unsupported");
-    assert_eq!(e["data"]["field"], "context");
     for bad in [
         json!({"goals": "not a list"}),
         json!({"portfolio": ""}),

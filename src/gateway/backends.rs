@@ -113,6 +113,18 @@ pub async fn execute(call: &Call, command: Command) -> Result<Outcome, RpcError>
     kernel(call)?.execute(command).await.map_err(kernel_error)
 }
 
+/// Waits until `view` has applied `stream` up to `sequence` (an event the gateway
+/// appended itself), or -32603 `view_lagging`.
+pub async fn settle_at<V: View>(
+    view: &ViewHandle<V>,
+    stream: Stream,
+    sequence: u64,
+) -> Result<(), RpcError> {
+    view.wait_for(stream, sequence, READ_YOUR_WRITE)
+        .await
+        .map_err(|e| RpcError::internal("view_lagging", e).with("sequence", sequence))
+}
+
 /// Waits until `view` has applied everything `outcome` appended to `stream` (nothing
 /// to wait for when it appended nothing there).
 pub async fn settle<V: View>(

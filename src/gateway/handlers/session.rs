@@ -4,13 +4,16 @@
 //!
 //! A session's state is what `session.events` says: the kernel appends `opened` and
 //! `closed` (closing also archives the session's resolved packets and carries its
-//! unresolved packets and active threads over), and the sessions view folds them. Portfolio
+//! unresolved packets and active threads over), `session.open` records a given
+//! `context` as `context_updated`, and the sessions view folds them. Portfolio
 //! statistics are folded here from the same states, so a time range can narrow them.
 
 use chrono::{DateTime, Utc};
 use orchestrata_projections::session::{SessionState, SessionStatus};
 use orchestrata_projections::PageRequest;
-use orchestrata_schemas::events::{CommandKind, Stream};
+use orchestrata_schemas::events::fields::Json;
+use orchestrata_schemas::events::session::SessionContextUpdated;
+use orchestrata_schemas::events::{CommandKind, EventRecord, Stream};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
@@ -152,15 +155,15 @@ struct OpenParams {
 
 /// Opens a session through the kernel (issued by the calling client, so governed and on
 /// the log); answers once the sessions view holds it.
+///
+/// A non-empty `context` (the spec's `session.open` param) is recorded as the session's
+/// first `context_updated` event (a JSON merge patch of the empty context), attributed
+/// to the open command (`command_id`) and its principal, and folded by the sessions
+/// view before the answer: `session.get` shows it. The kernel's `open_session` command
+/// has no context field (adding one changes the command's Avro layout), so the gateway
+/// appends this event itself, right after the kernel's `opened`.
 pub async fn open(call: Call) -> RpcResult {
     let p: OpenParams = call.parse()?;
-    if p.context.as_ref().is_some_and(|c| !c.is_empty()) {
-        return Err(RpcError::invalid_params(
-            "context_unsupported",
-            "the kernel has no command that sets a session's context; open with an empty context",
-        )
-        .with("field", "context"));
-    }
     let views = backends::views(&call)?;
     let session_id = p.session_id.unwrap_or_else(|| Uuid::new_v4().to_string());
     let portfolio_id = p.portfolio.unwrap_or_else(|| DEFAULT_PORTFOLIO.to_owned());
@@ -174,6 +177,12 @@ pub async fn open(call: Call) -> RpcResult {
     );
     let outcome = backends::execute(&call, command).await?;
     settle(&views.sessions, &outcome, Stream::SessionEvents).await?;
+    let mut last = outcome.last_sequence(Stream::SessionEvents);
+    if let Some(context) = p.context.filter(|c| !c.is_empty()) {
+        let sequence = record_context(&call, &outcome, &session_id, context).await?;
+        backends::settle_at(&views.sessions, Stream::SessionEvents, sequence).await?;
+        last = Some(sequence);
+    }
     tracing::info!(%session_id, "session opened");
     let sessions = views.sessions.read();
     let s = find(&sessions, &session_id)?;
@@ -183,8 +192,36 @@ pub async fn open(call: Call) -> RpcResult {
         "opened_at": s.opened_at,
         "portfolio_id": s.portfolio_id,
         "goals": s.goals,
-        "sequence": outcome.last_sequence(Stream::SessionEvents),
+        "context": s.context,
+        "sequence": last,
     }))
+}
+
+/// Appends `context_updated` for a session just opened by `outcome`'s command: caused
+/// by that command, by the caller's principal. Returns its sequence.
+async fn record_context(
+    call: &Call,
+    outcome: &crate::kernel::Outcome,
+    session_id: &str,
+    context: Map<String, Value>,
+) -> Result<u64, RpcError> {
+    let event = SessionContextUpdated {
+        session_id: session_id.to_owned(),
+        patch: Json(Value::Object(context)),
+        updated_by: call.client_id(),
+    };
+    let at = Utc::now();
+    // The log keeps microseconds: stamp what it will store.
+    let at = DateTime::from_timestamp_micros(at.timestamp_micros()).unwrap_or(at);
+    let record = EventRecord::new("gateway", session_id, event, at)
+        .caused_by(outcome.command_id)
+        .by(call.client.principal().map(|p| p.name));
+    call.gw
+        .services
+        .log
+        .append(&record)
+        .await
+        .map_err(|e| RpcError::internal("log_unavailable", e))
 }
 
 #[derive(Deserialize)]
