@@ -292,6 +292,14 @@ async fn two_principals_through_the_gateway_are_told_apart_online_and_offline() 
         decisions_on(&events, "cxp.send", "U:Qa"),
         [("U:Ox", Some("admin"))]
     );
+    // Each client's connection is its principal's doing too.
+    let mut connected: Vec<&str> = events
+        .iter()
+        .filter(|e| matches!(e.record.event, Event::ClientConnected(_)))
+        .filter_map(|e| e.record.principal.as_deref())
+        .collect();
+    connected.sort_unstable();
+    assert_eq!(connected, ["admin", "tester"]);
     let recorded = |principal: &str| -> usize {
         events
             .iter()

@@ -24,14 +24,14 @@ use orchestrata_schemas::events::presence::{
     ClientConnected, ClientDisconnected, ClientMetadataUpdated, ClientTimedOut,
 };
 use orchestrata_schemas::events::types::DisconnectReason;
-use orchestrata_schemas::events::EventRecord;
+use orchestrata_schemas::events::{Event, EventRecord};
 use serde_json::Value;
 use tokio::time::{Duration, Instant};
 
-use super::auth::Scope;
 use super::client::Client;
 use super::config::GatewayConfig;
 use super::error::RpcError;
+use super::principal::Principal;
 use super::shared::ClientEntry;
 use super::state::Shared;
 
@@ -57,7 +57,7 @@ pub fn entry(gw: &Shared, client: &Client) -> Option<ClientEntry> {
         instance_id: gw.services.shared_state.instance_id().to_owned(),
         connected_at: client.connected_at,
         last_activity: st.last_activity,
-        auth_scope: auth.scope,
+        auth_scope: auth.scope(),
         client_metadata: auth.metadata.clone(),
         subscriptions: st.subscriptions.keys().cloned().collect(),
         remote_addr: client.remote_addr.map(|a| a.to_string()),
@@ -74,13 +74,22 @@ pub async fn refresh(gw: &Shared, client: &Client) {
     }
 }
 
-/// Appends `connected` for a client that just authenticated with `scope`.
+/// A presence record about `client`, attributed to its principal (issue 14): the
+/// connection is the principal's doing.
+fn record(client: &Client, event: impl Into<Event>) -> EventRecord {
+    EventRecord::new("gateway", client.id(), event, Utc::now())
+        .by(client.principal().map(|p| p.name))
+}
+
+/// Appends `connected` for a client that just authenticated as `principal` (whose
+/// name the record carries: the client's own auth is not set yet).
 pub async fn connected(
     gw: &Shared,
     client: &Client,
-    scope: Scope,
+    principal: &Principal,
     metadata: &Value,
 ) -> Result<(), RpcError> {
+    let scope = principal.scope;
     let event = ClientConnected {
         client_id: client.id().to_owned(),
         client_name: text(metadata, "client_name"),
@@ -89,22 +98,23 @@ pub async fn connected(
         auth_scope: scope.as_str().into(),
         remote_addr: client.remote_addr.map(|a| a.to_string()),
     };
-    gw.append(&EventRecord::new("gateway", client.id(), event, Utc::now()))
+    gw.append(&record(client, event).by(Some(principal.name.clone())))
         .await?;
     Ok(())
 }
 
-/// Appends `metadata_updated` with the new metadata.
+/// Appends `metadata_updated` with the new metadata, sent by `principal`.
 pub async fn metadata_updated(
     gw: &Shared,
     client: &Client,
+    principal: &Principal,
     metadata: &Value,
 ) -> Result<(), RpcError> {
     let event = ClientMetadataUpdated {
         client_id: client.id().to_owned(),
         metadata: Json(metadata.clone()),
     };
-    gw.append(&EventRecord::new("gateway", client.id(), event, Utc::now()))
+    gw.append(&record(client, event).by(Some(principal.name.clone())))
         .await?;
     Ok(())
 }
@@ -119,10 +129,7 @@ pub async fn timed_out(gw: &Shared, client: &Client, misses: u32) {
         last_activity: client.lock().last_activity,
         missed_heartbeats: i32::try_from(misses).unwrap_or(i32::MAX),
     };
-    if let Err(e) = gw
-        .append(&EventRecord::new("gateway", client.id(), event, Utc::now()))
-        .await
-    {
+    if let Err(e) = gw.append(&record(client, event)).await {
         tracing::warn!(client = %client.id(), error = %e, "cannot record heartbeat timeout");
     }
 }
@@ -156,10 +163,7 @@ pub async fn disconnected(
         detail,
         connected_ms: (Utc::now() - client.connected_at).num_milliseconds(),
     };
-    if let Err(e) = gw
-        .append(&EventRecord::new("gateway", client.id(), event, Utc::now()))
-        .await
-    {
+    if let Err(e) = gw.append(&record(client, event)).await {
         tracing::warn!(client = %client.id(), error = %e, "cannot record disconnect");
     }
 }

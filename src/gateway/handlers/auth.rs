@@ -164,9 +164,9 @@ pub async fn authenticate(call: Call) -> RpcResult {
     let metadata = presence::metadata_of(&call.params);
     let previous = call.client.lock().auth.clone();
     match &previous {
-        None => presence::connected(gw, &call.client, principal.scope, &metadata).await?,
+        None => presence::connected(gw, &call.client, &principal, &metadata).await?,
         Some(p) if p.metadata != metadata => {
-            presence::metadata_updated(gw, &call.client, &metadata).await?
+            presence::metadata_updated(gw, &call.client, &principal, &metadata).await?
         }
         Some(_) => {}
     }
