@@ -139,3 +139,15 @@ fn decisions_are_indexed_by_time_subject_action_and_result() {
     assert_eq!(again.len(), 4);
     assert_eq!(json(&fold::<DecisionIndex>(&events)), json(&view));
 }
+
+// ISSUE-14: attribution — a decisions view stored before entries had a principal (a
+// compact, positional encoding: one element fewer) still loads, with no principal
+#[test]
+fn entries_stored_before_attribution_load_without_a_principal() {
+    let view: DecisionIndex = fold(&[decision(1, 10, "U:Vz", "cxp.send", DecisionResult::Allow)]);
+    let entry = view.decision(&Uuid::from_u128(101)).expect("entry").clone();
+    let old = serde_json::json!([entry.sequence, entry.at, entry.decision]);
+    let loaded: DecisionEntry = serde_json::from_value(old).expect("old entry loads");
+    assert_eq!(loaded.principal, None);
+    assert_eq!(loaded.decision, entry.decision);
+}
