@@ -19,7 +19,7 @@ use orchestrata_schemas::events::EventRecord;
 use uuid::Uuid;
 
 use super::auth::Scope;
-use super::error::RpcError;
+use super::error::{ErrorCode, RpcError};
 use super::state::Shared;
 use crate::governance::{Governance, Request};
 
@@ -125,6 +125,12 @@ pub async fn decide(
         ));
     }
     let allowed = verdict.allowed;
+    // ISSUE-14: a policy that could not answer (engine down, restarting, or a Prolog
+    // error) is not a scope problem: say governance was unavailable.
+    let unavailable = match (verdict.trace.as_slice(), &verdict.reason) {
+        ([only], Some(error)) if only == "fail_closed" => Some(error.clone()),
+        _ => None,
+    };
     if record || !allowed {
         let event = DecisionRecorded {
             decision_id: Uuid::new_v4(),
@@ -156,6 +162,8 @@ pub async fn decide(
     }
     if allowed {
         Ok(())
+    } else if let Some(error) = unavailable {
+        Err(RpcError::new(ErrorCode::Unauthorized, "governance_unavailable").with("detail", error))
     } else {
         Err(RpcError::insufficient_scope(
             action,

@@ -181,8 +181,8 @@ fn tokenize(q: &str, line_end: fn(char) -> bool) -> Result<Vec<Token<'_>>, Cyphe
             i += c.len_utf8();
         } else if rest.starts_with("//") {
             i = rest.find(line_end).map_or(q.len(), |n| i + n);
-        } else if rest.starts_with("/*") {
-            let end = rest[2..].find("*/").ok_or(CypherError::Unterminated {
+        } else if let Some(body) = rest.strip_prefix("/*") {
+            let end = body.find("*/").ok_or(CypherError::Unterminated {
                 what: "comment",
                 offset: start,
             })?;

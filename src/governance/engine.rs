@@ -1,9 +1,14 @@
 //! The engine thread: one [`Evaluator`] on a dedicated `std::thread`, fed through a
 //! channel; each job carries a oneshot for its answer, so tokio callers simply await.
 //!
-//! A panic inside the machine is caught; the machine is then considered broken and
-//! every later job is answered with [`GovernanceError::EngineUnavailable`] until a
-//! policy (re)load builds a fresh one.
+//! A panic inside the machine is caught; the machine is then considered broken. The
+//! job that panicked, and every job queued behind it until a fresh machine is built,
+//! is answered with [`GovernanceError::EngineUnavailable`] (decisions fail closed,
+//! saying governance was unavailable). The thread counts the failure
+//! ([`Engine::failures`]) and calls the `on_failure` hook given to
+//! [`Engine::start_with`], through which the governance service rebuilds the machine
+//! at once: same policy, facts refolded from its facts view (a `Load` job). A panic
+//! while loading leaves the thread failing closed until the next successful load.
 //!
 //! # Hand-off latency: bounded spinning on both sides
 //!
@@ -22,7 +27,7 @@
 //! inference limit and the caller's timeout) costs at most that much extra CPU per job.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -55,7 +60,24 @@ pub struct Engine {
     jobs: mpsc::Sender<Job>,
     /// Decisions sent and not yet taken by the engine thread (see [`Engine::queued`]).
     queued: Arc<AtomicUsize>,
+    /// State shared with the thread: failures seen, test crash switch.
+    health: Arc<Health>,
 }
+
+/// What the engine thread and its handles share about the machine's health.
+#[derive(Default)]
+struct Health {
+    /// Panics caught while running jobs on a loaded machine.
+    failures: AtomicU64,
+    /// Set by [`Engine::crash_next_decision`]: the next decision panics.
+    crash_next: AtomicBool,
+}
+
+/// Why a job was not run: its machine panicked (now or earlier) and is being rebuilt.
+const FAILED: &str = "the governance engine failed (panicked) and is restarting";
+
+/// Called on the engine thread after it caught a panic (see [`Engine::start_with`]).
+pub type FailureHook = Box<dyn Fn() + Send>;
 
 fn unavailable(reason: &str) -> GovernanceError {
     GovernanceError::EngineUnavailable(reason.to_owned())
@@ -64,16 +86,42 @@ fn unavailable(reason: &str) -> GovernanceError {
 impl Engine {
     /// Starts the thread with no policy loaded (decisions fail closed until one is).
     pub fn start(inference_limit: u64) -> Self {
+        Engine::start_with(inference_limit, Box::new(|| {}))
+    }
+
+    /// Like [`Engine::start`]; `on_failure` is called on the engine thread each time
+    /// it catches a panic of the machine, so its owner can rebuild it (a `load`).
+    pub fn start_with(inference_limit: u64, on_failure: FailureHook) -> Self {
         let (jobs, rx) = mpsc::channel::<Job>();
         let queued = Arc::new(AtomicUsize::new(0));
+        let health = Arc::new(Health::default());
         let taken = Arc::clone(&queued);
+        let shared = Arc::clone(&health);
         let spawned = std::thread::Builder::new()
             .name("orchestrata-governance".into())
-            .spawn(move || worker(rx, &taken, inference_limit));
+            .spawn(move || worker(rx, &taken, &shared, inference_limit, on_failure));
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start the governance engine thread");
         }
-        Engine { jobs, queued }
+        Engine {
+            jobs,
+            queued,
+            health,
+        }
+    }
+
+    /// How many times the machine has panicked since the thread started. Counted
+    /// before the failed job is answered, so a caller that got a failure answer sees it.
+    pub fn failures(&self) -> u64 {
+        self.health.failures.load(Ordering::Acquire)
+    }
+
+    /// Makes the next decision the thread evaluates panic inside the machine, as a
+    /// parser or machine bug would: for tests of the fail-closed answer and the
+    /// restart. Not for production use.
+    #[doc(hidden)]
+    pub fn crash_next_decision(&self) {
+        self.health.crash_next.store(true, Ordering::Release);
     }
 
     /// Queues a job; a decision is counted in [`Engine::queued`] until the thread
@@ -235,7 +283,13 @@ fn next_job(rx: &mpsc::Receiver<Job>) -> Option<Job> {
     }
 }
 
-fn worker(rx: mpsc::Receiver<Job>, queued: &AtomicUsize, inference_limit: u64) {
+fn worker(
+    rx: mpsc::Receiver<Job>,
+    queued: &AtomicUsize,
+    health: &Health,
+    inference_limit: u64,
+    on_failure: FailureHook,
+) {
     let mut current: Option<Evaluator> = None;
     let mut broken = false;
     while let Some(job) = next_job(&rx) {
@@ -265,48 +319,97 @@ fn worker(rx: mpsc::Receiver<Job>, queued: &AtomicUsize, inference_limit: u64) {
             job => {
                 let ev = match (&mut current, broken) {
                     (Some(ev), false) => ev,
-                    _ => {
-                        reply_unavailable(
-                            job,
-                            if broken {
-                                "the engine panicked earlier; reload the policy"
-                            } else {
-                                "no policy loaded"
-                            },
-                        );
+                    (Some(_), true) => {
+                        reply_unavailable(job, FAILED);
+                        continue;
+                    }
+                    (None, _) => {
+                        reply_unavailable(job, "no policy loaded");
                         continue;
                     }
                 };
-                let outcome = catch_unwind(AssertUnwindSafe(|| run_job(ev, job)));
-                if outcome.is_err() {
-                    tracing::error!("governance engine panicked; failing closed until a reload");
+                if let Err(panicked) = run_job(ev, job, health) {
                     broken = true;
+                    health.failures.fetch_add(1, Ordering::AcqRel);
+                    tracing::error!("governance engine panicked; failing closed and restarting it");
+                    // The failure is counted before its job is answered.
+                    panicked.answer();
+                    on_failure();
                 }
             }
         }
     }
 }
 
-fn run_job(ev: &mut Evaluator, job: Job) {
+/// A job whose evaluation panicked, still holding its reply.
+enum Panicked {
+    Apply(Reply<()>),
+    Decide(Reply<Outcome>),
+    Query(Reply<Option<std::collections::BTreeMap<String, String>>>),
+}
+
+impl Panicked {
+    /// Answers the job: governance was unavailable.
+    fn answer(self) {
+        match self {
+            Panicked::Apply(r) => {
+                let _ = r.send(Err(unavailable(FAILED)));
+            }
+            Panicked::Decide(r) => {
+                let _ = r.send(Err(unavailable(FAILED)));
+            }
+            Panicked::Query(r) => {
+                let _ = r.send(Err(unavailable(FAILED)));
+            }
+        }
+    }
+}
+
+/// Runs `f` on the machine, catching a panic.
+fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
+    catch_unwind(AssertUnwindSafe(f)).ok()
+}
+
+/// Runs one job; `Err` (with the job's reply, unanswered) if the machine panicked.
+fn run_job(ev: &mut Evaluator, job: Job, health: &Health) -> Result<(), Panicked> {
     match job {
         Job::Apply(changes, reply) => {
-            let result = ev.apply(&changes);
+            let Some(result) = guarded(|| ev.apply(&changes)) else {
+                return Err(Panicked::Apply(reply));
+            };
             if let Err(e) = &result {
                 tracing::error!(error = %e, "governance facts could not be applied");
             }
             let _ = reply.send(result);
         }
         Job::Reset(facts, reply) => {
-            let _ = reply.send(ev.clear_facts().and_then(|()| ev.load_facts(&facts)));
+            let Some(result) = guarded(|| ev.clear_facts().and_then(|()| ev.load_facts(&facts)))
+            else {
+                return Err(Panicked::Apply(reply));
+            };
+            let _ = reply.send(result);
         }
         Job::Decide(request, reply) => {
-            let _ = reply.send(ev.decide(&request));
+            let crash = health.crash_next.swap(false, Ordering::AcqRel);
+            let Some(result) = guarded(|| {
+                if crash {
+                    panic!("governance engine crash requested by a test");
+                }
+                ev.decide(&request)
+            }) else {
+                return Err(Panicked::Decide(reply));
+            };
+            let _ = reply.send(result);
         }
         Job::Query(goal, reply) => {
-            let _ = reply.send(ev.query(&goal));
+            let Some(result) = guarded(|| ev.query(&goal)) else {
+                return Err(Panicked::Query(reply));
+            };
+            let _ = reply.send(result);
         }
         Job::Load(..) | Job::Stop => {}
     }
+    Ok(())
 }
 
 fn reply_unavailable(job: Job, reason: &str) {

@@ -3,12 +3,16 @@
 //! `decide` = (cache or engine) + one `decision recorded` event on the log. Fail
 //! closed: an engine that is unavailable, panicked, timed out or raised a Prolog error
 //! answers **deny**; that answer is not cached and the error is recorded in the event
-//! (`reason`, `query.error_kind`) and returned in [`Decision::error`].
+//! (`reason`, `query.error_kind`) and returned in [`Decision::error`]. A machine that
+//! panicked is rebuilt at once with the policy in force and the facts of the view
+//! (`Governance::restart_if_failed`), so one bad request costs one decision, not the
+//! service.
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -69,6 +73,8 @@ pub(super) struct Inner {
     pub(super) policy: RwLock<Option<Policy>>,
     pub(super) rules: RwLock<Vec<RuleInfo>>,
     pub(super) facts: tokio::sync::Mutex<FactsView>,
+    /// The engine's failure count the last automatic restart was made for.
+    pub(super) restarted_for: AtomicU64,
 }
 
 /// The governance service. Cheap to clone; all clones share one engine.
@@ -106,7 +112,14 @@ impl Governance {
             None => FactsView::new(),
         };
         let capacity = NonZeroUsize::new(config.cache_capacity.max(1)).unwrap_or(NonZeroUsize::MIN);
-        let engine = Engine::start(config.inference_limit);
+        // A panic of the machine wakes the restart task (see `restart_if_failed`).
+        let (failed, mut failures) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let engine = Engine::start_with(
+            config.inference_limit,
+            Box::new(move || {
+                let _ = failed.send(());
+            }),
+        );
         let policy = match &config.policy_dir {
             Some(dir) => Policy::from_dir(dir)?,
             None => Policy::default_policy(),
@@ -120,8 +133,16 @@ impl Governance {
                 policy: RwLock::new(None),
                 rules: RwLock::new(Vec::new()),
                 facts: tokio::sync::Mutex::new(facts),
+                restarted_for: AtomicU64::new(0),
             }),
         };
+        let weak: Weak<Inner> = Arc::downgrade(&governance.inner);
+        tokio::spawn(async move {
+            while failures.recv().await.is_some() {
+                let Some(inner) = weak.upgrade() else { break };
+                Governance { inner }.restart_if_failed().await;
+            }
+        });
         governance.sync_facts().await?;
         governance.load_policy(policy).await?;
         Ok(governance)
@@ -326,6 +347,11 @@ impl Governance {
             },
         };
         let latency = started.elapsed();
+        if answer.is_err() {
+            // This decision failed closed; if the machine panicked, the decisions
+            // asked after this answer must meet a rebuilt one.
+            self.restart_if_failed().await;
+        }
         match answer {
             Ok(outcome) => {
                 if use_cache && outcome.cacheable {
@@ -397,6 +423,49 @@ impl Governance {
     /// Stops the engine thread; later decisions fail closed (deny, recorded).
     pub fn stop_engine(&self) {
         self.inner.engine.stop();
+    }
+
+    /// After a panic of the machine (ERR-011), builds a new one: the policy in force,
+    /// the facts refolded from the facts view. No `policy loaded` event (the policy
+    /// did not change) and the cache stays (same policy, same facts). Decisions queued
+    /// before the rebuild fail closed as unavailable; decisions asked after it is
+    /// queued (they need the facts lock it holds) are answered by the new machine.
+    /// Runs once per failure: from the decision that saw it, or from the restart task
+    /// woken by the engine thread (a fact update has no caller to notice).
+    pub(super) async fn restart_if_failed(&self) {
+        let facts = self.inner.facts.lock().await;
+        let failures = self.inner.engine.failures();
+        if failures <= self.inner.restarted_for.load(Ordering::Acquire) {
+            return;
+        }
+        self.inner.restarted_for.store(failures, Ordering::Release);
+        let policy = self.inner.policy.read().ok().and_then(|p| p.clone());
+        let Some(policy) = policy else {
+            return;
+        };
+        match self.inner.engine.load(policy, facts.facts()).await {
+            Ok(_) => tracing::warn!(
+                failures,
+                "governance engine restarted: policy reloaded, facts refolded from the view"
+            ),
+            Err(e) => tracing::error!(
+                error = %e,
+                "governance engine could not be restarted; decisions fail closed until a reload"
+            ),
+        }
+    }
+
+    /// How many times the engine's machine has panicked (each followed by a restart).
+    pub fn engine_failures(&self) -> u64 {
+        self.inner.engine.failures()
+    }
+
+    /// Makes the engine panic inside its next decision, as a reader or machine bug
+    /// would: that decision fails closed as unavailable and the engine restarts. For
+    /// tests only.
+    #[doc(hidden)]
+    pub fn crash_engine_for_test(&self) {
+        self.inner.engine.crash_next_decision();
     }
 
     /// Rebuilds the engine with the current policy and facts (after a panic or stop

@@ -11,9 +11,11 @@
 //! `knowledge.query` runs, in order: the read-only check ([`crate::gateway::cypher`]:
 //! -32602 `mutation_not_allowed` / `invalid_cypher`), governance
 //! (`decide(client(Id), 'knowledge.query', Pattern, [scope-S], R)`, answered by
-//! `gateway_can_query_kg/2`; deny -32001 `governance_denied`), then Neo4j with a
-//! timeout (-32603 `query_timeout`) and a cap on records (`truncated: true`). Without
-//! Neo4j, or when it is down: -32603 `neo4j_unavailable`.
+//! `gateway_can_query_kg/2`; deny -32001 `governance_denied`, or -32001
+//! `governance_unavailable` when the policy could not answer), then Neo4j with a
+//! timeout (-32603 `query_timeout`) and a cap on records (`truncated: true`), in a
+//! transaction that is always rolled back, so nothing the query does is committed.
+//! Without Neo4j, or when it is down: -32603 `neo4j_unavailable`.
 
 use std::time::{Duration, Instant};
 
@@ -224,10 +226,16 @@ pub async fn query(call: Call) -> RpcResult {
         neo4j::reachable(&neo, timeout.min(REACH_TIMEOUT)).await?;
         let graph = neo4j::graph(&neo).await?;
         let fail = |e| Neo4jError::from_driver(&neo.uri, e);
-        let mut rows = graph.execute(q).await.map_err(fail)?;
+        // A transaction that is always rolled back: whatever the query does (should
+        // a writing clause ever pass the check, or a function write), nothing of it
+        // is committed. neo4rs 0.8 has no access-mode API (its BEGIN carries only
+        // `db`), so the Bolt `mode: "r"` cannot be sent; the rollback is the read-only
+        // guarantee, and a cluster routes the transaction to the leader.
+        let mut txn = graph.start_txn().await.map_err(fail)?;
+        let mut rows = txn.execute(q).await.map_err(fail)?;
         let mut records = Vec::new();
         let mut truncated = false;
-        while let Some(row) = rows.next().await.map_err(fail)? {
+        while let Some(row) = rows.next(txn.handle()).await.map_err(fail)? {
             if records.len() == max_results {
                 truncated = true;
                 break;
@@ -236,6 +244,13 @@ pub async fn query(call: Call) -> RpcResult {
                 .to_strict::<Value>()
                 .unwrap_or_else(|e| json!({"_unserializable": e.to_string()}));
             records.push(record);
+        }
+        drop(rows);
+        // Never committed either way: a failed ROLLBACK (e.g. rows left unread) leaves
+        // the transaction to the RESET the pool sends before reusing the connection,
+        // or to the server when the connection closes.
+        if let Err(e) = txn.rollback().await {
+            tracing::debug!(error = %e, "knowledge.query: rollback failed; the transaction is discarded with its connection");
         }
         Ok::<_, Neo4jError>((records, truncated))
     };
@@ -283,9 +298,8 @@ async fn authorize(call: &Call, pattern: &str) -> Result<(), RpcError> {
         let state = call.client.lock();
         let auth = state.auth.as_ref();
         (
-            auth.and_then(|a| a.grant.clone())
-                .unwrap_or_else(|| call.client_id()),
-            auth.map_or("none", |a| a.scope.as_str()),
+            auth.map_or_else(|| call.client_id(), |a| a.principal.name.clone()),
+            auth.map_or("none", |a| a.scope().as_str()),
         )
     };
     let request = Request::client(&identity, "knowledge.query", pattern).with("scope", scope);
@@ -295,6 +309,15 @@ async fn authorize(call: &Call, pattern: &str) -> Result<(), RpcError> {
         .map_err(|e| RpcError::internal("governance_unavailable", e))?;
     if decision.result == DecisionResult::Allow {
         return Ok(());
+    }
+    // ISSUE-14: a policy that could not answer (engine down or restarting, Prolog
+    // error) denies, but says so instead of blaming the client.
+    if let Some(error) = decision.error {
+        return Err(
+            RpcError::new(ErrorCode::Unauthorized, "governance_unavailable")
+                .with("detail", error)
+                .with("decision_id", decision.decision_id.to_string()),
+        );
     }
     Err(RpcError::new(ErrorCode::Unauthorized, "governance_denied")
         .with(
