@@ -10,7 +10,8 @@ use std::sync::Arc;
 use orchestrata::gateway::{self, backends::Views, RunningGateway, Services};
 use orchestrata::governance::term::quote_atom;
 use orchestrata::governance::{
-    Evaluator, Governance, GovernanceConfig, Policy, PolicyFile, Request, DEFAULT_INFERENCE_LIMIT,
+    Evaluator, Fact, FactChange, Governance, GovernanceConfig, Policy, PolicyFile, Request,
+    DEFAULT_INFERENCE_LIMIT,
 };
 use orchestrata::log::EventLog;
 use orchestrata::projection::Projections;
@@ -297,5 +298,25 @@ proptest! {
         );
         prop_assert!(!outcome.trace.is_empty(), "{request:?}: {outcome:?}");
         prop_assert!(!outcome.trace.iter().any(|t| t == "fail_closed"), "{outcome:?}");
+    }
+}
+
+// ISSUE-14: facts folded from client-written events (aliases, subjects, session ids)
+// are written with the same quoting: any text asserts, is found and retracts.
+#[test]
+fn facts_holding_any_text_assert_match_and_retract() {
+    let mut ev = default_evaluator();
+    for text in HOSTILE {
+        let fact = Fact::VolkCapability((*text).to_owned(), format!("{text}-cap"));
+        ev.apply(&[FactChange::Assert(fact.clone())])
+            .expect("asserted");
+        let goal = format!("volk_capability({}, C)", quote_atom(text));
+        let found = ev
+            .query(&goal)
+            .expect("queried")
+            .and_then(|b| b.get("C").cloned());
+        assert_eq!(found, Some(format!("{text}-cap")), "{text:?}");
+        ev.apply(&[FactChange::Retract(fact)]).expect("retracted");
+        assert_eq!(ev.query(&goal).expect("queried"), None, "{text:?}");
     }
 }
