@@ -89,6 +89,7 @@ impl Kernel {
         if self.read(move |s| s.is_executed(&id)).await? {
             return Ok(());
         }
+        self.precheck(command).await?;
         self.judge(request).await
     }
 

@@ -206,6 +206,37 @@ pub(crate) fn decide(
     }
 }
 
+/// What a command must satisfy before governance is asked about it: refusals that
+/// depend on the request alone, so a request that cannot run is refused as itself
+/// (spec 014 ERR-006: a send to an unknown target is -32602 `unknown_target_volk`),
+/// never judged and recorded as a governance denial. Built from the command without
+/// the state ([`Precheck::of`]), run on the state between batches ([`Precheck::run`]);
+/// [`decide`] checks the same again when the command runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Precheck {
+    /// `send_packet`: the target must be a known Volk (registered at least once; a
+    /// deregistered recipient keeps its alias and fails the packet through the
+    /// Postman's retries, as [`packets::send`] decides).
+    Target(String),
+}
+
+impl Precheck {
+    /// The pre-governance check of `command`, if it has one.
+    pub(crate) fn of(command: &Command) -> Option<Precheck> {
+        match &command.action {
+            CommandKind::SendPacket { packet } => Some(Precheck::Target(packet.to_agent.clone())),
+            _ => None,
+        }
+    }
+
+    /// Runs the check on `state`.
+    pub(crate) fn run(&self, state: &KernelState) -> Result<(), KernelError> {
+        match self {
+            Precheck::Target(alias) => packets::check_target(state, alias),
+        }
+    }
+}
+
 /// `Err(InvalidField)` when `value` is blank.
 pub(crate) fn non_empty(field: &'static str, value: &str) -> Result<(), KernelError> {
     if value.trim().is_empty() {

@@ -33,6 +33,20 @@ fn check_delivery(p: &PacketState, to: DeliveryStatus) -> Result<(), KernelError
     }
 }
 
+/// A packet's target must be a known Volk (`unknown_target_volk`, spec 014 ERR-006).
+/// Also checked before governance is asked ([`super::Precheck`]).
+pub(crate) fn check_target(
+    state: &crate::kernel::state::KernelState,
+    to: &str,
+) -> Result<(), KernelError> {
+    if state.volk(to).is_none() {
+        return Err(KernelError::UnknownTargetVolk {
+            alias: to.to_owned(),
+        });
+    }
+    Ok(())
+}
+
 /// `send_packet`: validates the packet, its addresses, its thread and its session.
 ///
 /// Thread rules (US-008): a reply (`in_reply_to`) joins the thread of the packet it
@@ -90,11 +104,7 @@ pub(super) fn send(cx: &Ctx<'_>, packet: &Packet) -> Result<Vec<EventRecord>, Ke
             alias: packet.from_agent.clone(),
         });
     }
-    if cx.state.volk(&packet.to_agent).is_none() {
-        return Err(KernelError::UnknownTargetVolk {
-            alias: packet.to_agent.clone(),
-        });
-    }
+    check_target(cx.state, &packet.to_agent)?;
     let session = convert::session_of(&cxp);
     if let Some(s) = &session {
         let state = cx
