@@ -31,6 +31,7 @@ const NEEDS_NEO4J: &[&str] = &["knowledge.query"];
 
 struct Stack {
     running: RunningGateway,
+    kernel: orchestrata::kernel::Kernel,
     log: Arc<dyn orchestrata::log::EventLog>,
     _projections: Projections,
     _dir: tempfile::TempDir,
@@ -74,7 +75,7 @@ async fn stack() -> Stack {
         task_timeout: Duration::from_secs(30),
     };
     let services = Services::new(log.clone())
-        .with_kernel(kernel, Views::of(&projections))
+        .with_kernel(kernel.clone(), Views::of(&projections))
         .with_governance(governance)
         .with_workflows(Workflows::new(agents, pipeline))
         .with_config_view(json!({"gateway": {"max_clients": 100}}));
@@ -83,6 +84,7 @@ async fn stack() -> Stack {
         .expect("gateway starts");
     Stack {
         running,
+        kernel,
         log,
         _projections: projections,
         _dir: dir,
@@ -206,13 +208,11 @@ async fn every_method_answers_as_its_result_schema_says() {
         ],
         "transitions in log order: {status}"
     );
-    // A delivered packet: the recipient reads its inbox through ack after delivery is
-    // not exposed to clients, so ack answers -32602 for a queued packet; validated as
-    // an error elsewhere. Ack an acknowledged-able packet: deliver through the kernel.
-    let acked = c.ws.call("cxp.ack", json!({"message_id": message})).await;
-    if let Some(result) = acked.get("result") {
-        c.check("cxp.ack", result);
-    }
+    // The recipient reads its inbox (the Postman delivers), then acknowledges.
+    let inbox = stack.kernel.inbox("U:Cx", 10).await.expect("inbox of U:Cx");
+    assert_eq!(inbox.packets.len(), 1);
+    let acked = c.ok("cxp.ack", json!({"message_id": message})).await;
+    assert_eq!(acked["status"], "acknowledged", "{acked}");
 
     // Volks.
     let list = c.ok("volk.list", json!({"limit": 100})).await;
@@ -306,12 +306,7 @@ async fn every_method_answers_as_its_result_schema_says() {
     let mut seen = c.seen.clone();
     seen.extend(admin.seen.iter().cloned());
     // The conditional ones are validated whenever they answered; list what must be.
-    let conditional = [
-        "cxp.ack",
-        "workflow.pause",
-        "workflow.resume",
-        "workflow.cancel",
-    ];
+    let conditional = ["workflow.pause", "workflow.resume", "workflow.cancel"];
     let missing: Vec<&str> = METHODS
         .iter()
         .map(|m| m.name)
@@ -320,8 +315,9 @@ async fn every_method_answers_as_its_result_schema_says() {
     assert!(missing.is_empty(), "methods not validated: {missing:?}");
 }
 
-// ISSUE-14: cxp.send's `status` is the contract's enum (sent | failed | queued), its real
-// delivery status an extra: a delivered packet answers `sent`.
+// ISSUE-14: cxp.status answers the contract's top-level delivery_status, work_status and
+// transitions (the thread's latest packet; every transition in order), and cxp.send's
+// `status` maps to the contract's enum (sent | failed | queued).
 #[tokio::test]
 async fn cxp_send_status_is_the_contract_enum_and_cxp_status_follows_delivery() {
     let stack = stack().await;
@@ -335,21 +331,41 @@ async fn cxp_send_status_is_the_contract_enum_and_cxp_status_follows_delivery() 
         .await;
     let thread = sent["thread_id"].as_str().expect("thread").to_owned();
     let message = sent["message_id"].as_str().expect("message").to_owned();
-    // The recipient acknowledges once delivered: ack drives delivery through the kernel
-    // (the Postman delivers on inbox reads); whatever the path, status and transitions
-    // follow the thread's latest packet.
-    let r = c.ws.call("cxp.ack", json!({"message_id": message})).await;
+    // The recipient reads its inbox (the Postman delivers) and acknowledges: the
+    // thread's status follows, with every transition in log order.
+    stack.kernel.inbox("U:Cx", 10).await.expect("inbox of U:Cx");
     let status = c.ok("cxp.status", json!({"thread_id": thread})).await;
-    let transitions = status["transitions"].as_array().expect("transitions");
+    assert_eq!(status["delivery_status"], "delivered", "{status}");
+    c.ok("cxp.ack", json!({"message_id": message})).await;
+    let status = c.ok("cxp.status", json!({"thread_id": thread})).await;
+    assert_eq!(status["delivery_status"], "acknowledged", "{status}");
+    let delivery: Vec<&str> = status["transitions"]
+        .as_array()
+        .expect("transitions")
+        .iter()
+        .filter(|t| t["kind"] == "delivery")
+        .map(|t| t["status"].as_str().unwrap_or_default())
+        .collect();
     assert_eq!(
-        transitions.first().map(|t| t["status"].clone()),
-        Some(json!("queued"))
+        delivery,
+        ["queued", "delivered", "acknowledged"],
+        "{status}"
     );
-    if r.get("result").is_some() {
-        assert_eq!(status["delivery_status"], "acknowledged", "{status}");
-    } else {
-        assert_eq!(status["delivery_status"], "queued", "{status} / {r}");
-    }
+    // A reply in the same thread: the thread's status is its latest packet's.
+    let reply = c
+        .ok(
+            "cxp.send",
+            json!({"from": "U:Cx", "target": "U:Ox", "subject": "re", "payload": {},
+                   "in_reply_to": message}),
+        )
+        .await;
+    assert_eq!(reply["thread_id"], thread.as_str(), "{reply}");
+    let status = c.ok("cxp.status", json!({"thread_id": thread})).await;
+    assert_eq!(
+        status["delivery_status"], "queued",
+        "latest packet: {status}"
+    );
+    assert_eq!(status["total"], 2, "{status}");
     // The contract's mapping, for every delivery status.
     for (delivery, contract) in [
         ("queued", "queued"),
