@@ -11,6 +11,7 @@ mod support;
 use governance_support::*;
 use orchestrata::gateway::{self, backends::Views, Services};
 use orchestrata::governance::{Governance, GovernanceConfig, Request};
+use orchestrata::kernel::{cmd, KernelError};
 use orchestrata_schemas::events::types::DecisionResult::{Allow, Deny};
 use orchestrata_schemas::events::{Event, Stream};
 use serde_json::json;
@@ -147,4 +148,30 @@ async fn through_the_gateway_a_crash_answers_governance_unavailable_then_calls_p
     let e = c.err("knowledge.query", cypher).await;
     assert_ne!(e["data"]["reason"], "governance_unavailable", "{e}");
     assert_ne!(e["data"]["reason"], "insufficient_scope", "{e}");
+}
+
+// ISSUE-14 ERR-011: a kernel command whose decision met the crash is refused as
+// governance_unavailable (not governance_denied), and the same command passes once
+// the engine has restarted.
+#[tokio::test]
+async fn a_kernel_command_whose_decision_met_the_crash_is_refused_as_unavailable() {
+    let support::stack::Core {
+        dir: _dir,
+        log,
+        kernel,
+        projections: _projections,
+    } = support::stack::Core::start().await;
+    let governance = Governance::start(log.clone(), GovernanceConfig::default())
+        .await
+        .expect("governance starts");
+    let kernel = kernel.with_governance(governance.clone());
+    let send = || cmd::send("U:Ox", cmd::packet("U:Ox", "U:Vz", "task", json!({"n": 1})));
+    governance.crash_engine_for_test();
+    let err = kernel.execute(send()).await.expect_err("failed closed");
+    assert_eq!(err.code(), "governance_unavailable", "{err}");
+    assert!(matches!(err, KernelError::GovernanceFailed(_)), "{err}");
+    kernel
+        .execute(send())
+        .await
+        .expect("sent after the restart");
 }

@@ -190,6 +190,11 @@ impl Kernel {
         if decision.allowed() {
             return Ok(());
         }
+        // A policy that could not answer (engine down or restarting, Prolog error)
+        // denies, and says governance was unavailable rather than that it denied.
+        if let Some(error) = decision.error {
+            return Err(KernelError::GovernanceFailed(error));
+        }
         Err(KernelError::Denied {
             decision_id: decision.decision_id,
             result: format!("{:?}", decision.result).to_lowercase(),
