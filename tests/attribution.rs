@@ -17,7 +17,7 @@ use orchestrata::kernel::{cmd, KernelError, RemoteKernel};
 use orchestrata::log::EventLog;
 use orchestrata_schemas::events::{Envelope, Event, Stream};
 use serde_json::{json, Value};
-use support::ws::{self, Ws, ADMIN_TOKEN, TOKEN};
+use support::ws::{self, Ws, ADMIN_TOKEN, READ_ONLY_TOKEN, TOKEN};
 use uuid::Uuid;
 
 /// Every event of every stream, oldest first per stream.
@@ -249,6 +249,11 @@ async fn two_principals_through_the_gateway_are_told_apart_online_and_offline() 
     // `TOKEN` is principal `tester`, `ADMIN_TOKEN` principal `admin` (tests/support/ws.rs).
     let mut tester = client(TOKEN).await;
     let mut admin = client(ADMIN_TOKEN).await;
+    // A third principal watches the traffic live.
+    let mut watcher = client(READ_ONLY_TOKEN).await;
+    watcher
+        .ok("gateway.subscribe", json!({"topic": "cxp.traffic"}))
+        .await;
     let sent_by_tester = tester
         .ok(
             "cxp.send",
@@ -269,6 +274,46 @@ async fn two_principals_through_the_gateway_are_told_apart_online_and_offline() 
     };
     let (tester_packet, admin_packet) = (message(&sent_by_tester), message(&sent_by_admin));
 
+    // Pushed and replayed events name the principal too.
+    let sent_in = |params: &Value| -> Option<Uuid> {
+        (params["event_type"] == "packet_sent")
+            .then(|| {
+                params["payload"]["packet"]["message_id"]
+                    .as_str()?
+                    .parse()
+                    .ok()
+            })
+            .flatten()
+    };
+    let mut pushed = Vec::new();
+    while pushed.len() < 2 {
+        let note = watcher.notification().await;
+        if let Some(packet) = sent_in(&note["params"]) {
+            pushed.push((packet, note["params"]["principal"].clone()));
+        }
+    }
+    pushed.sort_by_key(|(packet, _)| *packet == admin_packet);
+    assert_eq!(
+        pushed,
+        [
+            (tester_packet, json!("tester")),
+            (admin_packet, json!("admin"))
+        ]
+    );
+    let replayed = admin
+        .ok(
+            "gateway.replay",
+            json!({"topic": "cxp.traffic", "count": 100}),
+        )
+        .await;
+    let mut replayed: Vec<(Uuid, Value)> = replayed["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| sent_in(e).map(|packet| (packet, e["principal"].clone())))
+        .collect();
+    replayed.sort_by_key(|(packet, _)| *packet == admin_packet);
+    assert_eq!(replayed, pushed);
     let events = everything(log.as_ref()).await;
     for (packet, principal) in [(tester_packet, "tester"), (admin_packet, "admin")] {
         let command_id = events
@@ -292,6 +337,14 @@ async fn two_principals_through_the_gateway_are_told_apart_online_and_offline() 
         decisions_on(&events, "cxp.send", "U:Qa"),
         [("U:Ox", Some("admin"))]
     );
+    // Every decision recorded here — the gateway's scope checks, the kernel's
+    // governance of each send — names who acted.
+    let unattributed: Vec<&Envelope> = events
+        .iter()
+        .filter(|e| matches!(e.record.event, Event::DecisionRecorded(_)))
+        .filter(|e| e.record.principal.is_none())
+        .collect();
+    assert!(unattributed.is_empty(), "{unattributed:?}");
     // Each client's connection is its principal's doing too.
     let mut connected: Vec<&str> = events
         .iter()
@@ -299,7 +352,7 @@ async fn two_principals_through_the_gateway_are_told_apart_online_and_offline() 
         .filter_map(|e| e.record.principal.as_deref())
         .collect();
     connected.sort_unstable();
-    assert_eq!(connected, ["admin", "tester"]);
+    assert_eq!(connected, ["admin", "tester", "viewer"]);
     let recorded = |principal: &str| -> usize {
         events
             .iter()

@@ -302,7 +302,10 @@ async fn authorize(call: &Call, pattern: &str) -> Result<(), RpcError> {
             auth.map_or("none", |a| a.scope().as_str()),
         )
     };
-    let request = Request::client(&identity, "knowledge.query", pattern).with("scope", scope);
+    let principal = call.client.principal().map(|p| p.name);
+    let request = Request::client(&identity, "knowledge.query", pattern)
+        .with("scope", scope)
+        .by(principal);
     let decision = g
         .decide(request)
         .await

@@ -5,7 +5,7 @@
 //! ```json
 //! {"jsonrpc":"2.0","method":"cxp.traffic","params":{"topic":"cxp.traffic","sequence":42,
 //!  "epoch":"…","timestamp":"2026-03-28T14:30:22Z","source":"kernel","event_type":"packet_sent",
-//!  "event_id":"…","key":"…","command_id":null,"payload":{…}}}
+//!  "event_id":"…","key":"…","command_id":null,"principal":null,"payload":{…}}}
 //! ```
 //!
 //! `sequence` and `epoch` are the log's: `(epoch, sequence)` is the position a client
@@ -90,6 +90,7 @@ impl TopicEvent {
             "event_id": e.record.event_id.to_string(),
             "key": e.record.key,
             "command_id": e.record.command_id.map(|c| c.to_string()),
+            "principal": e.record.principal,
             "payload": payload,
         });
         if cut {
@@ -119,11 +120,16 @@ fn render(e: &Envelope, payload: &str, cut: bool) -> String {
         .record
         .command_id
         .map_or_else(|| "null".to_owned(), |c| quoted(&c.to_string()));
+    let principal = e
+        .record
+        .principal
+        .as_deref()
+        .map_or_else(|| "null".to_owned(), quoted);
     format!(
         concat!(
             r#"{{"jsonrpc":"2.0","method":"{topic}","params":{{"topic":"{topic}","sequence":{seq},"#,
             r#""epoch":{epoch},"timestamp":"{ts}","source":{source},"event_type":"{etype}","#,
-            r#""event_id":"{id}","key":{key},"command_id":{command},{cut}"payload":{payload}}}}}"#
+            r#""event_id":"{id}","key":{key},"command_id":{command},"principal":{principal},{cut}"payload":{payload}}}}}"#
         ),
         topic = topic,
         seq = e.sequence,
@@ -137,6 +143,7 @@ fn render(e: &Envelope, payload: &str, cut: bool) -> String {
         id = e.record.event_id,
         key = quoted(&e.record.key),
         command = command,
+        principal = principal,
         cut = if cut { r#""truncated":true,"# } else { "" },
         payload = payload,
     )
