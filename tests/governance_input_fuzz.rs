@@ -320,3 +320,31 @@ fn facts_holding_any_text_assert_match_and_retract() {
         assert_eq!(ev.query(&goal).expect("queried"), None, "{text:?}");
     }
 }
+
+// ISSUE-14: the deepest context a client can send (serde_json stops at 128 levels) and
+// a wide one are judged, not fatal to the engine thread.
+#[test]
+fn deep_and_wide_context_values_are_judged() {
+    let mut ev = default_evaluator();
+    let mut deep = json!("leaf");
+    for _ in 0..128 {
+        deep = json!([deep]);
+    }
+    let mut deep_map = json!(1);
+    for _ in 0..128 {
+        deep_map = json!({ "k": deep_map });
+    }
+    let wide = Value::from(
+        (0..20_000)
+            .map(|i| format!("v{i}\u{a0}"))
+            .collect::<Vec<_>>(),
+    );
+    for value in [deep, deep_map, wide] {
+        let request = Request::client("dashboard", "gateway.execute", "volk.list")
+            .with("scope", "read_only")
+            .with("required", "read_only")
+            .with("extra", value);
+        let outcome = ev.decide(&request).expect("decided");
+        assert!(!outcome.trace.is_empty(), "{outcome:?}");
+    }
+}
