@@ -108,8 +108,13 @@ pub fn kernel_error(e: KernelError) -> RpcError {
     err
 }
 
-/// Executes `command` as the kernel's caller.
+/// Executes `command` as the kernel's caller, attributed to the caller's principal
+/// (recorded on every event the command causes).
 pub async fn execute(call: &Call, command: Command) -> Result<Outcome, RpcError> {
+    let command = match call.client.principal() {
+        Some(p) => command.with_principal(p.name),
+        None => command,
+    };
     kernel(call)?.execute(command).await.map_err(kernel_error)
 }
 

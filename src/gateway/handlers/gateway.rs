@@ -68,7 +68,7 @@ pub async fn clients(call: Call) -> RpcResult {
             "instance_id": me,
             "connected_at": c.connected_at.to_rfc3339_opts(SecondsFormat::Millis, true),
             "last_activity": st.last_activity.to_rfc3339_opts(SecondsFormat::Millis, true),
-            "auth_scope": st.auth.as_ref().map(|a| a.scope.as_str()),
+            "auth_scope": st.auth.as_ref().map(|a| a.scope().as_str()),
             "client_metadata": st.auth.as_ref().map(|a| a.metadata.clone()),
             "subscriptions": st.subscriptions.keys().cloned().collect::<Vec<_>>(),
             "remote_addr": c.remote_addr.map(|a| a.to_string()),
