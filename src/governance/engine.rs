@@ -73,6 +73,10 @@ struct Health {
     crash_next: AtomicBool,
 }
 
+/// Stack of the engine thread: 64 MiB of address space, touched only as deep as a
+/// goal needs.
+const ENGINE_STACK: usize = 64 * 1024 * 1024;
+
 /// Why a job was not run: its machine panicked (now or earlier) and is being rebuilt.
 const FAILED: &str = "the governance engine failed (panicked) and is restarting";
 
@@ -99,6 +103,10 @@ impl Engine {
         let shared = Arc::clone(&health);
         let spawned = std::thread::Builder::new()
             .name("orchestrata-governance".into())
+            // scryer's reader recurses per nesting level of a goal; a stack overflow
+            // aborts the process (no unwinding to catch), so leave a wide margin over
+            // the deepest goal a client can cause (serde_json stops at 128 levels).
+            .stack_size(ENGINE_STACK)
             .spawn(move || worker(rx, &taken, &shared, inference_limit, on_failure));
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start the governance engine thread");
