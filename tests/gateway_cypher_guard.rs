@@ -33,6 +33,11 @@ fn unicode_spaces_and_control_characters_separate_keywords() {
         ("MATCH (n)\u{1c}MERGE (m)", "MERGE"),
         ("MATCH (n)\u{200b}DELETE n", "DELETE"),
         ("MATCH (n) \u{17f}et n.x = 1", "SET"),
+        // Characters Rust takes for letters or digits that Neo4j may not: a keyword
+        // glued to one is still a keyword.
+        ("MATCH (n)\u{b2}SET n.x = 1", "SET"),
+        ("MATCH (n)\u{1d7ce}DELETE n", "DELETE"),
+        ("MATCH (n) WITH n\u{10400}DELETE n", "DELETE"),
         ("MATCH\u{a0}(n)\u{a0}SET\u{a0}n.x\u{a0}=\u{a0}1", "SET"),
     ] {
         assert_eq!(refused_keyword(q).as_deref(), Some(k), "{q:?}");
@@ -67,6 +72,7 @@ fn a_line_comment_ends_at_carriage_return() {
         "MATCH (n) // a comment\rRETURN n",
         "MATCH (n:`SET\u{a0}DELETE`) WHERE n.name = 'DETACH\u{2028}DELETE' RETURN n",
         "MATCH (n) WHERE n.name = 'caf\u{e9}' RETURN n.\u{e9}t\u{e9}",
+        "MATCH (n:Caf\u{e9}) RETURN n.\u{4e2d}\u{6587} AS \u{540d}",
     ] {
         assert!(validate(q).is_ok(), "{q:?}: {:?}", validate(q));
     }

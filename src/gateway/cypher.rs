@@ -14,8 +14,9 @@
 //! whitespace character (U+00A0, U+2028, U+3000...) and every control character
 //! separates tokens, and a word is only ASCII letters, digits, `_` and Unicode letters
 //! and digits, so `MATCH (n)\u{a0}DETACH\u{a0}DELETE n` is refused like its ASCII form.
-//! A `//` comment that holds another line end (U+2028, NEL...) is checked both ways
-//! (see [`validate`]). The check is a first line of defence: `knowledge.query` also runs
+//! A query with non-ASCII text is also read with every non-ASCII character ending a
+//! word, and a `//` comment that holds another line end (U+2028, NEL...) is read both
+//! ways (see [`validate`]). The check is a first line of defence: `knowledge.query` also runs
 //! the query in a transaction that is always rolled back.
 //!
 //! Accepted: queries that begin with `MATCH`, `OPTIONAL MATCH`, `WITH`, `UNWIND` or
@@ -157,11 +158,36 @@ fn is_separator(c: char) -> bool {
     c.is_whitespace() || c.is_control()
 }
 
-/// Whether `c` continues a word: ASCII letters, digits, `_`, and Unicode letters and
-/// digits. Anything else (symbols, marks, format characters) is a token of its own,
-/// so a keyword is never glued to a character Neo4j would read as a boundary.
-fn is_word_char(c: char) -> bool {
+/// How a reading splits words and ends `//` comments (see [`validate`]).
+#[derive(Clone, Copy)]
+struct Reading {
+    /// Whether a character ends a `//` comment.
+    line_end: fn(char) -> bool,
+    /// Whether a character continues a word.
+    word: fn(char) -> bool,
+}
+
+/// Cypher's own reading: comments end at `\r`/`\n`; words are ASCII letters, digits,
+/// `_`, and Unicode letters and digits (symbols, marks and format characters are
+/// tokens of their own, so a keyword is never glued to one).
+const CYPHER: Reading = Reading {
+    line_end: cypher_line_end,
+    word: unicode_word_char,
+};
+
+/// Words of ASCII letters, digits and `_` only: every non-ASCII character is a
+/// boundary, in case Neo4j does not take one for a letter (e.g. `²`).
+const ASCII_WORDS: Reading = Reading {
+    line_end: cypher_line_end,
+    word: ascii_word_char,
+};
+
+fn unicode_word_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || (!c.is_ascii() && c.is_alphanumeric())
+}
+
+fn ascii_word_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
 }
 
 /// The character at byte `i` of `q` (`None` at the end).
@@ -169,9 +195,9 @@ fn char_at(q: &str, i: usize) -> Option<char> {
     q.get(i..).and_then(|rest| rest.chars().next())
 }
 
-/// Splits `q` into tokens, dropping separators and comments; a `//` comment ends at
-/// the first character for which `line_end` holds.
-fn tokenize(q: &str, line_end: fn(char) -> bool) -> Result<Vec<Token<'_>>, CypherError> {
+/// Splits `q` into tokens as `reading` says, dropping separators and comments.
+fn tokenize(q: &str, reading: Reading) -> Result<Vec<Token<'_>>, CypherError> {
+    let Reading { line_end, word } = reading;
     let mut tokens = Vec::new();
     let mut i = 0;
     while let Some(c) = char_at(q, i) {
@@ -246,9 +272,9 @@ fn tokenize(q: &str, line_end: fn(char) -> bool) -> Result<Vec<Token<'_>>, Cyphe
                 text: &q[start..i],
                 offset: start,
             });
-        } else if c == '$' || is_word_char(c) {
+        } else if c == '$' || word(c) {
             i += c.len_utf8();
-            while let Some(w) = char_at(q, i).filter(|w| is_word_char(*w)) {
+            while let Some(w) = char_at(q, i).filter(|w| word(*w)) {
                 i += w.len_utf8();
             }
             let kind = if c == '$' { Kind::Param } else { Kind::Word };
@@ -280,19 +306,30 @@ fn is_keyword_position(tokens: &[Token<'_>], i: usize) -> bool {
 
 /// Checks that `cypher` only reads (see the module docs) and returns its pattern.
 ///
-/// The query is read the way Cypher reads it (a `//` comment ends at `\r` or `\n`).
-/// When a `//` comment also holds another line end (NEL, U+2028, U+2029, VT, FF) that
-/// some reader might stop at, the query is read that way too and must pass both ways:
-/// whichever way Neo4j reads it, no writing keyword hides in a comment.
+/// Where readers of Cypher could differ, the query must pass every reading: Cypher's
+/// own (a `//` comment ends at `\r` or `\n`; words of Unicode letters and digits), one
+/// where every non-ASCII character ends a word, and — when a `//` comment also holds
+/// another line end (NEL, U+2028, U+2029, VT, FF) that some reader might stop at — both
+/// again with comments ending there. Whichever way Neo4j reads it, no writing keyword
+/// hides in a comment or behind a character taken for a letter.
 pub fn validate(cypher: &str) -> Result<ReadOnly, CypherError> {
-    let tokens = tokenize(cypher, cypher_line_end)?;
+    let tokens = tokenize(cypher, CYPHER)?;
     check(&tokens)?;
+    if !cypher.is_ascii() {
+        check(&tokenize(cypher, ASCII_WORDS)?)?;
+    }
     let ambiguous = cypher.contains("//")
         && cypher
             .chars()
             .any(|c| any_line_end(c) && !cypher_line_end(c));
     if ambiguous {
-        check(&tokenize(cypher, any_line_end)?)?;
+        for reading in [CYPHER, ASCII_WORDS] {
+            let wide = Reading {
+                line_end: any_line_end,
+                ..reading
+            };
+            check(&tokenize(cypher, wide)?)?;
+        }
     }
     Ok(ReadOnly {
         pattern: pattern(cypher, &tokens),
