@@ -175,3 +175,45 @@ async fn a_kernel_command_whose_decision_met_the_crash_is_refused_as_unavailable
         .await
         .expect("sent after the restart");
 }
+
+// ISSUE-14 ERR-011: decisions queued behind the one that crashed fail closed as
+// unavailable or are answered by the rebuilt machine — never anything else.
+#[tokio::test]
+async fn concurrent_decisions_around_a_crash_are_either_unavailable_or_correct() {
+    let env = sled_env().await;
+    register(&env.log, "U:Ox", None).await;
+    register(&env.log, "U:Vz", None).await;
+    let g = governance(&env).await;
+    g.crash_engine_for_test();
+    let asks = (0..24).map(|i| {
+        let g = g.clone();
+        tokio::spawn(async move {
+            g.decide(Request::volk("U:Ox", "cxp.send", "U:Vz").with("session", format!("s{i}")))
+                .await
+                .expect("recorded")
+        })
+    });
+    let mut failed = 0;
+    for ask in asks {
+        let d = ask.await.expect("joined");
+        if d.result == Allow {
+            assert_eq!(d.trace, ["cxp_send", "send_allowed"]);
+        } else {
+            assert_eq!(d.trace, ["fail_closed"], "{d:?}");
+            assert!(
+                d.error
+                    .as_deref()
+                    .is_some_and(|e| e.contains("unavailable")),
+                "{d:?}"
+            );
+            failed += 1;
+        }
+    }
+    assert!(failed >= 1);
+    assert_eq!(g.engine_failures(), 1);
+    let after = g
+        .decide(Request::volk("U:Ox", "cxp.send", "U:Vz").with("session", "after"))
+        .await
+        .expect("decided");
+    assert_eq!(after.result, Allow);
+}
