@@ -11,7 +11,7 @@ use std::sync::Arc;
 use orchestrata::gateway::{
     self, backends::Views, GatewayConfig, RunningGateway, Scope, Services, TokenGrant,
 };
-use orchestrata::governance::{Governance, GovernanceConfig};
+use orchestrata::governance::{Governance, GovernanceConfig, Policy, PolicyFile};
 use orchestrata::log::EventLog;
 use orchestrata::projection::Projections;
 use orchestrata_schemas::events::{Event, Stream};
@@ -29,6 +29,7 @@ const VIEWER: &str = "viewer-token";
 struct Stack {
     running: RunningGateway,
     kernel: orchestrata::kernel::Kernel,
+    governance: Governance,
     log: Arc<dyn EventLog>,
     _projections: Projections,
     _dir: tempfile::TempDir,
@@ -60,13 +61,14 @@ impl Stack {
         let kernel = kernel.with_governance(governance.clone());
         let services = Services::new(log.clone())
             .with_kernel(kernel.clone(), Views::of(&projections))
-            .with_governance(governance);
+            .with_governance(governance.clone());
         let running = gateway::start(config, services)
             .await
             .expect("gateway starts");
         Stack {
             running,
             kernel,
+            governance,
             log,
             _projections: projections,
             _dir: dir,
@@ -311,4 +313,77 @@ async fn the_shipped_policy_registers_no_principals() {
             .await;
         assert_eq!(reason(&error), "policy_denied", "{client}: {error}");
     }
+}
+
+/// The default policy plus the test principals (`tests/fixtures/policy/clients.pl`:
+/// `operator` is a read_write client that acts as U:Cx).
+fn policy_with_clients() -> Policy {
+    let mut files = Policy::default_policy().files().to_vec();
+    files.push(PolicyFile {
+        name: "clients.pl".into(),
+        text: include_str!("fixtures/policy/clients.pl").into(),
+    });
+    Policy::from_files("test:clients", files)
+}
+
+// ISSUE-14: a client the policy admits acts as the Volks its gateway_acts_as/2 names,
+// asked per call and recorded; when governance cannot answer, the call fails closed as
+// governance_unavailable, never as the client's fault.
+#[tokio::test]
+async fn policy_principals_act_as_the_policy_says_and_fail_closed_without_it() {
+    let mut config = GatewayConfig::default().with_static_token(OPERATOR);
+    config.listen = "127.0.0.1:0".parse().expect("loopback");
+    config.prolog_policy = true;
+    let stack = Stack::with_config(config).await;
+    stack
+        .governance
+        .load_policy(policy_with_clients())
+        .await
+        .expect("policy loads");
+    let mut ws = Ws::connect(&format!("ws://{}/", stack.running.local_addr())).await;
+    let auth = ws
+        .ok(
+            "auth.authenticate",
+            json!({"strategy": "prolog_policy", "client_id": "operator"}),
+        )
+        .await;
+    assert_eq!(auth["scope"], "read_write", "{auth}");
+    let error = ws
+        .err("cxp.send", json!({"target": "U:Ox", "payload": {}}))
+        .await;
+    assert_eq!(reason(&error), "from_required", "no default Volk: {error}");
+    let sent = ws
+        .ok(
+            "cxp.send",
+            json!({"from": "U:Cx", "target": "U:Ox", "payload": {}}),
+        )
+        .await;
+    assert!(sent["message_id"].is_string(), "{sent}");
+    let error = ws
+        .err(
+            "cxp.send",
+            json!({"from": "U:Vz", "target": "U:Ox", "payload": {}}),
+        )
+        .await;
+    assert_eq!(reason(&error), "not_acting_as", "{error}");
+    assert!(
+        error["data"]["decision_id"].is_string(),
+        "recorded: {error}"
+    );
+
+    // U:Qa was never asked about: without the crash the answer would be not_acting_as.
+    stack.governance.crash_engine_for_test();
+    let error = ws
+        .err(
+            "cxp.send",
+            json!({"from": "U:Qa", "target": "U:Ox", "payload": {}}),
+        )
+        .await;
+    // The decision that met the crash fails closed saying why.
+    assert_eq!(reason(&error), "governance_unavailable", "{error}");
+    assert_eq!(
+        sent_packets(&stack.log).await.len(),
+        1,
+        "nothing more was sent"
+    );
 }

@@ -56,6 +56,14 @@ async fn confirm(call: &Call, principal: &Principal, alias: &str) -> Result<(), 
             })?;
             if decision.result == DecisionResult::Allow {
                 Ok(())
+            } else if let Some(error) = decision.error {
+                // The policy could not answer (engine down or restarting, Prolog
+                // error): fail closed, and say so instead of blaming the client.
+                Err(
+                    RpcError::new(ErrorCode::Unauthorized, "governance_unavailable")
+                        .with("detail", error)
+                        .with("decision_id", decision.decision_id.to_string()),
+                )
             } else {
                 Err(principal
                     .refuse(alias)
