@@ -31,8 +31,8 @@ fn origin_check(c: &mut Criterion) {
         b.iter(|| {
             origin_allowed(
                 Some(std::hint::black_box("http://localhost:3000")),
-                Some("gw.example:18790"),
                 &allowed,
+                false,
             )
         })
     });
@@ -40,8 +40,8 @@ fn origin_check(c: &mut Criterion) {
         b.iter(|| {
             origin_allowed(
                 Some(std::hint::black_box("https://evil.example")),
-                Some("gw.example:18790"),
                 &allowed,
+                false,
             )
         })
     });

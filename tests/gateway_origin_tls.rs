@@ -165,8 +165,11 @@ async fn the_gateways_own_origin_is_allowed_by_default_and_others_are_not() {
     let gw = TestGateway::sled(ws::test_config()).await;
     let own = format!("http://{}", gw.addr());
     connect_from(&gw, &own).await.expect("same origin allowed");
-    // Same port, another host name: another origin.
-    let other = format!("http://localhost:{}", gw.addr().port());
+    // A loopback listener admits loopback origins (its console, any port) ...
+    let local = format!("http://localhost:{}", gw.addr().port());
+    connect_from(&gw, &local).await.expect("loopback origin allowed");
+    // ... and nothing else, even with the page's own name in Host (ISSUE-14).
+    let other = format!("http://evil.example:{}", gw.addr().port());
     let (status, body) = connect_from(&gw, &other).await.expect_err("refused");
     assert_eq!(status, 403);
     assert_eq!(body["error"], "origin_not_allowed");
@@ -186,7 +189,7 @@ async fn listed_origins_connect_and_unlisted_ones_are_refused() {
     for refused in [
         "http://ops.example.com",
         "https://ops.example.com.evil.io",
-        "http://localhost:3001",
+        "https://ops.example.com:8443",
         "null",
     ] {
         let (status, body) = connect_from(&gw, refused).await.expect_err(refused);

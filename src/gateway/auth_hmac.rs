@@ -4,13 +4,16 @@
 //! `signature = hex(HMAC-SHA256(secret, timestamp + nonce + client_id))` — the three
 //! strings concatenated exactly as sent (REQ-014-096). The gateway accepts when:
 //!
-//! 1. the signature matches under one of `gateway.hmac.secrets` (several during a
-//!    rotation, REQ-014-099; each is checked in constant time and all are checked, so
-//!    timing does not tell which one matched) — else `invalid_signature`;
-//! 2. the timestamp is within `drift_window` (60 s) of the server clock
-//!    (REQ-014-097) — else `timestamp_drift`;
-//! 3. the client id has a scope in `gateway.hmac.clients` (REQ-014-100) — else
+//! 1. the client id is listed in `gateway.hmac.clients` (REQ-014-100) — else
 //!    `unknown_client`;
+//! 2. the signature matches under one of *that client's* secrets (its own
+//!    `clients.<id>.secrets`, or the shared `gateway.hmac.secrets` for a client listed
+//!    without secrets — see [`HmacConfig::secrets_of`]); several during a rotation,
+//!    REQ-014-099; each is checked in constant time and all are checked, so timing does
+//!    not tell which one matched — else `invalid_signature`. A secret of another client
+//!    never verifies: a read_only client cannot sign as an admin one;
+//! 3. the timestamp is within `drift_window` (60 s) of the server clock
+//!    (REQ-014-097) — else `timestamp_drift`;
 //! 4. the nonce was not used before within the window, on any instance sharing state
 //!    (REQ-014-098, ERR-013) — else `nonce_replay`. Nonces are remembered for twice the
 //!    window: a timestamp up to one window in the future stays acceptable that long.
@@ -40,6 +43,10 @@ pub struct Verified {
     pub scope: Scope,
     /// The nonce to claim.
     pub nonce: String,
+    /// The Volk aliases the client may act as (`clients.<id>.acts_as`).
+    pub acts_as: Vec<String>,
+    /// The Volk a `cxp.send` without `from` sends as (`clients.<id>.default_volk`).
+    pub default_volk: Option<String>,
 }
 
 fn deny(reason: &str, detail: impl Into<String>) -> RpcError {
@@ -116,8 +123,14 @@ pub fn verify(cfg: &HmacConfig, params: &Value, now: DateTime<Utc>) -> Result<Ve
         )
         .with("field", "signature")
     })?;
+    let client = cfg.clients.get(client_id).ok_or_else(|| {
+        deny(
+            "unknown_client",
+            format!("client id `{client_id}` is not listed in gateway.hmac.clients"),
+        )
+    })?;
     let mut matched = false;
-    for secret in &cfg.secrets {
+    for secret in cfg.secrets_of(client) {
         // verify_slice compares in constant time; no early exit across secrets.
         if let Some(m) = mac(secret, timestamp, nonce, client_id) {
             matched |= m.verify_slice(&given).is_ok();
@@ -126,7 +139,7 @@ pub fn verify(cfg: &HmacConfig, params: &Value, now: DateTime<Utc>) -> Result<Ve
     if !matched {
         return Err(deny(
             "invalid_signature",
-            "the signature does not match under any configured secret",
+            format!("the signature does not match under any secret of client `{client_id}`"),
         ));
     }
     let drift = (now - sent).abs();
@@ -145,16 +158,12 @@ pub fn verify(cfg: &HmacConfig, params: &Value, now: DateTime<Utc>) -> Result<Ve
             u64::try_from(cfg.drift_window.as_millis()).unwrap_or(u64::MAX),
         ));
     }
-    let scope = cfg.clients.get(client_id).copied().ok_or_else(|| {
-        deny(
-            "unknown_client",
-            format!("client id `{client_id}` has no scope in gateway.hmac.clients"),
-        )
-    })?;
     Ok(Verified {
         client_id: client_id.to_owned(),
-        scope,
+        scope: client.scope,
         nonce: nonce.to_owned(),
+        acts_as: client.acts_as.clone(),
+        default_volk: client.default_volk.clone(),
     })
 }
 
@@ -185,6 +194,53 @@ mod tests {
         }
         let e = verify(&cfg(), &params("retired", &ts, "n-1", "bot"), now).expect_err("bad");
         assert_eq!(e.reason, "invalid_signature");
+    }
+
+    fn per_client() -> HmacConfig {
+        use crate::gateway::config::HmacClient;
+        HmacConfig::new(Vec::<String>::new())
+            .with_hmac_client(
+                "viewer",
+                HmacClient::new(Scope::ReadOnly).with_secrets(["viewer-secret"]),
+            )
+            .with_hmac_client(
+                "ops",
+                HmacClient::new(Scope::Admin)
+                    .with_secrets(["ops-new", "ops-old"])
+                    .acting_as(["U:Cx"]),
+            )
+    }
+
+    // REQ-014-096 REQ-014-100 ISSUE-14: cross-client HMAC signing
+    #[test]
+    fn a_clients_secret_verifies_only_that_client() {
+        let now = Utc::now();
+        let ts = now.to_rfc3339();
+        let c = per_client();
+        let v = verify(&c, &params("viewer-secret", &ts, "n", "viewer"), now).expect("own");
+        assert_eq!(v.scope, Scope::ReadOnly);
+        let e = verify(&c, &params("viewer-secret", &ts, "n", "ops"), now).expect_err("cross");
+        assert_eq!(e.reason, "invalid_signature");
+        let e = verify(&c, &params("ops-new", &ts, "n", "viewer"), now).expect_err("cross");
+        assert_eq!(e.reason, "invalid_signature");
+        // REQ-014-099: every secret of the client (rotation) verifies it.
+        for secret in ["ops-new", "ops-old"] {
+            let v = verify(&c, &params(secret, &ts, "n", "ops"), now).expect("rotation");
+            assert_eq!(
+                (v.scope, v.acts_as.clone(), v.default_volk.clone()),
+                (
+                    Scope::Admin,
+                    vec!["U:Cx".to_owned()],
+                    Some("U:Cx".to_owned())
+                )
+            );
+        }
+        let e = verify(&c, &params("viewer-secret", &ts, "n", "nobody"), now).expect_err("id");
+        assert_eq!(e.reason, "unknown_client");
+        assert!(c.shared_secret_warning().is_none());
+        assert!(cfg()
+            .shared_secret_warning()
+            .is_some_and(|w| w.contains("bot")));
     }
 
     // REQ-014-097

@@ -17,6 +17,7 @@ impl GatewayConfig {
                 .map(|t| json!({"token": t.token, "scope": t.scope.as_str(), "name": t.name}))
                 .collect::<Vec<_>>(),
             "max_clients": self.max_clients,
+            "max_pending_auth": self.max_pending_auth,
             "max_message_size_bytes": self.max_message_size_bytes,
             "max_batch": self.max_batch,
             "auth_grace_ms": self.auth_grace.as_millis() as u64,

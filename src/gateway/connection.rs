@@ -9,10 +9,19 @@
 //! Close codes the server uses:
 //! - 1001 `server_shutdown` (SIGTERM / Ctrl-C) or `heartbeat_timeout`;
 //! - 1003 `binary_frames_not_supported`: only text frames carry JSON-RPC;
+//! - 1007 `invalid_utf8`: a text frame whose payload is not UTF-8 (RFC 6455);
 //! - 1008 `authentication_timeout` (no successful `auth.authenticate` within the grace
 //!   period);
 //! - 1009 `message_too_big`: a frame over `max_message_size_bytes`;
-//! - 1013 `max_clients`: the gateway is full, try again later.
+//! - 1013 `max_clients`: the gateway is full, try again later; 1013
+//!   `max_pending_auth`: too many connections are still authenticating.
+//!
+//! Slots ([`Slots`]): `max_clients` counts authenticated clients only. A connection
+//! that has not authenticated yet holds one of the `max_pending_auth` pending slots
+//! until it authenticates (then it takes a client slot, or is closed with 1013
+//! `max_clients` if none is free) or is closed after `auth_grace` (1008). So sockets
+//! that never authenticate can exhaust at most the pending budget, never lock
+//! authenticated clients out of `max_clients`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,6 +35,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::client::{Client, ClientHandle, CloseRequest, Outbound};
+use super::config::GatewayConfig;
 use super::dispatch;
 use super::presence::{self, Beat, Heartbeat};
 use super::state::Shared;
@@ -34,6 +44,9 @@ use super::state::Shared;
 pub const CLOSE_GOING_AWAY: u16 = 1001;
 /// Close code: unsupported data (binary frames).
 pub const CLOSE_UNSUPPORTED: u16 = 1003;
+/// Close code: invalid frame payload data (a text frame that is not UTF-8, RFC 6455
+/// section 7.4.1).
+pub const CLOSE_INVALID_PAYLOAD: u16 = 1007;
 /// Close code: policy violation (authentication timeout).
 pub const CLOSE_POLICY: u16 = 1008;
 /// Close code: message too big.
@@ -64,22 +77,20 @@ pub async fn serve(gw: Arc<Shared>, socket: WebSocket, remote: Option<SocketAddr
         remote,
         gw.config.rate_limit_per_second,
     ));
-    let admitted = {
-        let mut clients = gw.clients();
-        let room = clients.len() < gw.config.max_clients;
-        if room {
-            clients.insert(id.clone(), client.clone());
+    let mut slot = match gw.slots.admit(&gw.config) {
+        Ok(slot) => slot,
+        Err(reason) => {
+            tracing::warn!(
+                max_clients = gw.config.max_clients,
+                max_pending_auth = gw.config.max_pending_auth,
+                ?remote,
+                reason,
+                "connection refused"
+            );
+            return refuse(socket, CLOSE_TRY_LATER, reason).await;
         }
-        room
     };
-    if !admitted {
-        tracing::warn!(
-            max = gw.config.max_clients,
-            ?remote,
-            "connection refused: max_clients reached"
-        );
-        return refuse(socket, CLOSE_TRY_LATER, "max_clients").await;
-    }
+    gw.clients().insert(id.clone(), client.clone());
     gw.metrics.connected_clients.inc();
     gw.metrics.total_connections.inc();
     let (sink, mut stream) = socket.split();
@@ -89,7 +100,8 @@ pub async fn serve(gw: Arc<Shared>, socket: WebSocket, remote: Option<SocketAddr
         client.handle.clone(),
         close_rx.clone(),
     ));
-    let reason = read_loop(&gw, &client, &mut stream, close_rx).await;
+    let reason = read_loop(&gw, &client, &mut slot, &mut stream, close_rx).await;
+    drop(slot);
     client.handle.request_close(1000, "bye");
     // Subscriptions, registry entry and the presence event go at once, not after the
     // closing handshake (REQ-014-120).
@@ -199,9 +211,17 @@ async fn send_close(sink: &mut Sink, requested: bool, close_rx: &watch::Receiver
 
 type Reason = (DisconnectReason, Option<String>);
 
+/// Whether a read error is the WebSocket layer refusing a text frame that is not
+/// UTF-8 (tungstenite's `Error::Utf8`, surfaced through axum as text). The connection
+/// is still writable then, so it can be closed with 1007.
+fn is_invalid_utf8(error: &str) -> bool {
+    error.contains("UTF-8 encoding error")
+}
+
 async fn read_loop(
     gw: &Arc<Shared>,
     client: &Arc<Client>,
+    slot: &mut Slot,
     stream: &mut Source,
     mut close_rx: watch::Receiver<CloseRequest>,
 ) -> Reason {
@@ -226,6 +246,10 @@ async fn read_loop(
                         if text.contains("too long") || text.contains("Space limit") || text.contains("too big") {
                             return closing(super::connection::CLOSE_TOO_BIG, "message_too_big", DisconnectReason::Error);
                         }
+                        if is_invalid_utf8(&text) {
+                            gw.metrics.messages_received.inc();
+                            return closing(CLOSE_INVALID_PAYLOAD, "invalid_utf8", DisconnectReason::Error);
+                        }
                         return (DisconnectReason::Error, Some(text));
                     }
                 };
@@ -240,6 +264,13 @@ async fn read_loop(
                         let started = Instant::now();
                         let outcome = dispatch::handle_frame(gw, client, text.as_str()).await;
                         tracing::trace!(elapsed_us = started.elapsed().as_micros() as u64, "frame handled");
+                        if !authenticated && client.scope().is_some() && !slot.promote(&gw.config) {
+                            // Authenticated, but every client slot is taken: the grant is
+                            // withdrawn before the client hears of it.
+                            client.lock().auth = None;
+                            tracing::warn!(max = gw.config.max_clients, "authenticated client refused: max_clients reached");
+                            return closing(CLOSE_TRY_LATER, "max_clients", DisconnectReason::Error);
+                        }
                         if let Some(response) = outcome.response {
                             if !handle.push(Utf8Bytes::from(response)).await {
                                 return (DisconnectReason::Error, Some("outbound queue closed".into()));
@@ -282,5 +313,146 @@ async fn read_loop(
                 }
             }
         }
+    }
+}
+
+/// How many connections hold a client slot (authenticated) and a pending slot (still
+/// authenticating) on this gateway.
+#[derive(Debug, Default)]
+pub struct Slots {
+    counts: std::sync::Mutex<SlotCounts>,
+}
+
+/// The two slot counts.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SlotCounts {
+    /// Connections still authenticating.
+    pub pending: usize,
+    /// Authenticated connections.
+    pub authenticated: usize,
+}
+
+impl Slots {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotCounts> {
+        self.counts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The counts now.
+    pub fn counts(&self) -> SlotCounts {
+        *self.lock()
+    }
+
+    /// A pending slot for a new connection, or the close reason: `max_clients` when
+    /// every client slot is taken (it could not authenticate anyway), `max_pending_auth`
+    /// when the pending budget is used up.
+    pub fn admit(self: &Arc<Self>, config: &GatewayConfig) -> Result<Slot, &'static str> {
+        let mut c = self.lock();
+        if c.authenticated >= config.max_clients {
+            return Err("max_clients");
+        }
+        if c.pending >= config.max_pending_auth {
+            return Err("max_pending_auth");
+        }
+        c.pending += 1;
+        Ok(Slot {
+            slots: self.clone(),
+            held: Held::Pending,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    Pending,
+    Authenticated,
+    Nothing,
+}
+
+/// The slot one connection holds; released when dropped.
+#[derive(Debug)]
+pub struct Slot {
+    slots: Arc<Slots>,
+    held: Held,
+}
+
+impl Slot {
+    /// Trades the pending slot for a client slot; `false` (and no slot held) when all
+    /// `max_clients` client slots are taken.
+    pub fn promote(&mut self, config: &GatewayConfig) -> bool {
+        if self.held == Held::Authenticated {
+            return true;
+        }
+        let mut c = self.slots.lock();
+        if self.held == Held::Pending {
+            c.pending = c.pending.saturating_sub(1);
+        }
+        if c.authenticated < config.max_clients {
+            c.authenticated += 1;
+            self.held = Held::Authenticated;
+            true
+        } else {
+            self.held = Held::Nothing;
+            false
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut c = self.slots.lock();
+        match self.held {
+            Held::Pending => c.pending = c.pending.saturating_sub(1),
+            Held::Authenticated => c.authenticated = c.authenticated.saturating_sub(1),
+            Held::Nothing => {}
+        }
+        self.held = Held::Nothing;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(max_clients: usize, max_pending_auth: usize) -> GatewayConfig {
+        GatewayConfig {
+            max_clients,
+            max_pending_auth,
+            ..GatewayConfig::default()
+        }
+    }
+
+    // ISSUE-14: unauthenticated sockets exhausting max_clients
+    #[test]
+    fn pending_and_client_slots_are_counted_apart_and_released_on_drop() {
+        let slots = Arc::new(Slots::default());
+        let c = config(1, 2);
+        let mut a = slots.admit(&c).expect("pending 1");
+        let b = slots.admit(&c).expect("pending 2");
+        assert_eq!(
+            slots.admit(&c).expect_err("pending full"),
+            "max_pending_auth"
+        );
+        assert!(a.promote(&c), "first client slot");
+        assert_eq!(
+            slots.counts(),
+            SlotCounts {
+                pending: 1,
+                authenticated: 1
+            }
+        );
+        // The gateway is full of authenticated clients: new sockets are refused.
+        assert_eq!(slots.admit(&c).expect_err("full"), "max_clients");
+        let mut b = b;
+        assert!(!b.promote(&c), "no client slot left");
+        assert_eq!(
+            slots.counts(),
+            SlotCounts {
+                pending: 0,
+                authenticated: 1
+            }
+        );
+        drop(b);
+        drop(a);
+        assert_eq!(slots.counts(), SlotCounts::default());
     }
 }

@@ -7,13 +7,21 @@
 //!
 //! - no `Origin` header: not a browser (websocat, Python, Rust clients) — allowed; such
 //!   clients still have to authenticate;
-//! - the gateway's own origin (the `Origin`'s host:port equals the request's `Host`) —
-//!   allowed, so the built-in `/console` works whatever the allow-list says;
 //! - an origin listed in `gateway.allowed_origins` (exact, case-insensitive) — allowed;
 //!   `*` in the list allows every origin;
+//! - a loopback origin (`http(s)://localhost`, `127.0.0.0/8`, `[::1]`, any port) —
+//!   allowed only when the gateway listens on a loopback address, so the built-in
+//!   `/console` works on the default `127.0.0.1:18790`. A gateway listening on another
+//!   address (e.g. `0.0.0.0` in a container) serves its console to browsers only from
+//!   an origin listed in `allowed_origins`;
 //! - anything else — refused with HTTP 403 `{"error": "origin_not_allowed", "origin"}`
 //!   before the upgrade, logged at warn and counted in
 //!   `orchestrata_gateway_origin_refused_total`.
+//!
+//! The `Host` header is deliberately not trusted: with DNS rebinding a page of
+//! `http://evil.example:18790` whose name now resolves to `127.0.0.1` sends
+//! `Origin: http://evil.example:18790` *and* `Host: evil.example:18790`, so "Origin
+//! equals Host" would let any web page reach a gateway on the visitor's loopback.
 
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -26,22 +34,25 @@ use super::metrics::MetricsError;
 /// The allow-list entry that admits every origin.
 pub const ANY_ORIGIN: &str = "*";
 
-/// Whether a WebSocket handshake carrying `origin` (its `Origin` header) and `host`
-/// (its `Host` header) may proceed under the allow-list `allowed`.
+/// Whether a WebSocket handshake carrying `origin` (its `Origin` header) may proceed
+/// under the allow-list `allowed` on a gateway whose listener is (`loopback_listener`)
+/// or is not bound to a loopback address.
 ///
 /// `allowed` holds entries as [`normalize_entry`] returns them; the comparison ignores
-/// case and a default port (`:80` for http, `:443` for https).
+/// case and a default port (`:80` for http, `:443` for https). The request's `Host`
+/// plays no part (it is whatever the page's URL says, see the module docs).
 ///
 /// ```
 /// use orchestrata::gateway::origin::origin_allowed;
 /// let none: &[String] = &[];
-/// assert!(origin_allowed(None, Some("gw:18790"), none)); // not a browser
-/// assert!(origin_allowed(Some("http://gw:18790"), Some("gw:18790"), none)); // same origin
-/// assert!(!origin_allowed(Some("https://evil.example"), Some("gw:18790"), none));
+/// assert!(origin_allowed(None, none, false)); // not a browser
+/// assert!(origin_allowed(Some("http://127.0.0.1:18790"), none, true)); // console, loopback
+/// assert!(!origin_allowed(Some("http://127.0.0.1:18790"), none, false));
+/// assert!(!origin_allowed(Some("https://evil.example"), none, true));
 /// let ops = ["https://ops.example.com".to_string()];
-/// assert!(origin_allowed(Some("https://OPS.example.com"), Some("gw:18790"), &ops));
+/// assert!(origin_allowed(Some("https://OPS.example.com"), &ops, false));
 /// ```
-pub fn origin_allowed(origin: Option<&str>, host: Option<&str>, allowed: &[String]) -> bool {
+pub fn origin_allowed(origin: Option<&str>, allowed: &[String], loopback_listener: bool) -> bool {
     let Some(origin) = origin else {
         return true;
     };
@@ -52,16 +63,37 @@ pub fn origin_allowed(origin: Option<&str>, host: Option<&str>, allowed: &[Strin
         // `null` (sandboxed frames, file: pages) and garbage match only `*`.
         return false;
     };
-    let authority = without_default_port(scheme, &authority);
-    if let Some(host) = host {
-        if without_default_port(scheme, &host.trim().to_ascii_lowercase()) == authority {
-            return true;
-        }
+    if loopback_listener && is_loopback_authority(&authority) {
+        return true;
     }
+    let authority = without_default_port(scheme, &authority);
     allowed.iter().any(|entry| {
         split_origin(entry)
             .is_some_and(|(s, a)| s == scheme && without_default_port(s, &a) == authority)
     })
+}
+
+/// Whether a lower-case `host[:port]` names this machine: `localhost`, an address in
+/// `127.0.0.0/8`, or `[::1]` (any port).
+fn is_loopback_authority(authority: &str) -> bool {
+    let host = if let Some(rest) = authority.strip_prefix('[') {
+        // [v6]:port
+        match rest.split_once(']') {
+            Some((v6, tail)) if tail.is_empty() || tail.starts_with(':') => v6,
+            _ => return false,
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
+            Some(_) => return false,
+            None => authority,
+        }
+    };
+    if host == "localhost" {
+        return true;
+    }
+    host.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Checks an allow-list entry from the config and returns it in canonical form
@@ -113,19 +145,30 @@ fn without_default_port(scheme: &str, authority: &str) -> String {
 /// The gateway's origin check with its refusal counter.
 pub struct OriginPolicy {
     allowed: Vec<String>,
+    loopback_listener: bool,
     refused: IntCounter,
 }
 
 impl OriginPolicy {
-    /// A policy over `allowed` (canonical entries, see [`normalize_entry`]) whose
-    /// refusals are counted in `registry` as `orchestrata_gateway_origin_refused_total`.
-    pub fn new(allowed: Vec<String>, registry: &Registry) -> Result<Self, MetricsError> {
+    /// A policy over `allowed` (canonical entries, see [`normalize_entry`]) for a
+    /// gateway listening on a loopback address (`loopback_listener`: loopback origins
+    /// allowed too) or not, whose refusals are counted in `registry` as
+    /// `orchestrata_gateway_origin_refused_total`.
+    pub fn new(
+        allowed: Vec<String>,
+        loopback_listener: bool,
+        registry: &Registry,
+    ) -> Result<Self, MetricsError> {
         let refused = IntCounter::new(
             "orchestrata_gateway_origin_refused_total",
             "WebSocket handshakes refused because their Origin is not allowed",
         )?;
         registry.register(Box::new(refused.clone()))?;
-        Ok(OriginPolicy { allowed, refused })
+        Ok(OriginPolicy {
+            allowed,
+            loopback_listener,
+            refused,
+        })
     }
 
     /// `Ok` when the handshake with `headers` may be upgraded; otherwise the refusal
@@ -137,7 +180,7 @@ impl OriginPolicy {
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
         // An Origin that is not even text is refused like any unknown origin.
         let origin = raw.to_str().ok();
-        if origin.is_some_and(|o| origin_allowed(Some(o), host, &self.allowed)) {
+        if origin.is_some_and(|o| origin_allowed(Some(o), &self.allowed, self.loopback_listener)) {
             return Ok(());
         }
         let shown = String::from_utf8_lossy(raw.as_bytes()).into_owned();
@@ -180,89 +223,65 @@ mod tests {
     // REQ-014-188
     #[test]
     fn clients_without_an_origin_are_always_allowed() {
-        assert!(origin_allowed(None, None, &[]));
-        assert!(origin_allowed(
-            None,
-            Some("gw:1"),
-            &list(&["https://a.example"])
-        ));
+        assert!(origin_allowed(None, &[], false));
+        assert!(origin_allowed(None, &list(&["https://a.example"]), true));
     }
 
-    // REQ-014-188
+    // REQ-014-188 ISSUE-14: DNS rebinding (foreign Origin with a matching Host)
     #[test]
-    fn default_allows_only_the_gateways_own_origin() {
-        let host = Some("127.0.0.1:18790");
-        assert!(origin_allowed(Some("http://127.0.0.1:18790"), host, &[]));
-        assert!(origin_allowed(Some("https://127.0.0.1:18790"), host, &[]));
-        assert!(!origin_allowed(Some("http://127.0.0.1:18791"), host, &[]));
-        assert!(!origin_allowed(Some("http://localhost:18790"), host, &[]));
-        assert!(!origin_allowed(Some("https://evil.example"), host, &[]));
-        // Without a Host header nothing is "same origin".
-        assert!(!origin_allowed(Some("http://127.0.0.1:18790"), None, &[]));
-    }
-
-    // REQ-014-188
-    #[test]
-    fn same_origin_ignores_case_and_default_ports() {
-        assert!(origin_allowed(
-            Some("HTTPS://GW.Example"),
-            Some("gw.example:443"),
-            &[]
-        ));
-        assert!(origin_allowed(
-            Some("http://gw.example:80"),
-            Some("gw.example"),
-            &[]
-        ));
-        assert!(!origin_allowed(
-            Some("http://gw.example"),
-            Some("gw.example:443"),
-            &[]
-        ));
+    fn by_default_only_loopback_origins_and_only_on_a_loopback_listener() {
+        for origin in [
+            "http://127.0.0.1:18790",
+            "https://127.0.0.1:18790",
+            "http://127.1.2.3:8080",
+            "http://localhost:3000",
+            "http://localhost",
+            "http://[::1]:18790",
+            "https://[::1]",
+        ] {
+            assert!(origin_allowed(Some(origin), &[], true), "{origin}");
+            assert!(!origin_allowed(Some(origin), &[], false), "{origin}");
+        }
+        for origin in [
+            "https://evil.example",
+            "http://evil.example:18790",
+            "http://localhost.evil.example",
+            "http://127.0.0.1.evil.example:18790",
+            "http://[::2]:18790",
+            "http://10.0.0.1:18790",
+            "http://0.0.0.0:18790",
+        ] {
+            assert!(!origin_allowed(Some(origin), &[], true), "{origin}");
+        }
     }
 
     // REQ-014-188
     #[test]
     fn listed_origins_match_exactly_by_scheme_host_and_port() {
         let allowed = list(&["https://ops.example.com", "http://localhost:3000/"]);
-        let host = Some("gw:18790");
+        for (origin, ok) in [
+            ("https://ops.example.com", true),
+            ("https://ops.example.com:443", true),
+            ("HTTPS://OPS.example.com", true),
+            ("http://localhost:3000", true),
+            ("http://ops.example.com", false),
+            ("https://ops.example.com.evil.io", false),
+            ("https://evil.io/https://ops.example.com", false),
+            ("http://localhost:3001", false),
+        ] {
+            assert_eq!(
+                origin_allowed(Some(origin), &allowed, false),
+                ok,
+                "{origin}"
+            );
+        }
+        // A non-loopback gateway's own origin is allowed only when listed.
+        assert!(!origin_allowed(Some("http://gw:18790"), &allowed, false));
         assert!(origin_allowed(
-            Some("https://ops.example.com"),
-            host,
-            &allowed
+            Some("http://gw:18790"),
+            &list(&["http://gw:18790"]),
+            false
         ));
-        assert!(origin_allowed(
-            Some("https://ops.example.com:443"),
-            host,
-            &allowed
-        ));
-        assert!(origin_allowed(
-            Some("http://localhost:3000"),
-            host,
-            &allowed
-        ));
-        assert!(!origin_allowed(
-            Some("http://ops.example.com"),
-            host,
-            &allowed
-        ));
-        assert!(!origin_allowed(
-            Some("https://ops.example.com.evil.io"),
-            host,
-            &allowed
-        ));
-        assert!(!origin_allowed(
-            Some("https://evil.io/https://ops.example.com"),
-            host,
-            &allowed
-        ));
-        assert!(!origin_allowed(
-            Some("http://localhost:3001"),
-            host,
-            &allowed
-        ));
-        // The gateway's own origin stays allowed next to a list.
-        assert!(origin_allowed(Some("http://gw:18790"), host, &allowed));
     }
 
     // REQ-014-188
@@ -271,11 +290,11 @@ mod tests {
         let allowed = list(&["*"]);
         assert!(origin_allowed(
             Some("https://anything.example"),
-            Some("gw:1"),
-            &allowed
+            &allowed,
+            false
         ));
-        assert!(origin_allowed(Some("null"), Some("gw:1"), &allowed));
-        assert!(!origin_allowed(Some("null"), Some("gw:1"), &[]));
+        assert!(origin_allowed(Some("null"), &allowed, false));
+        assert!(!origin_allowed(Some("null"), &[], true));
     }
 
     // REQ-014-188
@@ -303,7 +322,7 @@ mod tests {
     fn policy_answers_403_with_the_origin_and_counts_it() {
         let registry = Registry::new();
         let policy =
-            OriginPolicy::new(list(&["https://ops.example.com"]), &registry).expect("policy");
+            OriginPolicy::new(list(&["https://ops.example.com"]), true, &registry).expect("policy");
         let mut headers = HeaderMap::new();
         headers.insert(header::HOST, "gw:1".parse().expect("header"));
         assert!(policy.check(&headers).is_ok());
@@ -312,12 +331,14 @@ mod tests {
             "https://ops.example.com".parse().expect("header"),
         );
         assert!(policy.check(&headers).is_ok());
+        // DNS rebinding: the page's own name in both Origin and Host.
+        headers.insert(header::HOST, "evil.example:1".parse().expect("header"));
         headers.insert(
             header::ORIGIN,
-            "https://evil.example".parse().expect("header"),
+            "http://evil.example:1".parse().expect("header"),
         );
         let refused = policy.check(&headers).expect_err("refused");
-        assert_eq!(refused.origin, "https://evil.example");
+        assert_eq!(refused.origin, "http://evil.example:1");
         assert_eq!(refused.into_response().status(), StatusCode::FORBIDDEN);
         assert_eq!(policy.refused.get(), 1);
     }

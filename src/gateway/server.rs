@@ -28,6 +28,7 @@ use super::connection;
 use super::methods::METHODS;
 use super::metrics::{Metrics, MetricsError};
 use super::origin::OriginPolicy;
+use super::readiness::LogProbe;
 use super::schema::{ParamsSchemas, SchemaError};
 use super::state::{Services, Shared};
 use super::tls::{TlsError, TlsListener};
@@ -85,9 +86,13 @@ pub async fn start(
     config: GatewayConfig,
     services: Services,
 ) -> Result<RunningGateway, GatewayError> {
+    if let Some(warning) = config.hmac.as_ref().and_then(|h| h.shared_secret_warning()) {
+        tracing::warn!("{warning}");
+    }
     let metrics = Arc::new(Metrics::new()?);
     let origins = Arc::new(OriginPolicy::new(
         config.allowed_origins.clone(),
+        config.listen.ip().is_loopback(),
         metrics.registry(),
     )?);
     let tls = config.tls.as_ref().map(super::tls::acceptor).transpose()?;
@@ -141,12 +146,14 @@ pub async fn start(
         started_at: Utc::now(),
         shutdown,
         schemas,
+        slots: Default::default(),
     });
     let tailers = shared
         .hubs
         .values()
         .map(|hub| tokio::spawn(hub.clone().run(log.clone(), index.clone())))
         .collect();
+    let probe = Arc::new(LogProbe::new(shared.config.health_cache));
     let app = Router::new()
         .route("/", get(upgrade))
         .route("/health", get(health))
@@ -154,6 +161,7 @@ pub async fn start(
         .route("/metrics", get(metrics_text))
         .merge(super::console::routes())
         .layer(Extension(origins))
+        .layer(Extension(probe))
         .with_state(shared.clone());
     let stop = shared.shutdown.subscribe();
     let server = match tls {
@@ -311,26 +319,22 @@ async fn health(State(gw): State<Arc<Shared>>) -> Response {
         .into_response()
 }
 
-async fn ready(State(gw): State<Arc<Shared>>) -> Response {
-    let started = Instant::now();
-    let log = tokio::time::timeout(
-        Duration::from_secs(2),
-        gw.services.log.bounds(Stream::KernelEvents),
-    )
-    .await;
-    let log_status = match log {
-        Ok(Ok(_)) => json!({"healthy": true, "location": gw.services.log.location(),
-                             "latency_ms": started.elapsed().as_secs_f64() * 1000.0}),
-        Ok(Err(e)) => json!({"healthy": false, "error": e.to_string()}),
-        Err(_) => json!({"healthy": false, "error": "no answer within 2 s"}),
+/// `/ready`: from the shared [`LogProbe`] snapshot (no log connection per request).
+async fn ready(
+    State(gw): State<Arc<Shared>>,
+    Extension(probe): Extension<Arc<LogProbe>>,
+) -> Response {
+    let snapshot = probe.snapshot(gw.services.log.as_ref()).await;
+    let log_status = match snapshot.bounds.get(&Stream::KernelEvents) {
+        Some(Ok(_)) => json!({"healthy": true, "location": gw.services.log.location(),
+                             "latency_ms": snapshot.latency_ms,
+                             "checked_ms_ago": snapshot.taken.elapsed().as_millis() as u64}),
+        Some(Err(e)) => json!({"healthy": false, "error": e}),
+        None => json!({"healthy": false, "error": "not probed"}),
     };
     let tails_ok = gw.hubs.values().all(|h| h.healthy());
-    let projections = super::readiness::projections(
-        gw.services.views.as_ref(),
-        gw.services.log.as_ref(),
-        &gw.metrics,
-    )
-    .await;
+    let projections =
+        super::readiness::projections(gw.services.views.as_ref(), &snapshot, &gw.metrics);
     let components = json!({
         "log": log_status,
         "topics": {"healthy": tails_ok},
@@ -354,15 +358,15 @@ async fn ready(State(gw): State<Arc<Shared>>) -> Response {
         .into_response()
 }
 
-async fn metrics_text(State(gw): State<Arc<Shared>>) -> Response {
-    super::readiness::refresh_lag(
-        gw.services.views.as_ref(),
-        gw.services.log.as_ref(),
-        &gw.metrics,
-    )
-    .await;
+/// `/metrics`: gauges of log and view lag from the shared [`LogProbe`] snapshot.
+async fn metrics_text(
+    State(gw): State<Arc<Shared>>,
+    Extension(probe): Extension<Arc<LogProbe>>,
+) -> Response {
+    let snapshot = probe.snapshot(gw.services.log.as_ref()).await;
+    super::readiness::refresh_lag(gw.services.views.as_ref(), &snapshot, &gw.metrics);
     for (stream, hub) in &gw.hubs {
-        if let Ok(bounds) = gw.services.log.bounds(*stream).await {
+        if let Some(Ok(bounds)) = snapshot.bounds.get(stream) {
             let next = bounds.next();
             let lag = next.saturating_sub(hub.next());
             gw.metrics

@@ -120,6 +120,8 @@ pub struct Shared {
     pub shutdown: watch::Sender<bool>,
     /// Params schemas.
     pub schemas: ParamsSchemas,
+    /// Client and pending-authentication slots in use (see `connection::Slots`).
+    pub slots: Arc<super::connection::Slots>,
 }
 
 impl Shared {

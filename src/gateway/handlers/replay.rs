@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::subscribe::parse_topic;
+use super::subscribe::{authorize_topic, parse_topic};
 use crate::gateway::error::RpcError;
 use crate::gateway::methods::RpcResult;
 use crate::gateway::state::Call;
@@ -48,6 +48,8 @@ fn bad_range(detail: &str, field: &str) -> RpcError {
 pub async fn replay(call: Call) -> RpcResult {
     let p: ReplayParams = call.parse()?;
     let stream = parse_topic(&p.topic)?;
+    // Same scope check, same recorded decision as a live subscription.
+    authorize_topic(&call.gw, &call.client, stream).await?;
     let filter = Filter::parse(p.filters.as_ref())?;
     let max = p
         .max_payload_size
@@ -83,17 +85,16 @@ pub async fn replay(call: Call) -> RpcResult {
         return Ok(empty(Vec::new()));
     }
     let budget = call.gw.config.max_replay_scan;
-    if p.sequence_from.is_some() && p.sequence_to.is_some() && hi - lo + 1 > budget {
+    // `lo <= hi` here; the width saturates (a range of every u64 does not overflow).
+    let width = (hi - lo).saturating_add(1);
+    if p.sequence_from.is_some() && p.sequence_to.is_some() && width > budget {
         return Err(RpcError::new(
             crate::gateway::error::ErrorCode::BudgetExceeded,
             "replay_scan_budget",
         )
         .with(
             "detail",
-            format!(
-                "the range holds {} events; one replay reads at most {budget}: split it",
-                hi - lo + 1
-            ),
+            format!("the range holds {width} events; one replay reads at most {budget}: split it"),
         )
         .with("max_scan", budget));
     }
@@ -149,7 +150,10 @@ pub async fn replay(call: Call) -> RpcResult {
                 .await
                 .map_err(internal)?;
             let Some(tail) = chunk.last() else { break };
-            next = tail.sequence + 1;
+            let Some(after) = tail.sequence.checked_add(1) else {
+                break;
+            };
+            next = after;
             scanned += chunk.len() as u64;
             for envelope in chunk {
                 let Ok(event) = TopicEvent::new(envelope, &call.gw.index) else {

@@ -13,7 +13,8 @@
 //! `max_payload_size`) returns the existing id and does not count.
 //! A different epoch means the log was recreated and the position is void: -32602
 //! `epoch_mismatch` with the current epoch. A position older than the log retains:
-//! -32602 `position_truncated` with the first retained sequence.
+//! -32602 `position_truncated` with the first retained sequence; a position past the
+//! log's end (a client cannot have seen it) -32602 `position_ahead`.
 
 use std::sync::Arc;
 
@@ -82,16 +83,27 @@ pub async fn cxp_subscribe(call: Call) -> RpcResult {
     open(call, Stream::CxpTraffic, p).await
 }
 
-async fn open(call: Call, stream: Stream, p: SubscribeParams) -> RpcResult {
-    let gw = call.gw.clone();
-    let client = call.client.clone();
+/// The one topic-scope check of `gateway.subscribe`, `cxp.subscribe` and
+/// `gateway.replay`: the caller's scope must cover the topic's scope in the contract's
+/// `event_topics` ([`topic_scope`]), asked through [`authz::decide`] as
+/// `subscribe:<topic>` and recorded on `governance.decisions` either way. A denial
+/// answers -32001 `insufficient_scope`, an unauthenticated caller -32001
+/// `authentication_required`, a stream that is no topic -32602 `unknown_topic`.
+///
+/// Reading history is reading the topic: replay must not show a client what a live
+/// subscription would refuse it.
+pub async fn authorize_topic(
+    gw: &crate::gateway::state::Shared,
+    client: &crate::gateway::client::Client,
+    stream: Stream,
+) -> Result<(), RpcError> {
     let need = topic_scope(stream)
         .ok_or_else(|| RpcError::invalid_params("unknown_topic", format!("`{stream}`")))?;
     let have = client
         .scope()
         .ok_or_else(RpcError::authentication_required)?;
     authz::decide(
-        &gw,
+        gw,
         client.id(),
         have,
         need,
@@ -99,7 +111,13 @@ async fn open(call: Call, stream: Stream, p: SubscribeParams) -> RpcResult {
         stream.as_str(),
         true,
     )
-    .await?;
+    .await
+}
+
+async fn open(call: Call, stream: Stream, p: SubscribeParams) -> RpcResult {
+    let gw = call.gw.clone();
+    let client = call.client.clone();
+    authorize_topic(&gw, &client, stream).await?;
     let filter = Arc::new(Filter::parse(p.filters.as_ref())?);
     let max = p
         .max_payload_size
@@ -156,13 +174,28 @@ async fn open(call: Call, stream: Stream, p: SubscribeParams) -> RpcResult {
                 .with("epoch", hub.epoch.clone())
                 .with("field", "params.since.epoch"));
             }
-            let first = gw
+            let bounds = gw
                 .services
                 .log
-                .first_sequence(stream)
+                .bounds(stream)
                 .await
                 .map_err(|e| RpcError::internal("log_unavailable", e))?;
+            let first = bounds.first;
             let from = since.sequence.saturating_add(1);
+            // A position past the log's end cannot have been seen; accepting it would
+            // silently skip every event up to it (e.g. 2^64 - 1: all of them).
+            if from > bounds.next() {
+                return Err(RpcError::invalid_params(
+                    "position_ahead",
+                    format!(
+                        "sequence {} is past the end of the log (next sequence {})",
+                        since.sequence,
+                        bounds.next()
+                    ),
+                )
+                .with("next_sequence", bounds.next())
+                .with("field", "params.since.sequence"));
+            }
             if let Some(first) = first {
                 if from < first {
                     return Err(RpcError::invalid_params(

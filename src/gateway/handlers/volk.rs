@@ -48,7 +48,8 @@ struct ListParams {
     limit: Option<usize>,
 }
 
-/// Registered Volks by alias, `offset`/`limit` paginated, with `total`.
+/// Registered Volks by alias, `offset`/`limit` paginated, with `total`. An `offset`
+/// past the end (even 2^64 - 1) answers an empty page with `has_more: false`.
 pub async fn list(call: Call) -> RpcResult {
     let p: ListParams = call.parse()?;
     let views = backends::views(&call)?;
@@ -70,7 +71,8 @@ pub async fn list(call: Call) -> RpcResult {
         "total": total,
         "offset": p.offset,
         "limit": limit,
-        "has_more": p.offset + limit < total,
+        // Checked: `offset` is the client's number, up to 2^64 - 1 (an empty page).
+        "has_more": p.offset.checked_add(limit).is_some_and(|end| end < total),
     }))
 }
 

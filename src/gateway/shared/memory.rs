@@ -3,8 +3,21 @@
 //!
 //! Entries with a time to live carry their deadline and are swept lazily: an expired
 //! entry is treated as absent when read and removed when it is found.
+//!
+//! Both tables a client can grow are bounded ([`Limits`]):
+//!
+//! - the `prolog_policy` decision cache is an LRU of [`Limits::auth_entries`] client
+//!   ids: a flood of made-up client ids evicts the least recently used decisions (a
+//!   miss only costs a policy query), it never grows the process;
+//! - nonces are never forgotten inside their window (forgetting one would let its
+//!   request be replayed). When [`Limits::nonces`] live nonces are held, expired ones
+//!   are swept; if every one is still live, new HMAC authentications are refused with
+//!   [`SharedError::Full`] (answered as -32001 `shared_state_unavailable` naming the
+//!   reason) until nonces expire. Only correctly signed requests claim nonces, so only
+//!   a holder of a valid secret can fill the table.
 
 use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -14,13 +27,32 @@ use super::{
     new_instance_id, token_digest, AuthDecision, ClientEntry, SharedError, SharedState, StoredGrant,
 };
 
-/// Nonces remembered at most; beyond this the oldest-deadline half is swept eagerly.
-const MAX_NONCES: usize = 1_000_000;
+/// Live nonces remembered at most by default.
+pub const MAX_NONCES: usize = 1_000_000;
+/// `prolog_policy` decisions cached at most by default.
+pub const MAX_AUTH_ENTRIES: usize = 10_000;
 
-#[derive(Default)]
+/// Bounds of the in-memory tables a client can grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Live nonces held at most; one more HMAC authentication is refused.
+    pub nonces: usize,
+    /// Cached `prolog_policy` decisions at most; the least recently used is evicted.
+    pub auth_entries: NonZeroUsize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            nonces: MAX_NONCES,
+            auth_entries: NonZeroUsize::new(MAX_AUTH_ENTRIES).unwrap_or(NonZeroUsize::MIN),
+        }
+    }
+}
+
 struct Tables {
     nonces: HashMap<String, Instant>,
-    auth: HashMap<String, (AuthDecision, Instant)>,
+    auth: lru::LruCache<String, (AuthDecision, Instant)>,
     tokens: HashMap<String, (StoredGrant, Option<Instant>)>,
     clients: HashMap<String, ClientEntry>,
 }
@@ -28,6 +60,7 @@ struct Tables {
 /// In-process shared state: correct for one instance, never unavailable.
 pub struct MemoryState {
     instance_id: String,
+    limits: Limits,
     tables: Mutex<Tables>,
 }
 
@@ -38,11 +71,22 @@ impl Default for MemoryState {
 }
 
 impl MemoryState {
-    /// Empty state for the instance `instance_id`.
+    /// Empty state for the instance `instance_id`, with the default [`Limits`].
     pub fn new(instance_id: impl Into<String>) -> Self {
+        MemoryState::with_limits(instance_id, Limits::default())
+    }
+
+    /// Empty state for the instance `instance_id` whose tables are bounded by `limits`.
+    pub fn with_limits(instance_id: impl Into<String>, limits: Limits) -> Self {
         MemoryState {
             instance_id: instance_id.into(),
-            tables: Mutex::new(Tables::default()),
+            limits,
+            tables: Mutex::new(Tables {
+                nonces: HashMap::new(),
+                auth: lru::LruCache::new(limits.auth_entries),
+                tokens: HashMap::new(),
+                clients: HashMap::new(),
+            }),
         }
     }
 
@@ -106,16 +150,25 @@ impl SharedState for MemoryState {
     async fn claim_nonce(&self, nonce: &str, ttl: Duration) -> Result<bool, SharedError> {
         let now = Instant::now();
         let mut t = self.lock();
-        if t.nonces.len() >= MAX_NONCES {
-            t.nonces.retain(|_, deadline| *deadline > now);
-        }
-        match t.nonces.get(nonce) {
-            Some(deadline) if *deadline > now => Ok(false),
-            _ => {
-                t.nonces.insert(nonce.to_owned(), now + ttl);
-                Ok(true)
+        if let Some(deadline) = t.nonces.get(nonce) {
+            if *deadline > now {
+                return Ok(false);
             }
         }
+        if t.nonces.len() >= self.limits.nonces {
+            t.nonces.retain(|_, deadline| *deadline > now);
+            if t.nonces.len() >= self.limits.nonces {
+                // Forgetting a live nonce would let its request be replayed: refuse.
+                return Err(SharedError::Full(format!(
+                    "{} nonces are live (gateway.hmac: at most {} within the drift window); \
+                     new hmac authentications are refused until some expire",
+                    t.nonces.len(),
+                    self.limits.nonces
+                )));
+            }
+        }
+        t.nonces.insert(nonce.to_owned(), now + ttl);
+        Ok(true)
     }
 
     async fn cached_auth(
@@ -129,7 +182,7 @@ impl SharedState for MemoryState {
                 Ok(Some(d.clone()))
             }
             Some(_) => {
-                t.auth.remove(client_id);
+                t.auth.pop(client_id);
                 Ok(None)
             }
             None => Ok(None),
@@ -142,7 +195,8 @@ impl SharedState for MemoryState {
         decision: &AuthDecision,
         ttl: Duration,
     ) -> Result<(), SharedError> {
-        self.lock().auth.insert(
+        // The least recently used decision makes room (an LRU: bounded).
+        self.lock().auth.put(
             client_id.to_owned(),
             (decision.clone(), Instant::now() + ttl),
         );
@@ -239,6 +293,59 @@ mod tests {
             .expect("cached");
         assert_eq!(m.invalidate_auth().await, Ok(1));
         assert_eq!(m.cached_auth("c", "h1").await, Ok(None));
+    }
+
+    // REQ-014-098 ISSUE-14: unbounded nonce memory
+    #[tokio::test]
+    async fn a_full_nonce_table_refuses_rather_than_forgets_a_live_nonce() {
+        let limits = Limits {
+            nonces: 2,
+            ..Limits::default()
+        };
+        let m = MemoryState::with_limits("t", limits);
+        let long = Duration::from_secs(300);
+        assert_eq!(m.claim_nonce("a", long).await, Ok(true));
+        assert_eq!(m.claim_nonce("b", long).await, Ok(true));
+        let full = m.claim_nonce("c", long).await;
+        assert!(matches!(full, Err(SharedError::Full(_))), "{full:?}");
+        // Live nonces are still remembered: no replay.
+        assert_eq!(m.claim_nonce("a", long).await, Ok(false));
+        // Expired ones are swept to make room.
+        let m = MemoryState::with_limits("t", limits);
+        assert_eq!(m.claim_nonce("a", Duration::from_millis(5)).await, Ok(true));
+        assert_eq!(m.claim_nonce("b", long).await, Ok(true));
+        std::thread::sleep(Duration::from_millis(10));
+        assert_eq!(m.claim_nonce("c", long).await, Ok(true));
+        assert_eq!(m.lock().nonces.len(), 2);
+    }
+
+    // REQ-014-103 ISSUE-14: unbounded auth cache
+    #[tokio::test]
+    async fn the_auth_cache_keeps_at_most_its_capacity_evicting_the_least_recent() {
+        let limits = Limits {
+            auth_entries: NonZeroUsize::new(3).expect("non-zero"),
+            ..Limits::default()
+        };
+        let m = MemoryState::with_limits("t", limits);
+        let d = AuthDecision {
+            scope: None,
+            reason: "denied".into(),
+            policy_hash: "h".into(),
+        };
+        let ttl = Duration::from_secs(300);
+        for id in ["c0", "c1", "c2"] {
+            m.cache_auth(id, &d, ttl).await.expect("cached");
+        }
+        // c0 used recently: c1 is the least recently used.
+        assert_eq!(m.cached_auth("c0", "h").await, Ok(Some(d.clone())));
+        for i in 3..1000 {
+            m.cache_auth(&format!("c{i}"), &d, ttl)
+                .await
+                .expect("cached");
+            assert!(m.lock().auth.len() <= 3);
+        }
+        assert_eq!(m.cached_auth("c1", "h").await, Ok(None), "evicted");
+        assert_eq!(m.cached_auth("c999", "h").await, Ok(Some(d)));
     }
 
     // REQ-014-094

@@ -44,6 +44,10 @@ pub enum SharedError {
     /// The backend answered, but with something this gateway cannot use.
     #[error("shared state: {0}")]
     Backend(String),
+    /// A bounded table is full of entries that must not be forgotten (live HMAC
+    /// nonces); the request is refused. Callers must fail closed.
+    #[error("shared state full: {0}")]
+    Full(String),
     /// A setting is unusable, e.g. `gateway.redis_url`.
     #[error("config field {field}: {reason}")]
     Invalid {
