@@ -11,7 +11,7 @@ use orchestrata::config::LogConfig;
 use orchestrata::gateway::auth_hmac::sign;
 use orchestrata::gateway::config::HmacConfig;
 use orchestrata::gateway::{self, GatewayConfig, Scope, Services};
-use orchestrata::governance::{Governance, GovernanceConfig, Policy, PolicyFile};
+use orchestrata::governance::{Governance, GovernanceConfig, Policy};
 use orchestrata::log::EventLog;
 use orchestrata_schemas::events::Stream;
 use serde_json::{json, Value};
@@ -64,16 +64,14 @@ async fn start(config: GatewayConfig, with_governance: bool) -> (TestGateway, Op
     (gw, governance)
 }
 
-/// The default policy plus the test principals (`tests/fixtures/policy/clients.pl`)
-/// and `extra` clauses.
+/// The default policy plus the test principals and `extra` clauses.
 fn policy_with_clients(extra: &str) -> Policy {
-    let mut files = Policy::default_policy().files().to_vec();
-    files.push(PolicyFile {
-        name: "clients.pl".into(),
-        // `extra` first: clauses it adds to the fixture's predicates stay contiguous.
-        text: format!("{extra}\n{}", include_str!("fixtures/policy/clients.pl")),
-    });
-    Policy::from_files("test:clients", files)
+    support::policy::edited(|files| {
+        if let Some(clients) = files.last_mut() {
+            // `extra` first: clauses it adds to the fixture's predicates stay contiguous.
+            clients.text = format!("{extra}\n{}", clients.text);
+        }
+    })
 }
 
 fn hmac_params(secret: &str, client_id: &str, nonce: &str, at: chrono::DateTime<Utc>) -> Value {

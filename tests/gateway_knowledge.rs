@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use orchestrata::gateway::{self, backends::Views, GatewayConfig, RunningGateway, Services};
-use orchestrata::governance::{Governance, GovernanceConfig, Policy, PolicyFile};
+use orchestrata::governance::{Governance, GovernanceConfig, Policy};
 use orchestrata::log::EventLog;
 use orchestrata::projection::neo4j::Neo4jConfig;
 use orchestrata::projection::Projections;
@@ -23,20 +23,15 @@ use orchestrata_schemas::events::{Event, Stream};
 use serde_json::{json, Value};
 use support::ws::{self, Ws, ADMIN_TOKEN, READ_ONLY_TOKEN, TOKEN};
 
-/// The default policy (with one text replaced in it) plus the test principals of
-/// `tests/fixtures/policy/clients.pl`.
+/// The default policy (with one text replaced in it) plus the test principals.
 fn test_policy(replace: Option<(&str, &str)>) -> Policy {
-    let mut files: Vec<PolicyFile> = Policy::default_policy().files().to_vec();
-    if let Some((from, to)) = replace {
-        for f in &mut files {
-            f.text = f.text.replace(from, to);
+    support::policy::edited(|files| {
+        if let Some((from, to)) = replace {
+            for f in files.iter_mut() {
+                f.text = f.text.replace(from, to);
+            }
         }
-    }
-    files.push(PolicyFile {
-        name: "clients.pl".into(),
-        text: include_str!("fixtures/policy/clients.pl").into(),
-    });
-    Policy::from_files("test:clients", files)
+    })
 }
 
 struct Stack {

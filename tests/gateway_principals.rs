@@ -11,7 +11,7 @@ use std::sync::Arc;
 use orchestrata::gateway::{
     self, backends::Views, GatewayConfig, RunningGateway, Scope, Services, TokenGrant,
 };
-use orchestrata::governance::{Governance, GovernanceConfig, Policy, PolicyFile};
+use orchestrata::governance::{Governance, GovernanceConfig};
 use orchestrata::log::EventLog;
 use orchestrata::projection::Projections;
 use orchestrata_schemas::events::{Event, Stream};
@@ -315,17 +315,6 @@ async fn the_shipped_policy_registers_no_principals() {
     }
 }
 
-/// The default policy plus the test principals (`tests/fixtures/policy/clients.pl`:
-/// `operator` is a read_write client that acts as U:Cx).
-fn policy_with_clients() -> Policy {
-    let mut files = Policy::default_policy().files().to_vec();
-    files.push(PolicyFile {
-        name: "clients.pl".into(),
-        text: include_str!("fixtures/policy/clients.pl").into(),
-    });
-    Policy::from_files("test:clients", files)
-}
-
 // ISSUE-14: a client the policy admits acts as the Volks its gateway_acts_as/2 names,
 // asked per call and recorded; when governance cannot answer, the call fails closed as
 // governance_unavailable, never as the client's fault.
@@ -337,7 +326,7 @@ async fn policy_principals_act_as_the_policy_says_and_fail_closed_without_it() {
     let stack = Stack::with_config(config).await;
     stack
         .governance
-        .load_policy(policy_with_clients())
+        .load_policy(support::policy::with_clients())
         .await
         .expect("policy loads");
     let mut ws = Ws::connect(&format!("ws://{}/", stack.running.local_addr())).await;

@@ -88,6 +88,9 @@ fn config(instance: &str) -> GatewayConfig {
         .with_hmac(HmacConfig::new([SECRET]).with_client("billing-bot", Scope::ReadWrite))
         .expect("valid hmac settings");
     c.instance_id = instance.into();
+    // Some tests share policy decisions through Redis: the site turned
+    // `prolog_policy` on and registers its clients (tests/fixtures/policy/clients.pl).
+    c.prolog_policy = true;
     c
 }
 
@@ -105,6 +108,10 @@ async fn gateway_on(redis: &str, instance: &str) -> (TestGateway, Arc<RedisState
     let governance = Governance::start(log.clone(), GovernanceConfig::default())
         .await
         .expect("governance starts");
+    governance
+        .load_policy(support::policy::with_clients())
+        .await
+        .expect("test policy loads");
     let services = Services::new(log.clone())
         .with_governance(governance)
         .with_shared_state(state.clone());

