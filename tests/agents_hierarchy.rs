@@ -553,7 +553,8 @@ async fn metrics_and_many_agents() {
         h.await.unwrap().unwrap();
     }
     let live = e.agents.read(|t| t.live_count()).await.unwrap();
-    assert_eq!(live, 8 + seniors.len() + seniors.len() * 5);
+    let roster = orchestrata::kernel::roster::STANDARD_ROSTER.len();
+    assert_eq!(live, roster + seniors.len() + seniors.len() * 5);
     assert!(live >= 100, "{live}");
     e.agents
         .escalate("U:Ox", "x", None, serde_json::json!({}), &[])

@@ -21,14 +21,11 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use orchestrata::gateway::auth_hmac::sign;
-use orchestrata::gateway::backends::Views;
 use orchestrata::gateway::config::HmacConfig;
 use orchestrata::gateway::shared::RedisState;
-use orchestrata::gateway::{self, GatewayConfig, RunningGateway, Scope, Services};
-use orchestrata::governance::{Governance, GovernanceConfig, Policy};
-use orchestrata::log::EventLog;
+use orchestrata::gateway::{self, GatewayConfig, Scope, Services};
+use orchestrata::governance::{GovernanceConfig, Policy};
 use orchestrata::projection::neo4j::Neo4jConfig;
-use orchestrata::projection::Projections;
 use orchestrata_schemas::events::{Event, Stream};
 use serde_json::{json, Value};
 use support::ws::{self, packet_sent, TestGateway, Ws, ADMIN_TOKEN, TOKEN};
@@ -41,54 +38,15 @@ fn reason(error: &Value) -> &str {
 
 /// A governed stack: kernel (standard roster), governance (default policy or the one in
 /// `policy_dir`), projections, gateway with `config`.
-struct Stack {
-    running: RunningGateway,
-    log: Arc<dyn EventLog>,
-    _projections: Projections,
-    _dir: tempfile::TempDir,
-}
+type Stack = support::stack::Governed;
 
-impl Stack {
-    async fn start(config: GatewayConfig, policy_dir: Option<std::path::PathBuf>) -> Stack {
-        let support::stack::Core {
-            dir,
-            log,
-            kernel,
-            projections,
-        } = support::stack::Core::start().await;
-        let governance = Governance::start(
-            log.clone(),
-            GovernanceConfig {
-                policy_dir,
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("governance starts");
-        let kernel = kernel.with_governance(governance.clone());
-        let services = Services::new(log.clone())
-            .with_kernel(kernel, Views::of(&projections))
-            .with_governance(governance);
-        let running = gateway::start(config, services)
-            .await
-            .expect("gateway starts");
-        Stack {
-            running,
-            log,
-            _projections: projections,
-            _dir: dir,
-        }
-    }
-
-    async fn connect(&self) -> Ws {
-        Ws::connect(&format!("ws://{}/", self.running.local_addr())).await
-    }
-
-    async fn client(&self, token: &str) -> Ws {
-        let mut ws = self.connect().await;
-        ws.auth(token).await;
-        ws
-    }
+/// The governed stack with `config`, under the default policy or the one in `policy_dir`.
+async fn start(config: GatewayConfig, policy_dir: Option<std::path::PathBuf>) -> Stack {
+    let governance = GovernanceConfig {
+        policy_dir,
+        ..Default::default()
+    };
+    Stack::start(config, governance).await
 }
 
 fn hmac_config() -> GatewayConfig {
@@ -203,7 +161,7 @@ async fn err_005_a_subscription_over_the_limit_is_invalid_params_with_the_count(
 // decided before governance is asked (no decision about it is recorded).
 #[tokio::test]
 async fn err_006_an_unknown_target_is_invalid_params_before_governance() {
-    let stack = Stack::start(ws::test_config(), None).await;
+    let stack = start(ws::test_config(), None).await;
     let mut c = stack.client(TOKEN).await;
     for params in [
         json!({"target": "U:Zz", "payload": {}}),
@@ -243,7 +201,7 @@ async fn err_006_an_unknown_target_is_invalid_params_before_governance() {
 // REQ-014-ERR-007: a mutation keyword in knowledge.query is -32602 `mutation_not_allowed`.
 #[tokio::test]
 async fn err_007_a_mutation_in_a_query_is_refused() {
-    let stack = Stack::start(ws::test_config(), None).await;
+    let stack = start(ws::test_config(), None).await;
     let mut c = stack.client(ADMIN_TOKEN).await;
     for cypher in [
         "CREATE (n:Volk) RETURN n",
@@ -266,7 +224,7 @@ async fn with_neo4j(uri: String) -> Stack {
         user: "neo4j".into(),
         password: "secret".into(),
     });
-    Stack::start(config, None).await
+    start(config, None).await
 }
 
 // REQ-014-ERR-008: a query that outlives its timeout is cancelled: -32603 `query_timeout`.
@@ -503,7 +461,7 @@ async fn err_016_a_prolog_error_in_a_dry_run_is_internal_error_with_the_error() 
             "decide(_, broken, _, _, R) :- !, atom_length(123456, R), atom_length(R, foo).\n%% --- Gateway (spec 014)",
         );
     let dir = governance_support::default_policy_dir_with(&[("decide.pl", &decide)]);
-    let stack = Stack::start(ws::test_config(), Some(dir.path().into())).await;
+    let stack = start(ws::test_config(), Some(dir.path().into())).await;
     let mut c = stack.client(TOKEN).await;
     let e = c
         .err(

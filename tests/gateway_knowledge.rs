@@ -11,14 +11,11 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use orchestrata::gateway::{self, backends::Views, GatewayConfig, RunningGateway, Services};
-use orchestrata::governance::{Governance, GovernanceConfig, Policy};
-use orchestrata::log::EventLog;
+use orchestrata::gateway::GatewayConfig;
+use orchestrata::governance::{GovernanceConfig, Policy};
 use orchestrata::projection::neo4j::Neo4jConfig;
-use orchestrata::projection::Projections;
 use orchestrata_schemas::events::{Event, Stream};
 use serde_json::{json, Value};
 use support::ws::{self, Ws, ADMIN_TOKEN, READ_ONLY_TOKEN, TOKEN};
@@ -34,60 +31,29 @@ fn test_policy(replace: Option<(&str, &str)>) -> Policy {
     })
 }
 
-struct Stack {
-    running: RunningGateway,
-    log: Arc<dyn EventLog>,
-    _projections: Projections,
-    _dir: tempfile::TempDir,
+type Stack = support::stack::Governed;
+
+async fn start() -> Stack {
+    with(ws::test_config()).await
+}
+
+/// The default policy plus the test principals; `prolog_policy` on.
+async fn with(config: GatewayConfig) -> Stack {
+    with_policy(config, test_policy(None)).await
+}
+
+async fn with_policy(mut config: GatewayConfig, policy: Policy) -> Stack {
+    config.prolog_policy = true;
+    let stack = Stack::start(config, GovernanceConfig::default()).await;
+    stack
+        .governance
+        .load_policy(policy)
+        .await
+        .expect("policy loads");
+    stack
 }
 
 impl Stack {
-    async fn start() -> Stack {
-        Stack::with(ws::test_config()).await
-    }
-
-    /// The default policy plus the test principals; `prolog_policy` on.
-    async fn with(config: GatewayConfig) -> Stack {
-        Stack::with_policy(config, test_policy(None)).await
-    }
-
-    async fn with_policy(mut config: GatewayConfig, policy: Policy) -> Stack {
-        config.prolog_policy = true;
-        let support::stack::Core {
-            dir,
-            log,
-            kernel,
-            projections,
-        } = support::stack::Core::start().await;
-        let governance = Governance::start(log.clone(), GovernanceConfig::default())
-            .await
-            .expect("governance starts");
-        governance.load_policy(policy).await.expect("policy loads");
-        let kernel = kernel.with_governance(governance.clone());
-        let services = Services::new(log.clone())
-            .with_kernel(kernel, Views::of(&projections))
-            .with_governance(governance);
-        let running = gateway::start(config, services)
-            .await
-            .expect("gateway starts");
-        Stack {
-            running,
-            log,
-            _projections: projections,
-            _dir: dir,
-        }
-    }
-
-    async fn connect(&self) -> Ws {
-        Ws::connect(&format!("ws://{}/", self.running.local_addr())).await
-    }
-
-    async fn client(&self, token: &str) -> Ws {
-        let mut ws = self.connect().await;
-        ws.auth(token).await;
-        ws
-    }
-
     /// A client the test policy registers: `dashboard`, read_only (prolog_policy).
     async fn dashboard(&self) -> Ws {
         let mut ws = self.connect().await;
@@ -198,7 +164,7 @@ async fn traffic(stack: &Stack) -> String {
 // REQ-014-156 REQ-014-157 REQ-014-158 REQ-014-159
 #[tokio::test]
 async fn nodes_and_relationships_follow_registrations_packets_and_sessions() {
-    let stack = Stack::start().await;
+    let stack = start().await;
     let message_id = traffic(&stack).await;
     let mut c = stack.client(READ_ONLY_TOKEN).await;
     let packet = format!("packet:{message_id}");
@@ -284,7 +250,7 @@ async fn nodes_and_relationships_follow_registrations_packets_and_sessions() {
 // REQ-014-156 REQ-014-157 REQ-014-160
 #[tokio::test]
 async fn browsing_pages_with_offset_and_limit_and_filters_by_property_values() {
-    let stack = Stack::start().await;
+    let stack = start().await;
     traffic(&stack).await;
     let mut c = stack.client(READ_ONLY_TOKEN).await;
     let all = c
@@ -358,7 +324,7 @@ async fn browsing_pages_with_offset_and_limit_and_filters_by_property_values() {
 // REQ-014-153 ERR-007
 #[tokio::test]
 async fn every_write_clause_is_refused_as_mutation_not_allowed() {
-    let stack = Stack::start().await;
+    let stack = start().await;
     let mut c = stack.dashboard().await;
     for cypher in [
         "CREATE (n:Volk {alias: 'U:Evil'})",
@@ -386,7 +352,7 @@ async fn every_write_clause_is_refused_as_mutation_not_allowed() {
 // REQ-014-151 REQ-014-152 REQ-014-162 ERR-010
 #[tokio::test]
 async fn a_read_only_query_passes_validation_and_governance_then_needs_neo4j() {
-    let stack = Stack::start().await;
+    let stack = start().await;
     let mut c = stack.dashboard().await;
     for cypher in [
         "MATCH (p:Packet) WHERE p.subject = 'CREATE the login page' RETURN p",
@@ -433,7 +399,7 @@ async fn governance_denies_clients_the_policy_does_not_grant_graph_access() {
         "scope_can_query_kg(Scope, Pattern) :-",
         "scope_can_query_kg(Scope, Pattern) :-\n    Scope \\== read_only,",
     )));
-    let stack = Stack::with_policy(ws::test_config(), policy).await;
+    let stack = with_policy(ws::test_config(), policy).await;
     let mut viewer = stack.client(READ_ONLY_TOKEN).await;
     let e = viewer
         .err(
@@ -472,7 +438,7 @@ async fn with_neo4j(uri: String) -> Stack {
         user: "neo4j".into(),
         password: "secret".into(),
     });
-    Stack::with(config).await
+    with(config).await
 }
 
 // REQ-014-151 ERR-010

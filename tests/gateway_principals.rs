@@ -8,78 +8,37 @@ mod support;
 
 use std::sync::Arc;
 
-use orchestrata::gateway::{
-    self, backends::Views, GatewayConfig, RunningGateway, Scope, Services, TokenGrant,
-};
-use orchestrata::governance::{Governance, GovernanceConfig};
+use orchestrata::gateway::{GatewayConfig, Scope, TokenGrant};
+use orchestrata::governance::GovernanceConfig;
 use orchestrata::log::EventLog;
-use orchestrata::projection::Projections;
 use orchestrata_schemas::events::{Event, Stream};
 use serde_json::{json, Value};
-use support::ws::Ws;
+use support::stack::Governed;
 
 const OPERATOR: &str = "operator-token";
 const INTAKE: &str = "intake-token";
 const ADMIN: &str = "admin-token";
 const VIEWER: &str = "viewer-token";
 
-/// A default install's gateway: the operator's static token, plus an `intake` principal
-/// acting as U:Cx, an admin and a read-only viewer; the kernel governed by the shipped
-/// default policy.
-struct Stack {
-    running: RunningGateway,
-    kernel: orchestrata::kernel::Kernel,
-    governance: Governance,
-    log: Arc<dyn EventLog>,
-    _projections: Projections,
-    _dir: tempfile::TempDir,
+/// A default install's gateway (the shipped policy governs the kernel and the
+/// gateway): the operator's static token, plus an `intake` principal acting as U:Cx,
+/// an admin and a read-only viewer.
+fn default_config() -> GatewayConfig {
+    let mut config = GatewayConfig::default()
+        .with_static_token(OPERATOR)
+        .with_token_grant(TokenGrant::new(INTAKE, Scope::ReadWrite, "intake").acting_as(["U:Cx"]))
+        .with_grant(ADMIN, Scope::Admin, "ops")
+        .with_grant(VIEWER, Scope::ReadOnly, "viewer");
+    config.listen = "127.0.0.1:0".parse().expect("loopback");
+    config
 }
 
-impl Stack {
-    async fn start() -> Stack {
-        let mut config = GatewayConfig::default()
-            .with_static_token(OPERATOR)
-            .with_token_grant(
-                TokenGrant::new(INTAKE, Scope::ReadWrite, "intake").acting_as(["U:Cx"]),
-            )
-            .with_grant(ADMIN, Scope::Admin, "ops")
-            .with_grant(VIEWER, Scope::ReadOnly, "viewer");
-        config.listen = "127.0.0.1:0".parse().expect("loopback");
-        Stack::with_config(config).await
-    }
+async fn start() -> Governed {
+    start_with(default_config()).await
+}
 
-    async fn with_config(config: GatewayConfig) -> Stack {
-        let support::stack::Core {
-            dir,
-            log,
-            kernel,
-            projections,
-        } = support::stack::Core::start().await;
-        let governance = Governance::start(log.clone(), GovernanceConfig::default())
-            .await
-            .expect("governance starts");
-        let kernel = kernel.with_governance(governance.clone());
-        let services = Services::new(log.clone())
-            .with_kernel(kernel.clone(), Views::of(&projections))
-            .with_governance(governance.clone());
-        let running = gateway::start(config, services)
-            .await
-            .expect("gateway starts");
-        Stack {
-            running,
-            kernel,
-            governance,
-            log,
-            _projections: projections,
-            _dir: dir,
-        }
-    }
-
-    async fn client(&self, token: &str) -> Ws {
-        let mut ws = Ws::connect(&format!("ws://{}/", self.running.local_addr())).await;
-        ws.auth(token).await;
-        ws
-    }
+async fn start_with(config: GatewayConfig) -> Governed {
+    Governed::start(config, GovernanceConfig::default()).await
 }
 
 fn reason(error: &Value) -> &str {
@@ -117,7 +76,7 @@ async fn sent_packets(log: &Arc<dyn EventLog>) -> Vec<(String, String, Option<St
 // operator Volk U:GW under the shipped default policy.
 #[tokio::test]
 async fn the_spec_send_example_goes_through_as_the_operator_volk() {
-    let stack = Stack::start().await;
+    let stack = start().await;
     let mut ws = stack.client(OPERATOR).await;
     let answer = ws.ok("cxp.send", spec_send()).await;
     assert!(
@@ -168,7 +127,7 @@ async fn the_spec_send_example_goes_through_as_the_operator_volk() {
 // ISSUE-14: a read_write client may not send as a Volk it was not granted.
 #[tokio::test]
 async fn a_principal_cannot_send_as_a_volk_it_was_not_granted() {
-    let stack = Stack::start().await;
+    let stack = start().await;
     let mut operator = stack.client(OPERATOR).await;
     let mut send = spec_send();
     send["from"] = json!("U:Ox");
@@ -201,7 +160,7 @@ async fn a_principal_cannot_send_as_a_volk_it_was_not_granted() {
 // ISSUE-14: admin principals act as any Volk.
 #[tokio::test]
 async fn an_admin_acts_as_any_volk_but_must_name_it() {
-    let stack = Stack::start().await;
+    let stack = start().await;
     let mut admin = stack.client(ADMIN).await;
     let error = admin.err("cxp.send", spec_send()).await;
     assert_eq!(error["code"], -32602, "{error}");
@@ -221,7 +180,7 @@ async fn an_admin_acts_as_any_volk_but_must_name_it() {
 // ISSUE-14: cxp.ack and cxp.work act for the packet's recipient only.
 #[tokio::test]
 async fn ack_and_work_only_for_the_recipients_principal() {
-    let stack = Stack::start().await;
+    let stack = start().await;
     // The operator sends to U:Cx; the intake principal acts as U:Cx.
     let mut operator = stack.client(OPERATOR).await;
     let sent = operator
@@ -268,7 +227,7 @@ async fn ack_and_work_only_for_the_recipients_principal() {
 // ISSUE-14: an unknown packet is a clear -32602, not a kernel error.
 #[tokio::test]
 async fn acting_on_an_unknown_packet_is_invalid_params() {
-    let stack = Stack::start().await;
+    let stack = start().await;
     let mut intake = stack.client(INTAKE).await;
     let error = intake
         .err("cxp.ack", json!({"message_id": uuid::Uuid::new_v4()}))
@@ -281,8 +240,8 @@ async fn acting_on_an_unknown_packet_is_invalid_params() {
 // client id (`ops-admin`) buys nothing on a default install.
 #[tokio::test]
 async fn prolog_policy_is_off_by_default_and_no_one_becomes_admin_without_a_secret() {
-    let stack = Stack::start().await;
-    let mut ws = Ws::connect(&format!("ws://{}/", stack.running.local_addr())).await;
+    let stack = start().await;
+    let mut ws = stack.connect().await;
     let error = ws
         .err(
             "auth.authenticate",
@@ -302,8 +261,8 @@ async fn the_shipped_policy_registers_no_principals() {
     let mut config = GatewayConfig::default().with_static_token(OPERATOR);
     config.listen = "127.0.0.1:0".parse().expect("loopback");
     config.prolog_policy = true;
-    let stack = Stack::with_config(config).await;
-    let mut ws = Ws::connect(&format!("ws://{}/", stack.running.local_addr())).await;
+    let stack = start_with(config).await;
+    let mut ws = stack.connect().await;
     for client in ["ops-admin", "operator", "static", "dashboard"] {
         let error = ws
             .err(
@@ -323,13 +282,13 @@ async fn policy_principals_act_as_the_policy_says_and_fail_closed_without_it() {
     let mut config = GatewayConfig::default().with_static_token(OPERATOR);
     config.listen = "127.0.0.1:0".parse().expect("loopback");
     config.prolog_policy = true;
-    let stack = Stack::with_config(config).await;
+    let stack = start_with(config).await;
     stack
         .governance
         .load_policy(support::policy::with_clients())
         .await
         .expect("policy loads");
-    let mut ws = Ws::connect(&format!("ws://{}/", stack.running.local_addr())).await;
+    let mut ws = stack.connect().await;
     let auth = ws
         .ok(
             "auth.authenticate",

@@ -5,61 +5,19 @@
 
 mod support;
 
-use std::sync::Arc;
-
-use orchestrata::gateway::{self, backends::Views, RunningGateway, Services};
 use orchestrata::governance::term::quote_atom;
 use orchestrata::governance::{
-    Evaluator, Fact, FactChange, Governance, GovernanceConfig, Policy, PolicyFile, Request,
+    Evaluator, Fact, FactChange, GovernanceConfig, Policy, PolicyFile, Request,
     DEFAULT_INFERENCE_LIMIT,
 };
-use orchestrata::log::EventLog;
-use orchestrata::projection::Projections;
 use orchestrata_schemas::events::types::DecisionResult;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use support::ws::{self, Ws, READ_ONLY_TOKEN, TOKEN};
+use support::ws::{self, READ_ONLY_TOKEN, TOKEN};
 
-struct Stack {
-    running: RunningGateway,
-    governance: Governance,
-    _log: Arc<dyn EventLog>,
-    _projections: Projections,
-    _dir: tempfile::TempDir,
-}
-
-impl Stack {
-    async fn start() -> Stack {
-        let support::stack::Core {
-            dir,
-            log,
-            kernel,
-            projections,
-        } = support::stack::Core::start().await;
-        let governance = Governance::start(log.clone(), GovernanceConfig::default())
-            .await
-            .expect("governance starts");
-        let kernel = kernel.with_governance(governance.clone());
-        let services = Services::new(log.clone())
-            .with_kernel(kernel, Views::of(&projections))
-            .with_governance(governance.clone());
-        let running = gateway::start(ws::test_config(), services)
-            .await
-            .expect("gateway starts");
-        Stack {
-            running,
-            governance,
-            _log: log,
-            _projections: projections,
-            _dir: dir,
-        }
-    }
-
-    async fn client(&self, token: &str) -> Ws {
-        let mut ws = Ws::connect(&format!("ws://{}/", self.running.local_addr())).await;
-        ws.auth(token).await;
-        ws
-    }
+/// The governed stack under the default policy, with the test tokens.
+async fn start() -> support::stack::Governed {
+    support::stack::Governed::start(ws::test_config(), GovernanceConfig::default()).await
 }
 
 fn reason(error: &Value) -> &str {
@@ -94,7 +52,7 @@ fn assert_judged(response: &Value, cypher: &str) {
 // from then on every governed method, for every client, answered insufficient_scope.
 #[tokio::test]
 async fn a_query_holding_unicode_spaces_is_judged_and_governance_keeps_answering() {
-    let stack = Stack::start().await;
+    let stack = start().await;
     let mut viewer = stack.client(READ_ONLY_TOKEN).await;
     for cypher in [
         "MATCH (n)\u{a0}RETURN n",

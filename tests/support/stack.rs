@@ -53,3 +53,67 @@ impl Core {
         Views::of(&self.projections)
     }
 }
+
+/// A gateway on loopback over a [`Core`] whose kernel is governed: the default install
+/// as a client meets it (a real governance engine for the kernel and the gateway).
+pub struct Governed {
+    /// The gateway.
+    pub running: orchestrata::gateway::RunningGateway,
+    /// The sled log.
+    pub log: Arc<dyn EventLog>,
+    /// The governed kernel (for deliveries: `kernel.inbox(alias, n)`).
+    pub kernel: Kernel,
+    /// The governance engine both use.
+    pub governance: orchestrata::governance::Governance,
+    /// Every view, live.
+    pub projections: Projections,
+    /// Log and views live here.
+    pub dir: tempfile::TempDir,
+}
+
+impl Governed {
+    /// Starts log, governance (`governance` settings: the default policy unless a
+    /// `policy_dir` is given), the governed kernel, the views and a gateway with
+    /// `config`.
+    pub async fn start(
+        config: orchestrata::gateway::GatewayConfig,
+        governance: orchestrata::governance::GovernanceConfig,
+    ) -> Governed {
+        let Core {
+            dir,
+            log,
+            kernel,
+            projections,
+        } = Core::start().await;
+        let governance = orchestrata::governance::Governance::start(log.clone(), governance)
+            .await
+            .expect("governance starts");
+        let kernel = kernel.with_governance(governance.clone());
+        let services = orchestrata::gateway::Services::new(log.clone())
+            .with_kernel(kernel.clone(), Views::of(&projections))
+            .with_governance(governance.clone());
+        let running = orchestrata::gateway::start(config, services)
+            .await
+            .expect("gateway starts");
+        Governed {
+            running,
+            log,
+            kernel,
+            governance,
+            projections,
+            dir,
+        }
+    }
+
+    /// A WebSocket client, not yet authenticated.
+    pub async fn connect(&self) -> super::ws::Ws {
+        super::ws::Ws::connect(&format!("ws://{}/", self.running.local_addr())).await
+    }
+
+    /// A client authenticated with `token`.
+    pub async fn client(&self, token: &str) -> super::ws::Ws {
+        let mut ws = self.connect().await;
+        ws.auth(token).await;
+        ws
+    }
+}
