@@ -167,7 +167,9 @@ async fn the_gateways_own_origin_is_allowed_by_default_and_others_are_not() {
     connect_from(&gw, &own).await.expect("same origin allowed");
     // A loopback listener admits loopback origins (its console, any port) ...
     let local = format!("http://localhost:{}", gw.addr().port());
-    connect_from(&gw, &local).await.expect("loopback origin allowed");
+    connect_from(&gw, &local)
+        .await
+        .expect("loopback origin allowed");
     // ... and nothing else, even with the page's own name in Host (ISSUE-14).
     let other = format!("http://evil.example:{}", gw.addr().port());
     let (status, body) = connect_from(&gw, &other).await.expect_err("refused");

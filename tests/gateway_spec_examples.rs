@@ -149,7 +149,10 @@ async fn the_specs_examples_are_answered_as_the_contract_says() {
         "{auth}"
     );
     assert!(auth["expires_at"].is_null(), "{auth}");
-    assert_eq!(auth["scope"], "read_write", "the spec's example scope: {auth}");
+    assert_eq!(
+        auth["scope"], "read_write",
+        "the spec's example scope: {auth}"
+    );
     assert!(auth["gateway_version"].is_string(), "{auth}");
 
     // Example: Subscribe to CXP Traffic.

@@ -55,8 +55,8 @@ use serde::Deserialize;
 use super::auth::{Scope, TokenGrant};
 
 mod hmac;
-pub use hmac::{HmacClient, HmacConfig};
 use super::principal::{OPERATOR_NAME, OPERATOR_VOLK};
+pub use hmac::{HmacClient, HmacConfig};
 
 /// Default listen address of `orchestrata up`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:18790";
