@@ -16,6 +16,7 @@
 //! the live path is exercised by the compose stack (`docker-compose.yml`, service
 //! `neo4j`).
 
+pub mod dialect;
 pub mod plan;
 mod sink;
 #[cfg(test)]

