@@ -72,9 +72,9 @@ fn read_with_kcat(brokers: &str, topic: &str) -> Option<Vec<Value>> {
     )
 }
 
-// ISSUE-17: every event record of every topic written by real traffic decodes in
-// another language with the published schemas; offset 0 of each topic is the epoch
-// marker (still a bare UUID, not yet an event of the vocabulary: issue 17 item 2).
+// ISSUE-17: every record of every topic written by real traffic decodes in another
+// language with the published schemas, the epoch marker at offset 0 included (a
+// `kernel.events` / `epoch_marked` event naming its stream and epoch).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kcat_reads_every_topic_and_fastavro_decodes_every_event() {
     let brokers = support::kafka_brokers();
@@ -133,10 +133,12 @@ async fn kcat_reads_every_topic_and_fastavro_decodes_every_event() {
         for (i, r) in records.iter().enumerate() {
             assert_eq!(r["offset"], i, "{topic}: offsets from 0 without gaps: {r}");
             if i == 0 {
-                assert!(
-                    r["marker"].is_string(),
-                    "{topic}: offset 0 is the epoch marker: {r}"
+                assert_eq!(
+                    r["schema"], "kernel.events.EpochMarked.avsc",
+                    "{topic}: {r}"
                 );
+                assert_eq!(r["record"]["stream"], stream.as_str(), "{topic}: {r}");
+                assert!(r["record"]["epoch"].is_string(), "{topic}: {r}");
             } else {
                 assert!(r["schema"].is_string(), "{topic}: {r}");
                 events += 1;
@@ -156,4 +158,53 @@ async fn kcat_reads_every_topic_and_fastavro_decodes_every_event() {
         }
     }
     assert!(events >= 5, "traffic reached several topics: {events}");
+}
+
+// ISSUE-17: a topic whose epoch marker was written before the marker became an event
+// (the bare UUID text) still opens with that epoch, and its events read and append.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_with_the_old_bare_uuid_marker_keeps_its_epoch() {
+    let brokers = support::kafka_brokers();
+    let mut config = LogConfig::kafka(brokers.address.clone());
+    config.topic_prefix = support::unique_prefix();
+    let topic = KafkaLog::connect(&brokers.address, &config)
+        .expect("connect")
+        .topic(Stream::KernelEvents);
+    let old_epoch = uuid::Uuid::new_v4().to_string();
+    // The old layout, produced by a foreign producer: key and header name the marker,
+    // the value is the epoch's text.
+    let mut kcat = Command::new("kcat")
+        .args(["-b", &brokers.address, "-P", "-t", &topic, "-p", "0"])
+        .args(["-k", "orchestrata-epoch-marker"])
+        .args(["-H", &format!("orchestrata-epoch-marker={old_epoch}")])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("run kcat");
+    {
+        use std::io::Write;
+        let mut stdin = kcat.stdin.take().expect("stdin");
+        stdin.write_all(old_epoch.as_bytes()).expect("write");
+    }
+    assert!(kcat.wait().expect("kcat").success());
+    let log = log::open(&config).await.expect("open kafka log");
+    assert_eq!(
+        log.epoch(Stream::KernelEvents).await.expect("epoch"),
+        old_epoch
+    );
+    let started = orchestrata_schemas::events::EventRecord::new(
+        "kernel",
+        "node-a",
+        orchestrata_schemas::events::kernel::KernelStarted {
+            node: "node-a".into(),
+            version: "9".into(),
+            backend: "kafka".into(),
+        },
+        chrono::Utc::now(),
+    );
+    assert_eq!(log.append(&started).await.expect("append"), 0);
+    let read = log
+        .read(Stream::KernelEvents, 0, None, 10)
+        .await
+        .expect("read");
+    assert_eq!(read.len(), 1, "the marker is not an event of the stream");
 }

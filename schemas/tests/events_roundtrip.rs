@@ -473,6 +473,11 @@ fn sample(kind: EventKind) -> Event {
             message: s("acknowledged -> queued"),
         }
         .into(),
+        EventKind::EpochMarked => EpochMarked {
+            stream: s("cxp.traffic"),
+            epoch: s("6f1c2a9e-2d5b-4f7e-9a43-0d3b1f6c8e21"),
+        }
+        .into(),
         EventKind::ProviderRegistered => ProviderRegistered {
             provider: s("anthropic"),
             kind: s("anthropic"),

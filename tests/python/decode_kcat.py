@@ -3,8 +3,9 @@
 fastavro and nothing but schemas/avro/*.avsc (the schema loader of consume_kafka.py).
 
 Reads kcat's output on stdin: per record a line "OFFSET SIZE HEADERS" then SIZE raw value
-bytes. Prints one JSON object per record: {"offset", "schema", "record"}, or for the epoch
-marker (header orchestrata-epoch-marker) {"offset", "marker"}. A record that does not
+bytes. Prints one JSON object per record: {"offset", "schema", "record"}; the epoch marker
+at offset 0 is a kernel.events.EpochMarked event like any other (only a marker written
+before that, the bare UUID text, prints as {"offset", "marker"}). A record that does not
 decode is an error (exit 1) naming its offset.
 """
 import argparse
@@ -30,7 +31,8 @@ def main():
         headers = fields[2] if len(fields) > 2 else ""
         value = data[end + 1:end + 1 + size]
         at = end + 1 + size
-        if MARKER_HEADER in headers:
+        if MARKER_HEADER in headers and not value.startswith(b"\xc3\x01"):
+            # An epoch marker written before it became an event: the bare UUID text.
             print(json.dumps({"offset": offset, "marker": value.decode(errors="replace")}), flush=True)
             continue
         try:

@@ -169,6 +169,7 @@ events! {
     KernelStopped(kernel::KernelStopped) => KernelEvents, "stopped", "kernel.events.KernelStopped.avsc";
     CommandApplied(kernel::CommandApplied) => KernelEvents, "command_applied", "kernel.events.CommandApplied.avsc";
     CommandRejected(kernel::CommandRejected) => KernelEvents, "command_rejected", "kernel.events.CommandRejected.avsc";
+    EpochMarked(kernel::EpochMarked) => KernelEvents, "epoch_marked", "kernel.events.EpochMarked.avsc";
     ProviderRegistered(provider::ProviderRegistered) => ProviderEvents, "registered", "provider.events.ProviderRegistered.avsc";
     ProviderRequestStarted(provider::ProviderRequestStarted) => ProviderEvents, "request_started", "provider.events.ProviderRequestStarted.avsc";
     ProviderRequestCompleted(provider::ProviderRequestCompleted) => ProviderEvents, "request_completed", "provider.events.ProviderRequestCompleted.avsc";

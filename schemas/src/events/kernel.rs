@@ -49,3 +49,20 @@ pub struct CommandRejected {
     /// Human-readable reason.
     pub message: String,
 }
+
+/// The epoch marker: the first record (offset 0) of every Kafka topic, written by the
+/// process that found the topic empty. Its `epoch` names this incarnation of the topic
+/// (a recreated topic gets a new one); the log reads it to tell a topic it knows from a
+/// recreated one, and never hands it out as an event of the stream. Written to every
+/// topic (not only `kernel.events`), so that every record of every topic decodes with
+/// the published schemas. The sled backend has no marker record (its epoch lives in
+/// the database's metadata).
+///
+/// Stream `kernel.events`, event type `epoch_marked`, Avro `schemas/avro/kernel.events.EpochMarked.avsc`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochMarked {
+    /// The stream whose topic this marker opens, e.g. `cxp.traffic`.
+    pub stream: String,
+    /// The topic's epoch (a UUID).
+    pub epoch: String,
+}

@@ -2,7 +2,9 @@
 //!
 //! - Topics are created on first use with one partition (admin client).
 //! - **Epoch marker.** Offset 0 of every topic holds a marker record (header
-//!   `orchestrata-epoch-marker`, value = a new UUID): the stream's epoch, written by the
+//!   `orchestrata-epoch-marker`, value = an Avro `kernel.events` / `epoch_marked` event,
+//!   [`EpochMarked`], carrying a new UUID; older topics hold the bare UUID text, still
+//!   read): the stream's epoch, written by the
 //!   process that found the topic empty. Events start at offset 1, and the sequence a user
 //!   sees is `offset - 1`, so sequences still start at 0 with no gaps. A recreated topic
 //!   gets a new marker, hence a new epoch. One writer per stream (architecture.md) keeps
@@ -25,7 +27,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use orchestrata_schemas::events::Stream;
+use orchestrata_schemas::events::kernel::EpochMarked;
+use orchestrata_schemas::events::{codec, Event, EventRecord, Stream};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -270,10 +273,27 @@ impl KafkaLog {
             key: MARKER_HEADER,
             value: Some(epoch.as_bytes()),
         });
+        // The marker is an event of the vocabulary (`kernel.events` / `epoch_marked`),
+        // Avro single-object encoded like every other record, so that a foreign Avro
+        // consumer decodes every record of the topic with the published schemas.
+        let marker = EventRecord::new(
+            "log",
+            MARKER_HEADER,
+            EpochMarked {
+                stream: stream.as_str().to_owned(),
+                epoch: epoch.clone(),
+            },
+            chrono::Utc::now(),
+        );
+        let payload = codec::encode(&marker).map_err(|e| LogError::Kafka {
+            operation: "append",
+            topic: topic.to_owned(),
+            reason: format!("epoch marker: {e}"),
+        })?;
         let record = FutureRecord::to(topic)
             .partition(0)
             .key(MARKER_HEADER)
-            .payload(epoch.as_bytes())
+            .payload(&payload)
             .headers(headers);
         let delivery = self
             .producer()
@@ -350,6 +370,13 @@ fn marker_epoch(stream: Stream, record: &fetch::Fetched) -> Result<String, LogEr
             sequence: 0,
             reason: "the topic's first record is not an Orchestrata epoch marker (topic written by something else?)".into(),
         });
+    }
+    // Today's marker: an `EpochMarked` event. Before it: the bare epoch UUID as text
+    // (topics written by older versions keep reading).
+    if let Ok(decoded) = codec::decode(&record.value) {
+        if let Event::EpochMarked(m) = decoded.event {
+            return Ok(m.epoch);
+        }
     }
     Ok(String::from_utf8_lossy(&record.value).into_owned())
 }
