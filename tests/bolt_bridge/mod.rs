@@ -21,6 +21,8 @@
 //!    `Relationship` (8 → 5) and `UnboundRelationship` (4 → 3). Other server messages
 //!    pass through.
 //!
+//! `BOLT_BRIDGE_TRACE=1` prints every message both ways (decoded) to stderr.
+//!
 //! Not translated (nothing in the tests returns them): Bolt 5's UTC `DateTime` (`0x49`,
 //! `0x69`) versus Bolt 4's legacy local-time structures.
 
