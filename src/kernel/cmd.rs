@@ -1,9 +1,14 @@
 //! Building commands: one constructor per [`CommandKind`], each with a fresh command id.
 //!
-//! ```ignore
+//! ```no_run
+//! # async fn demo(kernel: orchestrata::kernel::Kernel) -> Result<(), orchestrata::kernel::KernelError> {
+//! use orchestrata::kernel::cmd;
+//! use serde_json::json;
 //! let ask = cmd::packet("U:Cx", "U:Ox", "build_feature", json!({"feature": "login"}));
 //! let outcome = kernel.execute(cmd::send("U:Cx", ask.clone())).await?;
 //! let answer = cmd::reply(&ask, "accepted", json!({}));   // same thread, in_reply_to
+//! kernel.execute(cmd::send("U:Ox", answer)).await?;
+//! # let _ = outcome; Ok(()) }
 //! ```
 
 use chrono::Utc;
