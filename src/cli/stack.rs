@@ -125,9 +125,13 @@ pub(super) async fn start_kernel(
         report.events_folded,
         report.volks,
         if report.roster_registered {
-            " (standard roster registered now: U:Ox U:PS U:Vz U:Qa U:Ar U:Ux U:PM U:Cx)"
+            let aliases: Vec<&str> = crate::kernel::roster::STANDARD_ROSTER
+                .iter()
+                .map(|(alias, _, _)| *alias)
+                .collect();
+            format!(" (standard roster registered now: {})", aliases.join(" "))
         } else {
-            ""
+            String::new()
         }
     ));
     Ok(KernelPart {
