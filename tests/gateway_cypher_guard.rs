@@ -7,11 +7,10 @@
 mod support;
 
 use orchestrata::gateway::cypher::{validate, CypherError, WRITE_KEYWORDS};
-use orchestrata::gateway::{self, backends::Views, Services};
-use orchestrata::governance::{Governance, GovernanceConfig};
+use orchestrata::governance::GovernanceConfig;
 use proptest::prelude::*;
 use serde_json::json;
-use support::ws::{self, Ws, READ_ONLY_TOKEN};
+use support::ws::{self, READ_ONLY_TOKEN};
 
 fn refused_keyword(q: &str) -> Option<String> {
     match validate(q) {
@@ -169,25 +168,9 @@ proptest! {
 // mutation_not_allowed before governance or Neo4j is asked.
 #[tokio::test]
 async fn the_gateway_refuses_both_bypasses_as_mutation_not_allowed() {
-    let support::stack::Core {
-        dir: _dir,
-        log,
-        kernel,
-        projections,
-    } = support::stack::Core::start().await;
-    let governance = Governance::start(log.clone(), GovernanceConfig::default())
-        .await
-        .expect("governance starts");
-    let services = Services::new(log.clone())
-        .with_kernel(
-            kernel.with_governance(governance.clone()),
-            Views::of(&projections),
-        )
-        .with_governance(governance);
-    let running = gateway::start(ws::test_config(), services)
-        .await
-        .expect("gateway starts");
-    let mut c = Ws::connect(&format!("ws://{}/", running.local_addr())).await;
+    let stack =
+        support::stack::Governed::start(ws::test_config(), GovernanceConfig::default()).await;
+    let mut c = stack.connect().await;
     c.auth(READ_ONLY_TOKEN).await;
     for cypher in [
         "MATCH (n)\u{a0}DETACH\u{a0}DELETE n",

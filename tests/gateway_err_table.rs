@@ -231,16 +231,7 @@ async fn with_neo4j(uri: String) -> Stack {
 #[tokio::test]
 async fn err_008_a_query_past_its_timeout_is_internal_error_query_timeout() {
     // A server that accepts TCP connections and never answers the Bolt handshake.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let held = tokio::spawn(async move {
-        let mut open = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            open.push(socket);
-        }
-    });
+    let (addr, held) = support::mute_server().await;
     let stack = with_neo4j(format!("neo4j://{addr}")).await;
     let mut c = stack.client(ADMIN_TOKEN).await;
     let e = c

@@ -464,16 +464,7 @@ async fn a_configured_neo4j_that_refuses_connections_is_unavailable() {
 #[tokio::test]
 async fn a_query_that_outlives_its_timeout_is_cancelled() {
     // A server that accepts TCP connections and never answers the Bolt handshake.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let held = tokio::spawn(async move {
-        let mut open = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            open.push(socket);
-        }
-    });
+    let (addr, held) = support::mute_server().await;
     let stack = with_neo4j(format!("neo4j://{addr}")).await;
     let mut c = stack.dashboard().await;
     let e = c

@@ -9,13 +9,13 @@ mod governance_support;
 mod support;
 
 use governance_support::*;
-use orchestrata::gateway::{self, backends::Views, Services};
+
 use orchestrata::governance::{Governance, GovernanceConfig, Request};
 use orchestrata::kernel::{cmd, KernelError};
 use orchestrata_schemas::events::types::DecisionResult::{Allow, Deny};
 use orchestrata_schemas::events::{Event, Stream};
 use serde_json::json;
-use support::ws::{self, Ws, TOKEN};
+use support::ws::{self, TOKEN};
 
 // ISSUE-14 ERR-011: a killed engine costs one decision; the next one is answered by a
 // rebuilt machine that has the policy and every fact, including facts folded after the
@@ -96,27 +96,10 @@ async fn a_crashed_engine_fails_one_decision_closed_and_restarts_with_policy_and
 // client's and a new client's — is authorized as the policy says.
 #[tokio::test]
 async fn through_the_gateway_a_crash_answers_governance_unavailable_then_calls_pass() {
-    let support::stack::Core {
-        dir: _dir,
-        log,
-        kernel,
-        projections,
-    } = support::stack::Core::start().await;
-    let governance = Governance::start(log.clone(), GovernanceConfig::default())
-        .await
-        .expect("governance starts");
-    let services = Services::new(log.clone())
-        .with_kernel(
-            kernel.with_governance(governance.clone()),
-            Views::of(&projections),
-        )
-        .with_governance(governance.clone());
-    let running = gateway::start(ws::test_config(), services)
-        .await
-        .expect("gateway starts");
-    let url = format!("ws://{}/", running.local_addr());
-    let mut c = Ws::connect(&url).await;
-    c.auth(TOKEN).await;
+    let stack =
+        support::stack::Governed::start(ws::test_config(), GovernanceConfig::default()).await;
+    let governance = &stack.governance;
+    let mut c = stack.client(TOKEN).await;
     c.ok("volk.list", json!({})).await;
 
     // A method this client has not called yet (not in the decision cache).
@@ -134,8 +117,7 @@ async fn through_the_gateway_a_crash_answers_governance_unavailable_then_calls_p
 
     c.ok("gateway.ping", json!({})).await;
     c.ok("session.list", json!({})).await;
-    let mut fresh = Ws::connect(&url).await;
-    fresh.auth(TOKEN).await;
+    let mut fresh = stack.client(TOKEN).await;
     fresh.ok("gateway.ping", json!({})).await;
 
     // knowledge.query asks governance itself: a crash there is unavailable too, and

@@ -314,3 +314,19 @@ pub fn bolt_server() -> BoltServer {
         _falkordb: Some(db),
     }
 }
+
+/// A server on loopback that accepts TCP connections, holds them, and never answers
+/// (a database that hangs mid-handshake). Its address, and the task to abort when done.
+pub async fn mute_server() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            open.push(socket);
+        }
+    });
+    (addr, held)
+}
