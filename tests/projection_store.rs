@@ -37,6 +37,22 @@ fn store_bytes(dir: &std::path::Path, key: &str, bytes: &[u8]) {
     db.flush().expect("flush");
 }
 
+/// Opens the store at `dir` again. sled releases its file lock from a background thread
+/// after the previous handle is dropped, so a reopen in the same process may briefly
+/// find it locked; wait for the lock (at most 10 s), as a restarting runner would.
+async fn reopen(dir: &std::path::Path) -> ViewStore {
+    for _ in 0..200 {
+        match ViewStore::open(dir) {
+            Ok(store) => return store,
+            Err(e) if e.to_string().contains("locked") => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("store: {e:?}"),
+        }
+    }
+    ViewStore::open(dir).expect("store")
+}
+
 /// Rebuilds `V` into the store and checks that loading it gives back the same view,
 /// byte for byte; returns the view's JSON.
 async fn stored_round_trip<V: View>(log: &dyn EventLog, store: &ViewStore) -> String {
@@ -101,7 +117,7 @@ async fn a_view_stored_as_json_by_an_earlier_version_is_still_read() {
     let views = dir.path().join("views");
     store_bytes(&views, "thread", &legacy);
 
-    let store = ViewStore::open(&views).expect("store");
+    let store = reopen(&views).await;
     let (loaded, loaded_epochs) = store.load::<ThreadView>().expect("load").expect("stored");
     assert_eq!(loaded_epochs, epochs);
     assert_eq!(json(&loaded), json(&view));
@@ -118,7 +134,7 @@ async fn an_unreadable_stored_view_is_a_typed_error_naming_the_fix() {
         ("empty", &[][..]),
     ] {
         store_bytes(&views, "thread", bytes);
-        let store = ViewStore::open(&views).expect("store");
+        let store = reopen(&views).await;
         let err = store
             .load::<ThreadView>()
             .expect_err("an unreadable view is refused");
