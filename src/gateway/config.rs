@@ -16,6 +16,7 @@
 //!   max_subscriptions_per_client: 50
 //!   event_buffer_per_client: 1000
 //!   rate_limit_per_second: 500
+//!   max_in_flight_per_connection: 256  # requests one connection runs at once
 //!   heartbeat_interval_ms: 30000
 //!   heartbeat_max_misses: 3
 //!   heartbeat_timeout_ms: 10000     # a ping unanswered this long is a miss
@@ -64,6 +65,9 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:18790";
 /// Default `max_pending_auth`: connections that may be authenticating at once.
 pub const DEFAULT_MAX_PENDING_AUTH: usize = 32;
 
+/// Default `max_in_flight_per_connection`: requests one connection runs at once.
+pub const DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION: usize = 256;
+
 /// Everything the gateway needs besides the components it serves.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
@@ -100,6 +104,10 @@ pub struct GatewayConfig {
     pub event_buffer_per_client: usize,
     /// Requests per second per client before -32002.
     pub rate_limit_per_second: u32,
+    /// Requests one connection runs at once (a batch counts each member). When they
+    /// are all running, the connection's reader stops reading until one finishes:
+    /// back-pressure, nothing is refused (see `gateway::inflight`).
+    pub max_in_flight_per_connection: usize,
     /// Server pings every this long.
     pub heartbeat_interval: Duration,
     /// Consecutive unanswered pings before the client is dropped (`timeout`).
@@ -152,6 +160,7 @@ impl Default for GatewayConfig {
             max_subscriptions_per_client: 50,
             event_buffer_per_client: 1000,
             rate_limit_per_second: 500,
+            max_in_flight_per_connection: DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION,
             heartbeat_interval: Duration::from_secs(30),
             heartbeat_max_misses: 3,
             heartbeat_timeout: Duration::from_secs(10),
@@ -214,6 +223,7 @@ struct FileGateway {
     max_subscriptions_per_client: Option<usize>,
     event_buffer_per_client: Option<usize>,
     rate_limit_per_second: Option<u32>,
+    max_in_flight_per_connection: Option<usize>,
     heartbeat_interval_ms: Option<u64>,
     heartbeat_max_misses: Option<u32>,
     heartbeat_timeout_ms: Option<u64>,
@@ -296,6 +306,11 @@ impl GatewayConfig {
             "rate_limit_per_second",
             g.rate_limit_per_second,
             &mut c.rate_limit_per_second,
+        )?;
+        positive(
+            "max_in_flight_per_connection",
+            g.max_in_flight_per_connection,
+            &mut c.max_in_flight_per_connection,
         )?;
         positive(
             "heartbeat_max_misses",

@@ -24,6 +24,7 @@ impl GatewayConfig {
             "max_subscriptions_per_client": self.max_subscriptions_per_client,
             "event_buffer_per_client": self.event_buffer_per_client,
             "rate_limit_per_second": self.rate_limit_per_second,
+            "max_in_flight_per_connection": self.max_in_flight_per_connection,
             "heartbeat_interval_ms": self.heartbeat_interval.as_millis() as u64,
             "heartbeat_max_misses": self.heartbeat_max_misses,
             "heartbeat_timeout_ms": self.heartbeat_timeout.as_millis() as u64,

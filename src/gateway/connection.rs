@@ -1,5 +1,10 @@
-//! One WebSocket connection: a reader that dispatches frames and a writer that drains
-//! the client's outbound queue ([`super::outbox`]).
+//! One WebSocket connection: a reader that starts each frame as a task and a writer
+//! that drains the client's outbound queue ([`super::outbox`]).
+//!
+//! A connection's requests run concurrently, at most `max_in_flight_per_connection`
+//! at once, and are answered as they complete; frames that change the connection's
+//! own state (authentication, subscriptions) run alone; closing the connection
+//! cancels what still runs (ERR-012). See [`super::inflight`].
 //!
 //! A slow client is never closed for being slow: its oldest queued events are evicted
 //! and it gets a `gateway.gap` notification to refill from `gateway.replay`. Only its
@@ -16,16 +21,14 @@
 //! - 1013 `max_clients`: the gateway is full, try again later; 1013
 //!   `max_pending_auth`: too many connections are still authenticating.
 //!
-//! Slots ([`Slots`]): `max_clients` counts authenticated clients only. A connection
-//! that has not authenticated yet holds one of the `max_pending_auth` pending slots
-//! until it authenticates (then it takes a client slot, or is closed with 1013
-//! `max_clients` if none is free) or is closed after `auth_grace` (1008). So sockets
-//! that never authenticate can exhaust at most the pending budget, never lock
-//! authenticated clients out of `max_clients`.
+//! - 1011 `internal_error`: a request task panicked (a bug), so its answer is lost.
+//!
+//! Slots ([`Slots`], in [`super::slots`]): `max_clients` counts authenticated clients
+//! only; connections still authenticating hold one of `max_pending_auth` pending slots.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use chrono::Utc;
@@ -35,8 +38,8 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::client::{Client, ClientHandle, CloseRequest, Outbound};
-use super::config::GatewayConfig;
 use super::dispatch;
+use super::inflight::{Finished, InFlight, Job};
 use super::presence::{self, Beat, Heartbeat};
 use super::state::Shared;
 
@@ -51,6 +54,8 @@ pub const CLOSE_INVALID_PAYLOAD: u16 = 1007;
 pub const CLOSE_POLICY: u16 = 1008;
 /// Close code: message too big.
 pub const CLOSE_TOO_BIG: u16 = 1009;
+/// Close code: internal error (a request task panicked).
+pub const CLOSE_INTERNAL: u16 = 1011;
 /// Close code: try again later (gateway full).
 pub const CLOSE_TRY_LATER: u16 = 1013;
 
@@ -218,6 +223,56 @@ fn is_invalid_utf8(error: &str) -> bool {
     error.contains("UTF-8 encoding error")
 }
 
+/// What a request task hands back to the reader.
+enum Answered {
+    /// The task queued its answer itself.
+    Sent,
+    /// A frame that ran alone: the reader settles the connection's slot, then queues
+    /// the answer (so a grant withdrawn for lack of a client slot is never heard of).
+    Alone(dispatch::Outcome),
+}
+
+/// Queues `outcome`'s response, then starts its follow-ups; `false` once the
+/// connection is gone.
+async fn deliver(handle: &ClientHandle, outcome: dispatch::Outcome) -> bool {
+    if let Some(response) = outcome.response {
+        if !handle.push(Utf8Bytes::from(response)).await {
+            return false;
+        }
+    }
+    for work in outcome.after {
+        tokio::spawn(tracing::Instrument::in_current_span(work));
+    }
+    true
+}
+
+/// The task of one frame: answers as soon as it is done (JSON-RPC matches answers by
+/// id), or hands a frame that ran alone back to the reader.
+fn job(gw: &Arc<Shared>, client: &Arc<Client>, frame: dispatch::Prepared) -> Job<Answered> {
+    let (gw, client) = (gw.clone(), client.clone());
+    let (weight, alone) = (frame.weight, frame.alone);
+    let work = async move {
+        let outcome = dispatch::run(gw, client.clone(), frame).await;
+        if alone {
+            return Answered::Alone(outcome);
+        }
+        deliver(&client.handle, outcome).await;
+        Answered::Sent
+    };
+    Job {
+        weight,
+        alone,
+        work: Box::pin(work),
+    }
+}
+
+/// How long a shutting-down connection lets its running requests finish (and answer)
+/// before it closes and cancels the rest.
+const SHUTDOWN_DRAIN: Duration = Duration::from_secs(1);
+
+/// Reads frames and starts each as a task in the connection's [`InFlight`] set until
+/// the connection ends; returning drops the set, which cancels what still runs
+/// (ERR-012).
 async fn read_loop(
     gw: &Arc<Shared>,
     client: &Arc<Client>,
@@ -230,14 +285,19 @@ async fn read_loop(
     let auth_deadline = tokio::time::Instant::now() + gw.config.auth_grace;
     let mut heartbeat = Heartbeat::new(&gw.config);
     let max = gw.config.max_message_size_bytes;
+    let mut inflight: InFlight<Answered> =
+        InFlight::new(gw.config.max_in_flight_per_connection, gw.metrics.clone());
     let closing = |code: u16, reason: &str, why: DisconnectReason| -> Reason {
         handle.request_close(code, reason);
         (why, Some(reason.to_owned()))
     };
     loop {
         let authenticated = client.scope().is_some();
+        // Back-pressure: while the bound is reached (or a frame runs alone) the socket
+        // is not read, so the client's writes wait in TCP.
+        let reading = inflight.accepting();
         tokio::select! {
-            msg = stream.next() => {
+            msg = stream.next(), if reading => {
                 let msg = match msg {
                     None => return (DisconnectReason::CleanClose, None),
                     Some(Ok(m)) => m,
@@ -261,24 +321,8 @@ async fn read_loop(
                         if text.len() > max {
                             return closing(CLOSE_TOO_BIG, "message_too_big", DisconnectReason::Error);
                         }
-                        let started = Instant::now();
-                        let outcome = dispatch::handle_frame(gw, client, text.as_str()).await;
-                        tracing::trace!(elapsed_us = started.elapsed().as_micros() as u64, "frame handled");
-                        if !authenticated && client.scope().is_some() && !slot.promote(&gw.config) {
-                            // Authenticated, but every client slot is taken: the grant is
-                            // withdrawn before the client hears of it.
-                            client.lock().auth = None;
-                            tracing::warn!(max = gw.config.max_clients, "authenticated client refused: max_clients reached");
-                            return closing(CLOSE_TRY_LATER, "max_clients", DisconnectReason::Error);
-                        }
-                        if let Some(response) = outcome.response {
-                            if !handle.push(Utf8Bytes::from(response)).await {
-                                return (DisconnectReason::Error, Some("outbound queue closed".into()));
-                            }
-                        }
-                        for work in outcome.after {
-                            tokio::spawn(tracing::Instrument::in_current_span(work));
-                        }
+                        let frame = dispatch::prepare(gw, client, text.as_str());
+                        inflight.submit(job(gw, client, frame));
                     }
                     Message::Binary(_) => {
                         gw.metrics.messages_received.inc();
@@ -288,7 +332,14 @@ async fn read_loop(
                     Message::Ping(_) | Message::Pong(_) => {}
                 }
             }
-            _ = tokio::time::sleep_until(auth_deadline), if !authenticated => {
+            finished = inflight.next(), if inflight.is_running() => {
+                if let Err(reason) = settle(gw, client, slot, finished).await {
+                    return reason;
+                }
+            }
+            // An authentication under way may finish past the deadline (as it always
+            // could): the deadline applies once nothing runs.
+            _ = tokio::time::sleep_until(auth_deadline), if !authenticated && inflight.is_empty() => {
                 return closing(CLOSE_POLICY, "authentication_timeout", DisconnectReason::Timeout);
             }
             _ = close_rx.changed() => {
@@ -297,9 +348,24 @@ async fn read_loop(
                 return (DisconnectReason::Error, detail);
             }
             _ = shutdown.changed() => {
+                // What runs may finish and answer before the close frame goes out.
+                let _ = tokio::time::timeout(SHUTDOWN_DRAIN, async {
+                    while inflight.is_running() {
+                        let finished = inflight.next().await;
+                        if settle(gw, client, slot, finished).await.is_err() {
+                            break;
+                        }
+                    }
+                })
+                .await;
                 return closing(CLOSE_GOING_AWAY, "server_shutdown", DisconnectReason::ServerShutdown);
             }
             _ = tokio::time::sleep_until(heartbeat.deadline()) => {
+                if !reading {
+                    // Pongs wait unread in the socket while we apply back-pressure:
+                    // the silence is ours, not the client's.
+                    heartbeat.activity();
+                }
                 match heartbeat.wake(tokio::time::Instant::now()) {
                     Beat::Ping => {
                         handle.try_ping();
@@ -316,143 +382,44 @@ async fn read_loop(
     }
 }
 
-/// How many connections hold a client slot (authenticated) and a pending slot (still
-/// authenticating) on this gateway.
-#[derive(Debug, Default)]
-pub struct Slots {
-    counts: std::sync::Mutex<SlotCounts>,
-}
-
-/// The two slot counts.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct SlotCounts {
-    /// Connections still authenticating.
-    pub pending: usize,
-    /// Authenticated connections.
-    pub authenticated: usize,
-}
-
-impl Slots {
-    fn lock(&self) -> std::sync::MutexGuard<'_, SlotCounts> {
-        self.counts.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The counts now.
-    pub fn counts(&self) -> SlotCounts {
-        *self.lock()
-    }
-
-    /// A pending slot for a new connection, or the close reason: `max_clients` when
-    /// every client slot is taken (it could not authenticate anyway), `max_pending_auth`
-    /// when the pending budget is used up.
-    pub fn admit(self: &Arc<Self>, config: &GatewayConfig) -> Result<Slot, &'static str> {
-        let mut c = self.lock();
-        if c.authenticated >= config.max_clients {
-            return Err("max_clients");
-        }
-        if c.pending >= config.max_pending_auth {
-            return Err("max_pending_auth");
-        }
-        c.pending += 1;
-        Ok(Slot {
-            slots: self.clone(),
-            held: Held::Pending,
-        })
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Held {
-    Pending,
-    Authenticated,
-    Nothing,
-}
-
-/// The slot one connection holds; released when dropped.
-#[derive(Debug)]
-pub struct Slot {
-    slots: Arc<Slots>,
-    held: Held,
-}
-
-impl Slot {
-    /// Trades the pending slot for a client slot; `false` (and no slot held) when all
-    /// `max_clients` client slots are taken.
-    pub fn promote(&mut self, config: &GatewayConfig) -> bool {
-        if self.held == Held::Authenticated {
-            return true;
-        }
-        let mut c = self.slots.lock();
-        if self.held == Held::Pending {
-            c.pending = c.pending.saturating_sub(1);
-        }
-        if c.authenticated < config.max_clients {
-            c.authenticated += 1;
-            self.held = Held::Authenticated;
-            true
-        } else {
-            self.held = Held::Nothing;
-            false
-        }
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let mut c = self.slots.lock();
-        match self.held {
-            Held::Pending => c.pending = c.pending.saturating_sub(1),
-            Held::Authenticated => c.authenticated = c.authenticated.saturating_sub(1),
-            Held::Nothing => {}
-        }
-        self.held = Held::Nothing;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn config(max_clients: usize, max_pending_auth: usize) -> GatewayConfig {
-        GatewayConfig {
-            max_clients,
-            max_pending_auth,
-            ..GatewayConfig::default()
-        }
-    }
-
-    // ISSUE-14: unauthenticated sockets exhausting max_clients
-    #[test]
-    fn pending_and_client_slots_are_counted_apart_and_released_on_drop() {
-        let slots = Arc::new(Slots::default());
-        let c = config(1, 2);
-        let mut a = slots.admit(&c).expect("pending 1");
-        let b = slots.admit(&c).expect("pending 2");
-        assert_eq!(
-            slots.admit(&c).expect_err("pending full"),
-            "max_pending_auth"
-        );
-        assert!(a.promote(&c), "first client slot");
-        assert_eq!(
-            slots.counts(),
-            SlotCounts {
-                pending: 1,
-                authenticated: 1
+/// Finishes what a request task left: a frame that ran alone has the connection's
+/// slot settled (an authentication takes a client slot, or the connection closes with
+/// 1013 `max_clients` and the grant is withdrawn before the client hears of it), then
+/// its answer queued. `Err` ends the connection.
+async fn settle(
+    gw: &Arc<Shared>,
+    client: &Arc<Client>,
+    slot: &mut Slot,
+    finished: Finished<Answered>,
+) -> Result<(), Reason> {
+    let handle = &client.handle;
+    match finished {
+        Finished::Done(Answered::Sent) => Ok(()),
+        Finished::Done(Answered::Alone(outcome)) => {
+            if client.scope().is_some() && !slot.promote(&gw.config) {
+                client.lock().auth = None;
+                tracing::warn!(
+                    max = gw.config.max_clients,
+                    "authenticated client refused: max_clients reached"
+                );
+                handle.request_close(CLOSE_TRY_LATER, "max_clients");
+                return Err((DisconnectReason::Error, Some("max_clients".into())));
             }
-        );
-        // The gateway is full of authenticated clients: new sockets are refused.
-        assert_eq!(slots.admit(&c).expect_err("full"), "max_clients");
-        let mut b = b;
-        assert!(!b.promote(&c), "no client slot left");
-        assert_eq!(
-            slots.counts(),
-            SlotCounts {
-                pending: 0,
-                authenticated: 1
+            if deliver(handle, outcome).await {
+                Ok(())
+            } else {
+                Err((
+                    DisconnectReason::Error,
+                    Some("outbound queue closed".into()),
+                ))
             }
-        );
-        drop(b);
-        drop(a);
-        assert_eq!(slots.counts(), SlotCounts::default());
+        }
+        Finished::Panicked(error) => {
+            tracing::error!(client = %handle.id, %error, "a request task panicked; closing the connection");
+            handle.request_close(CLOSE_INTERNAL, "internal_error");
+            Err((DisconnectReason::Error, Some("internal_error".into())))
+        }
     }
 }
+
+pub use super::slots::{Slot, SlotCounts, Slots};

@@ -1,8 +1,14 @@
-//! From a text frame to its response: framing, authentication gate, rate limit, method
-//! lookup, scope check, params validation, handler.
+//! From a text frame to its response, in two steps.
 //!
-//! The rate limit ([`super::rate_limit`]) is checked per call, so each element of a
-//! batch takes its own token; calls over the limit answer -32002 without running.
+//! [`prepare`] runs in the connection's reader, one frame after another in arrival
+//! order: framing ([`super::rpc`]), the rate limit ([`super::rate_limit`], one token per
+//! call, so each element of a batch takes its own; calls over the limit answer -32002
+//! without running) and whether the frame must run alone (see [`super::inflight`]).
+//! [`run`] then answers it, possibly beside other frames of the same connection: the
+//! authentication gate, method lookup, scope check, params validation, handler. The
+//! members of a batch run concurrently and are answered as one array, in request
+//! order, once all are done — except in a batch that must run alone, whose members run
+//! one after another as written (so `[auth.authenticate, cxp.send]` works).
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -18,6 +24,17 @@ use super::rate_limit;
 use super::rpc::{self, Frame, Request};
 use super::state::{Call, Shared};
 
+/// Methods that change the connection's own state (its authentication, its
+/// subscriptions). A frame holding one runs alone: after everything read before it
+/// has finished, and before anything read after it starts.
+pub const RUN_ALONE: &[&str] = &[
+    "auth.authenticate",
+    "gateway.subscribe",
+    "cxp.subscribe",
+    "gateway.unsubscribe",
+    "cxp.unsubscribe",
+];
+
 /// The response text for a frame (if any) and work to run once it is queued.
 pub struct Outcome {
     /// The response frame; `None` for notifications and all-notification batches.
@@ -26,19 +43,88 @@ pub struct Outcome {
     pub after: Vec<BoxFuture<'static, ()>>,
 }
 
-/// Handles one text frame.
-pub async fn handle_frame(gw: &Arc<Shared>, client: &Arc<Client>, text: &str) -> Outcome {
+/// One message of a frame after framing and the rate limit.
+enum Item {
+    /// Not a valid request: answered with this error (`id` as far as it could be read).
+    Invalid(Value, RpcError),
+    /// Over the rate limit: answered -32002 without running (nothing for a
+    /// notification).
+    Limited(Option<Value>, RpcError),
+    /// Admitted: it runs.
+    Admitted(Request),
+}
+
+enum Shape {
+    Reject(RpcError),
+    Single(Item),
+    Batch(Vec<Item>),
+}
+
+/// A frame read, rate-limited and classified, not yet run.
+pub struct Prepared {
+    shape: Shape,
+    /// Whether it must run alone: the client is not authenticated yet, or it calls a
+    /// [`RUN_ALONE`] method.
+    pub alone: bool,
+    /// How many calls it runs (its share of `max_in_flight_per_connection`), at
+    /// least 1.
+    pub weight: usize,
+}
+
+/// Frames, rate-limits and classifies one text frame. Call in arrival order: the rate
+/// limit's tokens are taken here.
+pub fn prepare(gw: &Shared, client: &Client, text: &str) -> Prepared {
+    let admit = |parsed: Result<Request, (Value, RpcError)>| match parsed {
+        Err((id, error)) => Item::Invalid(id, error),
+        Ok(request) => match rate_limit(gw, client) {
+            Ok(()) => Item::Admitted(request),
+            Err(error) => Item::Limited(request.id, error),
+        },
+    };
+    let shape = match rpc::parse_frame(text, gw.config.max_batch) {
+        Frame::Reject(error) => Shape::Reject(error),
+        Frame::Single(item) => Shape::Single(admit(item)),
+        Frame::Batch(items) => Shape::Batch(items.into_iter().map(admit).collect()),
+    };
+    let items: &[Item] = match &shape {
+        Shape::Reject(_) => &[],
+        Shape::Single(item) => std::slice::from_ref(item),
+        Shape::Batch(items) => items,
+    };
+    let changes_connection = items
+        .iter()
+        .any(|i| matches!(i, Item::Admitted(r) if RUN_ALONE.contains(&r.method.as_str())));
+    let admitted = items
+        .iter()
+        .filter(|i| matches!(i, Item::Admitted(_)))
+        .count();
+    Prepared {
+        alone: changes_connection || client.scope().is_none(),
+        weight: admitted.max(1),
+        shape,
+    }
+}
+
+/// Answers a prepared frame.
+pub async fn run(gw: Arc<Shared>, client: Arc<Client>, frame: Prepared) -> Outcome {
     let after = Arc::new(Mutex::new(Vec::new()));
-    let response = match rpc::parse_frame(text, gw.config.max_batch) {
-        Frame::Reject(error) => Some(rpc::failure(Value::Null, &error)),
-        Frame::Single(item) => answer(gw, client, item, &after).await,
-        Frame::Batch(items) => {
-            let mut out = Vec::new();
-            for item in items {
-                if let Some(r) = answer(gw, client, item, &after).await {
-                    out.push(r);
+    let response = match frame.shape {
+        Shape::Reject(error) => Some(rpc::failure(Value::Null, &error)),
+        Shape::Single(item) => answer(&gw, &client, item, &after).await,
+        Shape::Batch(items) => {
+            let answers: Vec<Option<Value>> = if frame.alone {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    out.push(answer(&gw, &client, item, &after).await);
                 }
-            }
+                out
+            } else {
+                let calls = items
+                    .into_iter()
+                    .map(|item| answer(&gw, &client, item, &after));
+                futures::future::join_all(calls).await
+            };
+            let out: Vec<Value> = answers.into_iter().flatten().collect();
             (!out.is_empty()).then_some(Value::Array(out))
         }
     };
@@ -49,15 +135,22 @@ pub async fn handle_frame(gw: &Arc<Shared>, client: &Arc<Client>, text: &str) ->
     }
 }
 
+/// Handles one text frame at once: [`prepare`] then [`run`].
+pub async fn handle_frame(gw: &Arc<Shared>, client: &Arc<Client>, text: &str) -> Outcome {
+    let frame = prepare(gw, client, text);
+    run(gw.clone(), client.clone(), frame).await
+}
+
 async fn answer(
     gw: &Arc<Shared>,
     client: &Arc<Client>,
-    item: Result<Request, (Value, RpcError)>,
+    item: Item,
     after: &Arc<Mutex<Vec<BoxFuture<'static, ()>>>>,
 ) -> Option<Value> {
     let request = match item {
-        Ok(r) => r,
-        Err((id, error)) => return Some(rpc::failure(id, &error)),
+        Item::Invalid(id, error) => return Some(rpc::failure(id, &error)),
+        Item::Limited(id, error) => return id.map(|id| rpc::failure(id, &error)),
+        Item::Admitted(r) => r,
     };
     let started = Instant::now();
     let method = request.method.clone();
@@ -93,7 +186,6 @@ async fn call(
     params: Value,
     after: &Arc<Mutex<Vec<BoxFuture<'static, ()>>>>,
 ) -> Result<Value, RpcError> {
-    rate_limit(gw, client)?;
     let row = methods::find(&name);
     let scope = client.scope();
     let row = match (row, scope) {
@@ -126,4 +218,17 @@ async fn call(
     gw.schemas.validate(row.name, &params)?;
     let call = Call::new(gw.clone(), client.clone(), params, after.clone());
     (row.handler)(call).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // ISSUE-15: concurrent requests — every method that runs alone is in the table
+    #[test]
+    fn run_alone_methods_exist() {
+        for name in RUN_ALONE {
+            assert!(methods::find(name).is_some(), "{name} is no method");
+        }
+    }
 }

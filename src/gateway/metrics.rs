@@ -33,6 +33,11 @@ pub struct Metrics {
     pub log_last_sequence: IntGaugeVec,
     /// Log events each view (`view`, `stream`) has not applied yet.
     pub projection_lag: IntGaugeVec,
+    /// Requests running now, over every connection (`gateway::inflight`).
+    pub rpc_in_flight: IntGauge,
+    /// Requests cancelled before they finished because their connection closed
+    /// (ERR-012).
+    pub rpc_cancelled: IntCounter,
 }
 
 /// A metric failed to register (a programming error caught by the first test).
@@ -125,6 +130,16 @@ impl Metrics {
             &["view", "stream"],
         )?;
         registry.register(Box::new(projection_lag.clone()))?;
+        let rpc_in_flight = IntGauge::new(
+            "orchestrata_gateway_rpc_in_flight",
+            "Requests running now, over every connection",
+        )?;
+        let rpc_cancelled = IntCounter::new(
+            "orchestrata_gateway_rpc_cancelled_total",
+            "Requests cancelled unfinished because their connection closed",
+        )?;
+        registry.register(Box::new(rpc_in_flight.clone()))?;
+        registry.register(Box::new(rpc_cancelled.clone()))?;
         Ok(Metrics {
             registry,
             connected_clients,
@@ -139,6 +154,8 @@ impl Metrics {
             log_lag,
             log_last_sequence,
             projection_lag,
+            rpc_in_flight,
+            rpc_cancelled,
         })
     }
 

@@ -6,7 +6,8 @@
 //! `(epoch, sequence)` position. HTTP `/health`, `/ready` and `/metrics` share the port.
 //!
 //! Layout:
-//! - [`server`]: start / stop, HTTP endpoints; [`connection`]: one socket;
+//! - [`server`]: start / stop, HTTP endpoints; [`connection`]: one socket, its
+//!   running requests in [`inflight`], its slot in [`slots`];
 //! - [`rpc`] framing, [`dispatch`] (auth gate, rate limit, scope, schema, handler),
 //!   [`error`] codes;
 //! - [`methods`]: the one declarative method table; [`handlers`]: one module per
@@ -43,6 +44,7 @@ pub mod cypher;
 pub mod dispatch;
 pub mod error;
 pub mod handlers;
+pub mod inflight;
 pub mod kernel_port;
 pub mod launch;
 pub mod methods;
@@ -57,6 +59,7 @@ pub mod rpc;
 pub mod schema;
 pub mod server;
 pub mod shared;
+pub mod slots;
 pub mod state;
 pub mod tls;
 pub mod topic;
