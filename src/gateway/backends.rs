@@ -85,6 +85,7 @@ pub fn kernel_error(e: KernelError) -> RpcError {
                     | "append_failed"
                     | "corrupt_log"
                     | "kernel_stopped"
+                    | "kernel_unavailable"
                     | "governance_unavailable"
             ) =>
         {
@@ -95,6 +96,7 @@ pub fn kernel_error(e: KernelError) -> RpcError {
         | KernelError::AppendFailed { .. }
         | KernelError::Corrupt { .. }
         | KernelError::Stopped
+        | KernelError::Unavailable { .. }
         | KernelError::GovernanceFailed(_) => ErrorCode::InternalError,
         _ => ErrorCode::InvalidParams,
     };

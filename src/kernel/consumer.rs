@@ -123,7 +123,9 @@ impl Kernel {
                 Some(answered) = pending.next(), if !pending.is_empty() => {
                     match answered {
                         // Not executed: resume from the checkpoint, which now points at it.
-                        Ok(Err(e @ KernelError::AppendFailed { .. })) => return Err(e),
+                        Ok(Err(
+                            e @ (KernelError::AppendFailed { .. } | KernelError::Unavailable { .. }),
+                        )) => return Err(e),
                         // Applied, duplicate, or rejected (recorded as command_rejected).
                         Ok(_) => {}
                         Err(_) => return Err(KernelError::Stopped),

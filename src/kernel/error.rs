@@ -158,11 +158,28 @@ pub enum KernelError {
     /// The log refused or failed the append; nothing of the command is applied.
     #[error("event log: {0}")]
     Log(#[from] LogError),
-    /// Appending the command's events failed; none of them counts (the kernel reloaded
-    /// its state from the log).
+    /// Appending the command's events failed: the command is not executed, and the
+    /// kernel's state is again what the log says (it was reloaded from the log).
+    ///
+    /// `stored` is normally empty: nothing of the command is in the log and a retry
+    /// with the same command id executes it. A command whose events span several
+    /// streams can land in some of them only (the log appends each stream on its own):
+    /// then `stored` names exactly the events that are in the log, the state counts
+    /// them, and a retry answers `duplicate` (see `docs/kernel.md`).
     #[error("event log append failed: {reason}")]
     AppendFailed {
         /// What the log said.
+        reason: String,
+        /// The command's events that did land, in the order the command caused them.
+        stored: Vec<crate::kernel::Appended>,
+    },
+    /// The kernel cannot serve: an append failed and reloading the state from the log
+    /// failed too, so the writer dropped its state rather than answer from events the
+    /// log may not hold. Nothing was executed; every request retries the reload first,
+    /// and the kernel serves again once one succeeds.
+    #[error("the kernel is reloading its state from the event log and cannot serve yet: {reason}")]
+    Unavailable {
+        /// Why the last reload failed.
         reason: String,
     },
     /// A stored event cannot be folded (reported while rebuilding at start).
@@ -243,6 +260,7 @@ pub const CODES: &[&str] = &[
     "append_failed",
     "corrupt_log",
     "kernel_stopped",
+    "kernel_unavailable",
     "governance_denied",
     "governance_unavailable",
     "kernel_no_answer",
@@ -276,6 +294,7 @@ impl KernelError {
             KernelError::AppendFailed { .. } => "append_failed",
             KernelError::Corrupt { .. } => "corrupt_log",
             KernelError::Stopped => "kernel_stopped",
+            KernelError::Unavailable { .. } => "kernel_unavailable",
             KernelError::Denied { .. } => "governance_denied",
             KernelError::GovernanceFailed(_) => "governance_unavailable",
             KernelError::Rejected { code, .. } => code,

@@ -88,6 +88,7 @@ impl Kernel {
             retries,
             config,
             clock,
+            stale: None,
         };
         tokio::spawn(writer.run(rx));
         Ok((
@@ -245,20 +246,21 @@ impl Kernel {
         rx.await.map_err(|_| KernelError::Stopped)?
     }
 
-    /// Runs `f` on the state between batches (it sees only appended events).
+    /// Runs `f` on the state between batches (it sees only appended events);
+    /// [`KernelError::Unavailable`] while the state cannot be reloaded from the log.
     pub async fn read<R: Send + 'static>(
         &self,
         f: impl FnOnce(&KernelState) -> R + Send + 'static,
     ) -> Result<R, KernelError> {
         let (reply, rx) = oneshot::channel();
         let job: super::writer::ReadFn = Box::new(move |state| {
-            let _ = reply.send(f(state));
+            let _ = reply.send(state.map(f));
         });
         self.tx
             .send(Request::Read(job))
             .await
             .map_err(|_| KernelError::Stopped)?;
-        rx.await.map_err(|_| KernelError::Stopped)
+        rx.await.map_err(|_| KernelError::Stopped)?
     }
 
     /// The packet `message_id` as the kernel holds it.

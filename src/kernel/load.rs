@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use futures::future::try_join_all;
 use orchestrata_schemas::events::{EventRecord, Stream};
 
 use super::outcome::Appended;
@@ -22,7 +21,9 @@ pub const FOLDED: [Stream; 5] = [
 
 const PAGE: usize = 4096;
 
-/// Folds every stored event of [`FOLDED`] into a fresh state.
+/// Folds every stored event of [`FOLDED`] into a fresh state: the state a kernel
+/// starts from, and the state a running kernel's must equal between batches (compare
+/// with [`KernelState::digest`]).
 pub async fn rebuild(
     log: &Arc<dyn EventLog>,
     max_retries: u32,
@@ -46,12 +47,65 @@ pub async fn rebuild(
     Ok(state)
 }
 
+/// What [`append_each`] stored: each record's position (`None`: it did not land) and
+/// the stream whose append failed, with what the log said.
+#[derive(Debug, Default)]
+pub(crate) struct Stored {
+    /// One entry per input record, in input order.
+    pub positions: Vec<Option<Appended>>,
+    /// The stream whose append failed (the streams after it were not attempted).
+    pub failure: Option<(Stream, crate::log::LogError)>,
+    /// Streams not attempted because an earlier one failed.
+    pub skipped: Vec<Stream>,
+}
+
+impl Stored {
+    /// Whether every record landed.
+    pub fn complete(&self) -> bool {
+        self.failure.is_none()
+    }
+
+    /// The failure in one line, for answers and logs.
+    pub fn reason(&self) -> String {
+        let Some((stream, e)) = &self.failure else {
+            return String::new();
+        };
+        let mut reason = format!("{stream}: {e}");
+        if !self.skipped.is_empty() {
+            let names: Vec<String> = self.skipped.iter().map(|s| s.to_string()).collect();
+            reason.push_str(&format!(" (not attempted after it: {})", names.join(", ")));
+        }
+        reason
+    }
+}
+
+/// The order in which a batch's streams are appended: what other events presuppose
+/// comes first (a Volk before packets to it, a session before its packets, a
+/// governance decision before what it allowed), and `kernel.events` — whose
+/// `command_applied` tells a streamed command's issuer it is done — last.
+const APPEND_ORDER: [Stream; 6] = [
+    Stream::VolkLifecycle,
+    Stream::SessionEvents,
+    Stream::WorkflowEvents,
+    Stream::GovernanceDecisions,
+    Stream::CxpTraffic,
+    Stream::KernelEvents,
+];
+
+fn rank(stream: Stream) -> usize {
+    APPEND_ORDER
+        .iter()
+        .position(|s| *s == stream)
+        .unwrap_or(APPEND_ORDER.len())
+}
+
 /// Appends `records` (any mix of streams): one contiguous batch per stream, the
-/// streams concurrently. Returns each record's position, in input order.
-pub async fn append_all(
-    log: &Arc<dyn EventLog>,
-    records: &[EventRecord],
-) -> Result<Vec<Appended>, crate::log::LogError> {
+/// streams one after another in [`APPEND_ORDER`], stopping at the first stream whose
+/// append fails. The log appends each stream on its own (no transaction spans two),
+/// so this order is what keeps a failure from leaving events in the log whose
+/// premises in an earlier stream are missing. The answer says exactly which records
+/// landed.
+pub(crate) async fn append_each(log: &Arc<dyn EventLog>, records: &[EventRecord]) -> Stored {
     let mut by_stream: Vec<(Stream, Vec<usize>)> = Vec::new();
     for (i, r) in records.iter().enumerate() {
         let stream = r.stream();
@@ -60,30 +114,43 @@ pub async fn append_all(
             None => by_stream.push((stream, vec![i])),
         }
     }
-    let batches: Vec<(Stream, Vec<usize>, Vec<EventRecord>)> = by_stream
-        .into_iter()
-        .map(|(s, idx)| {
-            let batch = idx.iter().map(|&i| records[i].clone()).collect();
-            (s, idx, batch)
-        })
-        .collect();
-    let firsts = try_join_all(batches.iter().map(|(_, _, batch)| log.append_batch(batch))).await?;
-    let mut out = vec![
-        Appended {
-            stream: Stream::KernelEvents,
-            sequence: 0,
-            event_type: "",
-        };
-        records.len()
-    ];
-    for ((stream, idx, _), first) in batches.iter().zip(firsts) {
-        for (k, &i) in idx.iter().enumerate() {
-            out[i] = Appended {
-                stream: *stream,
-                sequence: first + k as u64,
-                event_type: records[i].event_type(),
-            };
+    by_stream.sort_by_key(|(s, _)| rank(*s));
+    let mut stored = Stored {
+        positions: vec![None; records.len()],
+        failure: None,
+        skipped: Vec::new(),
+    };
+    for (stream, idx) in by_stream {
+        if stored.failure.is_some() {
+            stored.skipped.push(stream);
+            continue;
+        }
+        let batch: Vec<EventRecord> = idx.iter().map(|&i| records[i].clone()).collect();
+        match log.append_batch(&batch).await {
+            Ok(first) => {
+                for (k, &i) in idx.iter().enumerate() {
+                    stored.positions[i] = Some(Appended {
+                        stream,
+                        sequence: first + k as u64,
+                        event_type: records[i].event_type(),
+                    });
+                }
+            }
+            Err(e) => stored.failure = Some((stream, e)),
         }
     }
-    Ok(out)
+    stored
+}
+
+/// Appends `records` like [`append_each`]; `Err` with the failure if a stream failed
+/// (the records of the streams before it landed).
+pub async fn append_all(
+    log: &Arc<dyn EventLog>,
+    records: &[EventRecord],
+) -> Result<Vec<Appended>, crate::log::LogError> {
+    let stored = append_each(log, records).await;
+    if let Some((_, e)) = stored.failure {
+        return Err(e);
+    }
+    Ok(stored.positions.into_iter().flatten().collect())
 }

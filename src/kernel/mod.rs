@@ -57,7 +57,7 @@ pub use config::KernelConfig;
 pub use consumer::IN_FLIGHT;
 pub use error::KernelError;
 pub use handle::{Kernel, StartReport};
-pub use load::FOLDED;
+pub use load::{rebuild, FOLDED};
 pub use outcome::{Appended, Inbox, Outcome};
 pub use remote::RemoteKernel;
 pub use state::KernelState;

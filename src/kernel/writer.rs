@@ -5,10 +5,19 @@
 //! in order against the state — folding each command's events before deciding the next,
 //! so later commands of a batch see earlier ones — and then appends all of the batch's
 //! events (one batch per stream) before answering anyone. Nobody hears "ok" before the
-//! events are in the log. If the append fails, every request of the batch gets
-//! `append_failed` and the state is rebuilt from the log, so it matches the log again.
-//! Reads ([`Request::Read`]) are answered between batches, so they see only appended
-//! events. Retry timers fire between batches too.
+//! events are in the log. Reads ([`Request::Read`]) are answered between batches, so
+//! they see only appended events. Retry timers fire between batches too.
+//!
+//! **The state is never ahead of the log.** The batch's folds are provisional until the
+//! append returns. If any stream's append fails, the writer reloads the state from the
+//! log before it answers or serves anything else: an append error does not say what
+//! landed (a timed-out write may be stored; another stream of the batch may have
+//! succeeded), and the log is the only authority on that. Each request of the batch is
+//! then answered from what its own records did: all stored — applied; otherwise
+//! `append_failed`, listing any of its events that did land. If the reload fails too,
+//! the writer drops its state and answers every request with
+//! [`KernelError::Unavailable`], retrying the reload first on each, until one succeeds.
+//! See `docs/kernel.md` ("State never ahead of the log").
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -26,8 +35,9 @@ use super::state::KernelState;
 use super::{Clock, KernelConfig, KernelError};
 use crate::log::EventLog;
 
-/// A read of the state, run on the writer task.
-pub(crate) type ReadFn = Box<dyn FnOnce(&KernelState) + Send>;
+/// A read of the state, run on the writer task; `Err` while the state is unavailable
+/// (see [`KernelError::Unavailable`]).
+pub(crate) type ReadFn = Box<dyn FnOnce(Result<&KernelState, KernelError>) + Send>;
 
 /// What the writer task is asked to do.
 pub(crate) enum Request {
@@ -70,6 +80,9 @@ pub(crate) struct Writer {
     pub retries: RetrySchedule,
     pub config: KernelConfig,
     pub clock: Arc<dyn Clock>,
+    /// `Some(why)` while the state could not be reloaded after a failed append: the
+    /// state is then empty and every request first retries the reload.
+    pub stale: Option<String>,
 }
 
 impl Writer {
@@ -98,7 +111,10 @@ impl Writer {
             };
             match request {
                 None => self.fire_timers().await,
-                Some(Request::Read(f)) => f(&self.state),
+                Some(Request::Read(f)) => match self.ready().await {
+                    Ok(()) => f(Ok(&self.state)),
+                    Err(reason) => f(Err(KernelError::Unavailable { reason })),
+                },
                 Some(Request::Stop(done)) => {
                     let _ = done.send(());
                     return;
@@ -138,6 +154,9 @@ impl Writer {
     }
 
     async fn fire_timers(&mut self) {
+        if self.stale.is_some() {
+            return; // the schedule is empty until the state is reloaded
+        }
         let due = self.retries.take_due(log_time(self.clock.now()));
         let mut out = Vec::new();
         {
@@ -146,12 +165,31 @@ impl Writer {
                 em.retry_due(id, used);
             }
         }
-        if let Err(e) = self.append(&out).await {
-            tracing::error!(error = %e, "appending retries failed; state reloaded from the log");
+        let stored = self.append(&out).await;
+        if !stored.complete() {
+            tracing::error!(error = %stored.reason(), "appending retries failed; state reloaded from the log");
         }
     }
 
     async fn process(&mut self, batch: Vec<Request>) {
+        if let Err(reason) = self.ready().await {
+            let unavailable = || KernelError::Unavailable {
+                reason: reason.clone(),
+            };
+            for request in batch {
+                match request {
+                    Request::Execute { reply, .. } => {
+                        let _ = reply.send(Err(unavailable()));
+                    }
+                    Request::Inbox { reply, .. } => {
+                        let _ = reply.send(Err(unavailable()));
+                    }
+                    Request::Read(f) => f(Err(unavailable())),
+                    Request::Stop(_) => {}
+                }
+            }
+            return;
+        }
         let mut out: Vec<EventRecord> = Vec::new();
         let mut answers = Vec::with_capacity(batch.len());
         for request in batch {
@@ -176,27 +214,32 @@ impl Writer {
                 Request::Read(_) | Request::Stop(_) => {}
             }
         }
-        let appended = self.append(&out).await;
+        let stored = self.append(&out).await;
+        let mut answers_from = Landing::new(&stored);
         for answer in answers {
-            match (answer, &appended) {
-                (Answer::Execute(reply, command_id, range, result), Ok(pos)) => {
-                    let _ = reply.send(result.map(|duplicate| Outcome {
-                        command_id,
-                        events: pos[range].to_vec(),
-                        duplicate,
-                    }));
+            match answer {
+                Answer::Execute(reply, command_id, range, result) => {
+                    // A duplicate is one if the log (the reloaded state) says so.
+                    let confirmed = self.stale.is_none() && self.state.is_executed(&command_id);
+                    let doubtful = match &result {
+                        Err(_) => true,
+                        Ok(duplicate) => *duplicate && !confirmed,
+                    };
+                    let answer = answers_from.events(range, doubtful).and_then(|events| {
+                        result.map(|duplicate| Outcome {
+                            command_id,
+                            events,
+                            duplicate,
+                        })
+                    });
+                    let _ = reply.send(answer);
                 }
-                (Answer::Inbox(reply, range, result), Ok(pos)) => {
-                    let _ = reply.send(result.map(|packets| Inbox {
-                        packets,
-                        events: pos[range].to_vec(),
-                    }));
-                }
-                (Answer::Execute(reply, ..), Err(e)) => {
-                    let _ = reply.send(Err(e.clone_failure()));
-                }
-                (Answer::Inbox(reply, ..), Err(e)) => {
-                    let _ = reply.send(Err(e.clone_failure()));
+                Answer::Inbox(reply, range, result) => {
+                    let doubtful = range.is_empty() || result.is_err();
+                    let answer = answers_from
+                        .events(range, doubtful)
+                        .and_then(|events| result.map(|packets| Inbox { packets, events }));
+                    let _ = reply.send(answer);
                 }
             }
         }
@@ -291,27 +334,105 @@ impl Writer {
             .collect())
     }
 
-    /// Appends `out`; on failure reloads the state and the retry schedule from the log.
-    async fn append(&mut self, out: &[EventRecord]) -> Result<Vec<Appended>, Failure> {
+    /// Appends `out`. If any stream's append failed, reloads the state and the retry
+    /// schedule from the log (see the module docs): the batch's folds are dropped and
+    /// whatever did land is folded from the log.
+    async fn append(&mut self, out: &[EventRecord]) -> load::Stored {
         if out.is_empty() {
-            return Ok(Vec::new());
+            return load::Stored::default();
         }
-        match load::append_all(&self.log, out).await {
-            Ok(positions) => Ok(positions),
-            Err(e) => {
-                let reason = e.to_string();
-                match load::rebuild(&self.log, self.config.max_retries).await {
-                    Ok(state) => {
-                        self.retries = RetrySchedule::rebuild(&state, &self.config);
-                        self.state = state;
-                    }
-                    Err(again) => {
-                        tracing::error!(error = %again, "cannot reload the kernel state after a failed append");
-                    }
-                }
-                Err(Failure(reason))
+        let stored = load::append_each(&self.log, out).await;
+        if !stored.complete() {
+            tracing::error!(error = %stored.reason(), events = out.len(), "append failed; reloading the kernel state from the log");
+            if let Err(e) = self.reload().await {
+                tracing::error!(error = %e, "cannot reload the kernel state after a failed append; refusing requests until a reload succeeds");
             }
         }
+        stored
+    }
+
+    /// Makes the state what the log says: a fresh fold of the log. On failure the
+    /// writer keeps no state at all (empty, `stale`) rather than unappended folds.
+    async fn reload(&mut self) -> Result<(), KernelError> {
+        match load::rebuild(&self.log, self.config.max_retries).await {
+            Ok(state) => {
+                self.retries = RetrySchedule::rebuild(&state, &self.config);
+                self.state = state;
+                if self.stale.take().is_some() {
+                    tracing::info!("kernel state reloaded from the log; serving again");
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.state = KernelState::new(self.config.max_retries);
+                self.retries = RetrySchedule::default();
+                self.stale = Some(e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    /// `Ok` when the state is what the log says; while it is stale, retries the reload
+    /// first and, if that fails again, says why (for [`KernelError::Unavailable`]).
+    async fn ready(&mut self) -> Result<(), String> {
+        if self.stale.is_none() {
+            return Ok(());
+        }
+        self.reload().await.map_err(|e| e.to_string())
+    }
+}
+
+/// Turns what the append stored into each request's answer, in batch order.
+///
+/// A request whose records all landed is answered with their positions. One with a
+/// record that did not land is `append_failed`, naming those of its events that did.
+/// A request decided *after* such a request was decided on a state that held events
+/// the log does not: a refusal, an empty inbox read, or a `duplicate` the reloaded
+/// state does not confirm may be wrong, so it is answered `append_failed` too (a retry
+/// decides it again on the reloaded state).
+struct Landing<'a> {
+    stored: &'a load::Stored,
+    reason: String,
+    /// Whether an earlier request of the batch has a record that did not land.
+    tainted: bool,
+}
+
+impl<'a> Landing<'a> {
+    fn new(stored: &'a load::Stored) -> Self {
+        Landing {
+            stored,
+            reason: stored.reason(),
+            tainted: false,
+        }
+    }
+
+    /// The positions of a request's records `range`, or why it is not answered as
+    /// decided; `doubtful`: the decision read the state without causing events that
+    /// prove it (a refusal, a duplicate the log does not confirm, an empty inbox read).
+    fn events(
+        &mut self,
+        range: Range<usize>,
+        doubtful: bool,
+    ) -> Result<Vec<Appended>, KernelError> {
+        let mine = self.stored.positions.get(range).unwrap_or_default();
+        let landed: Vec<Appended> = mine.iter().flatten().copied().collect();
+        if landed.len() < mine.len() {
+            self.tainted = true;
+            return Err(KernelError::AppendFailed {
+                reason: self.reason.clone(),
+                stored: landed,
+            });
+        }
+        if self.tainted && doubtful {
+            return Err(KernelError::AppendFailed {
+                reason: format!(
+                    "decided after a request of the same batch whose events did not land ({})",
+                    self.reason
+                ),
+                stored: landed,
+            });
+        }
+        Ok(landed)
     }
 }
 
@@ -320,22 +441,4 @@ impl Writer {
 pub(crate) fn log_time(t: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
     use chrono::SubsecRound;
     t.trunc_subsecs(6)
-}
-
-/// A failed append, answerable to every request of the batch.
-#[derive(Debug)]
-struct Failure(String);
-
-impl Failure {
-    fn clone_failure(&self) -> KernelError {
-        KernelError::AppendFailed {
-            reason: self.0.clone(),
-        }
-    }
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
 }

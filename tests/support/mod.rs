@@ -4,6 +4,7 @@
 //! real components; nothing is mocked.
 #![allow(dead_code)]
 
+pub mod faulty_log;
 pub mod policy;
 pub mod stack;
 pub mod ws;

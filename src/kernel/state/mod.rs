@@ -16,8 +16,11 @@
 //!   time asc) and mailboxes (queued + delivered-unacknowledged);
 //! - the ids of the commands already executed (at-least-once consumption).
 
+mod digest;
 mod fold;
 mod mailbox;
+
+pub use digest::StateDigest;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
