@@ -38,7 +38,7 @@ impl LogArgs {
             );
         }
         let mut config = match &self.config {
-            Some(path) => LogConfig::load(path)
+            Some(path) => crate::config::load_log(path)
                 .with_context(|| format!("loading config file {}", path.display()))?,
             // No file: defaults with the environment's ORCHESTRATA_LOG__* overrides.
             None => LogConfig::from_yaml(&crate::config::merged_yaml(None)?)?,

@@ -8,7 +8,7 @@ use futures::StreamExt;
 use orchestrata_schemas::events::{Envelope, Stream};
 
 use super::LogArgs;
-use crate::log;
+use crate::log::{self, Pager};
 
 /// Events read per page when not following.
 const PAGE: usize = 1000;
@@ -63,20 +63,12 @@ pub(super) async fn run(args: ReplayArgs, log_args: LogArgs) -> anyhow::Result<(
         }
         return Ok(());
     }
-    let mut from = args.from;
     let mut out = std::io::BufWriter::new(stdout.lock());
-    loop {
-        let page = log.read(args.stream, from, args.to, PAGE).await?;
-        let Some(last) = page.last().map(|e| e.sequence) else {
-            break;
-        };
+    let mut pages = Pager::new(&*log, args.stream, args.from, args.to).page_size(PAGE);
+    while let Some(page) = pages.next_page().await? {
         for envelope in &page {
             print(&mut out, envelope)?;
         }
-        if page.len() < PAGE || args.to == Some(last) {
-            break;
-        }
-        from = last + 1;
     }
     out.flush().context("writing to stdout")?;
     Ok(())

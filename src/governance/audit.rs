@@ -21,7 +21,7 @@ use super::facts::{FactsView, FACT_STREAMS};
 use super::policy::Policy;
 use super::request::{RecordedQuery, Request};
 use super::GovernanceError;
-use crate::log::EventLog;
+use crate::log::{EventLog, Pager};
 
 /// One recorded decision with its position.
 #[derive(Debug, Clone)]
@@ -72,21 +72,10 @@ impl AuditLog {
 }
 
 async fn read_all(log: &dyn EventLog, stream: Stream) -> Result<Vec<Envelope>, GovernanceError> {
-    let mut out = Vec::new();
-    let Some(mut from) = log.first_sequence(stream).await? else {
-        return Ok(out);
+    let Some(from) = log.first_sequence(stream).await? else {
+        return Ok(Vec::new());
     };
-    loop {
-        let batch = log.read(stream, from, None, 4096).await?;
-        let Some(last) = batch.last() else { break };
-        from = last.sequence + 1;
-        let done = batch.len() < 4096;
-        out.extend(batch);
-        if done {
-            break;
-        }
-    }
-    Ok(out)
+    Ok(Pager::new(log, stream, from, None).collect().await?)
 }
 
 /// A decision whose re-evaluation does not match the record.

@@ -10,11 +10,13 @@
 //!
 //! Open one from configuration with [`open`].
 
+pub mod config;
 mod embedded;
 mod error;
 mod event_log;
 mod kafka;
 mod open;
+mod pager;
 mod raw;
 mod tail;
 
@@ -23,4 +25,5 @@ pub use error::LogError;
 pub use event_log::{EnvelopeStream, EventLog, TypedLog};
 pub use kafka::KafkaLog;
 pub use open::{open, open_raw, spawn_retention};
+pub use pager::{Pager, DEFAULT_PAGE};
 pub use raw::{Bounds, RawEntry, RawLog, RawRef, RawTail, Visit};

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{EventLog, KafkaLog, LogError, RawLog, SledLog, TypedLog};
-use crate::config::{Backend, LogConfig};
+use super::config::{Backend, LogConfig};
 
 /// Opens the byte-level backend `config` chooses.
 pub async fn open_raw(config: &LogConfig) -> Result<Arc<dyn RawLog>, LogError> {

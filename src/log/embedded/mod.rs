@@ -4,7 +4,7 @@
 //! - The epoch is a UUID created with the database and stored in its `__meta` tree.
 //! - Every append goes through one writer thread that assigns sequences, writes whole
 //!   groups of concurrent appends as one batch and flushes once per group as the
-//!   [`FsyncPolicy`](crate::config::FsyncPolicy) says ([`writer`]).
+//!   [`FsyncPolicy`](crate::log::config::FsyncPolicy) says ([`writer`]).
 //! - Retention deletes the oldest keys; the newest event of a stream is always kept, so
 //!   the next sequence can be recovered from the tree after a restart.
 
@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use self::writer::{StreamSlot, Writer};
 use super::raw::{Bounds, RawEntry, RawLog, RawTail, Visit};
 use super::LogError;
-use crate::config::{FsyncPolicy, RetentionPolicy};
+use crate::log::config::{FsyncPolicy, RetentionPolicy};
 
 const META_TREE: &str = "__meta";
 const EPOCH_KEY: &str = "epoch";

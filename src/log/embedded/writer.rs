@@ -35,7 +35,7 @@ use orchestrata_schemas::events::Stream;
 use tokio::sync::{oneshot, watch};
 
 use super::{now_ms, record};
-use crate::config::FsyncPolicy;
+use crate::log::config::FsyncPolicy;
 use crate::log::LogError;
 
 /// The most events one group writes before the thread flushes and answers. Bounds the
