@@ -8,8 +8,8 @@
 //!
 //! A slow client is never closed for being slow: its oldest queued events are evicted
 //! and it gets a `gateway.gap` notification to refill from `gateway.replay`. Only its
-//! responses wait (its reader stops reading requests while too many responses are
-//! unread), which slows nobody else.
+//! responses wait (its request tasks wait for room in its outbox, so its in-flight
+//! bound fills and its reader stops reading), which slows nobody else.
 //!
 //! Close codes the server uses:
 //! - 1001 `server_shutdown` (SIGTERM / Ctrl-C) or `heartbeat_timeout`;
@@ -18,10 +18,9 @@
 //! - 1008 `authentication_timeout` (no successful `auth.authenticate` within the grace
 //!   period);
 //! - 1009 `message_too_big`: a frame over `max_message_size_bytes`;
+//! - 1011 `internal_error`: a request task panicked (a bug), so its answer is lost;
 //! - 1013 `max_clients`: the gateway is full, try again later; 1013
 //!   `max_pending_auth`: too many connections are still authenticating.
-//!
-//! - 1011 `internal_error`: a request task panicked (a bug), so its answer is lost.
 //!
 //! Slots ([`Slots`], in [`super::slots`]): `max_clients` counts authenticated clients
 //! only; connections still authenticating hold one of `max_pending_auth` pending slots.
@@ -278,8 +277,22 @@ async fn read_loop(
     client: &Arc<Client>,
     slot: &mut Slot,
     stream: &mut Source,
-    mut close_rx: watch::Receiver<CloseRequest>,
+    close_rx: watch::Receiver<CloseRequest>,
 ) -> Reason {
+    match read_frames(gw, client, slot, stream, close_rx).await {
+        Ok(never) => match never {},
+        Err(reason) => reason,
+    }
+}
+
+/// The reader of [`read_loop`]; ends with the reason the connection ends.
+async fn read_frames(
+    gw: &Arc<Shared>,
+    client: &Arc<Client>,
+    slot: &mut Slot,
+    stream: &mut Source,
+    mut close_rx: watch::Receiver<CloseRequest>,
+) -> Result<std::convert::Infallible, Reason> {
     let handle = client.handle.clone();
     let mut shutdown = gw.shutdown.subscribe();
     let auth_deadline = tokio::time::Instant::now() + gw.config.auth_grace;
@@ -292,6 +305,9 @@ async fn read_loop(
         (why, Some(reason.to_owned()))
     };
     loop {
+        while let Some(finished) = inflight.try_next() {
+            settle(gw, client, slot, finished).await?;
+        }
         let authenticated = client.scope().is_some();
         // Back-pressure: while the bound is reached (or a frame runs alone) the socket
         // is not read, so the client's writes wait in TCP.
@@ -299,18 +315,18 @@ async fn read_loop(
         tokio::select! {
             msg = stream.next(), if reading => {
                 let msg = match msg {
-                    None => return (DisconnectReason::CleanClose, None),
+                    None => return Err((DisconnectReason::CleanClose, None)),
                     Some(Ok(m)) => m,
                     Some(Err(e)) => {
                         let text = e.to_string();
                         if text.contains("too long") || text.contains("Space limit") || text.contains("too big") {
-                            return closing(super::connection::CLOSE_TOO_BIG, "message_too_big", DisconnectReason::Error);
+                            return Err(closing(super::connection::CLOSE_TOO_BIG, "message_too_big", DisconnectReason::Error));
                         }
                         if is_invalid_utf8(&text) {
                             gw.metrics.messages_received.inc();
-                            return closing(CLOSE_INVALID_PAYLOAD, "invalid_utf8", DisconnectReason::Error);
+                            return Err(closing(CLOSE_INVALID_PAYLOAD, "invalid_utf8", DisconnectReason::Error));
                         }
-                        return (DisconnectReason::Error, Some(text));
+                        return Err((DisconnectReason::Error, Some(text)));
                     }
                 };
                 heartbeat.activity();
@@ -319,33 +335,35 @@ async fn read_loop(
                     Message::Text(text) => {
                         gw.metrics.messages_received.inc();
                         if text.len() > max {
-                            return closing(CLOSE_TOO_BIG, "message_too_big", DisconnectReason::Error);
+                            return Err(closing(CLOSE_TOO_BIG, "message_too_big", DisconnectReason::Error));
                         }
                         let frame = dispatch::prepare(gw, client, text.as_str());
-                        inflight.submit(job(gw, client, frame));
+                        if let Some(done) = inflight.submit(job(gw, client, frame)) {
+                            settle(gw, client, slot, Finished::Done(done)).await?;
+                        }
                     }
                     Message::Binary(_) => {
                         gw.metrics.messages_received.inc();
-                        return closing(CLOSE_UNSUPPORTED, "binary_frames_not_supported", DisconnectReason::Error);
+                        return Err(closing(CLOSE_UNSUPPORTED, "binary_frames_not_supported", DisconnectReason::Error));
                     }
-                    Message::Close(_) => return (DisconnectReason::CleanClose, None),
+                    Message::Close(_) => return Err((DisconnectReason::CleanClose, None)),
                     Message::Ping(_) | Message::Pong(_) => {}
                 }
             }
-            finished = inflight.next(), if inflight.is_running() => {
-                if let Err(reason) = settle(gw, client, slot, finished).await {
-                    return reason;
-                }
+            // Waited on only while not reading; otherwise finished tasks are reaped
+            // above, after each frame, so they need not wake the reader.
+            finished = inflight.next(), if inflight.is_running() && !reading => {
+                settle(gw, client, slot, finished).await?;
             }
             // An authentication under way may finish past the deadline (as it always
             // could): the deadline applies once nothing runs.
             _ = tokio::time::sleep_until(auth_deadline), if !authenticated && inflight.is_empty() => {
-                return closing(CLOSE_POLICY, "authentication_timeout", DisconnectReason::Timeout);
+                return Err(closing(CLOSE_POLICY, "authentication_timeout", DisconnectReason::Timeout));
             }
             _ = close_rx.changed() => {
                 let request = close_rx.borrow().clone();
                 let detail = request.map(|(_, r)| r);
-                return (DisconnectReason::Error, detail);
+                return Err((DisconnectReason::Error, detail));
             }
             _ = shutdown.changed() => {
                 // What runs may finish and answer before the close frame goes out.
@@ -358,7 +376,7 @@ async fn read_loop(
                     }
                 })
                 .await;
-                return closing(CLOSE_GOING_AWAY, "server_shutdown", DisconnectReason::ServerShutdown);
+                return Err(closing(CLOSE_GOING_AWAY, "server_shutdown", DisconnectReason::ServerShutdown));
             }
             _ = tokio::time::sleep_until(heartbeat.deadline()) => {
                 if !reading {
@@ -374,7 +392,7 @@ async fn read_loop(
                     Beat::Wait => {}
                     Beat::TimedOut(misses) => {
                         presence::timed_out(gw, client, misses).await;
-                        return closing(CLOSE_GOING_AWAY, "heartbeat_timeout", DisconnectReason::Timeout);
+                        return Err(closing(CLOSE_GOING_AWAY, "heartbeat_timeout", DisconnectReason::Timeout));
                     }
                 }
             }

@@ -21,18 +21,18 @@
 //!   it are refused exactly as if they had run one by one, and a request sent after a
 //!   subscribe finds the subscription in place.
 //! - **Cancelled with the connection** (ERR-012). Dropping the set (its `JoinSet`)
-//!   aborts every task:
-//!   their futures are dropped at their next await point, so nothing keeps working
-//!   for a client that is gone (a Neo4j connection opened for it is closed, a wait on
-//!   the views ends). Each task counts itself in `orchestrata_gateway_rpc_in_flight`
-//!   while it exists and in `orchestrata_gateway_rpc_cancelled_total` when it is
-//!   dropped unfinished.
+//!   aborts every task: their futures are dropped at their next await point, so
+//!   nothing keeps working for a client that is gone (a Neo4j connection opened for
+//!   it is closed, a wait on the views ends). Each task counts itself in
+//!   `orchestrata_gateway_rpc_in_flight` while it exists and in
+//!   `orchestrata_gateway_rpc_cancelled_total` when it is dropped unfinished.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
-use tokio::task::{Id, JoinSet};
+use tokio::task::{Id, JoinError, JoinSet};
 
 use super::metrics::Metrics;
 
@@ -107,14 +107,37 @@ impl<T: Send + 'static> InFlight<T> {
         !job.alone && !self.alone && self.running + job.weight <= self.max
     }
 
-    /// Starts `job` now if it fits, else holds it until [`InFlight::next`] makes room.
+    /// Starts `job` now if it fits, else holds it until a finished task makes room.
     /// Call only while [`InFlight::accepting`] (at most one job waits).
-    pub fn submit(&mut self, job: Job<T>) {
-        if self.fits(&job) {
-            self.start(job);
-        } else {
+    ///
+    /// A job that fits is first polled once right here, in the reader: one that needs
+    /// no waiting (`gateway.ping`, a view read, a refusal) finishes in that poll and its
+    /// output is returned, costing no task. One that waits (on the kernel, the log,
+    /// Neo4j) continues as a task of the set.
+    pub fn submit(&mut self, job: Job<T>) -> Option<T> {
+        if !self.fits(&job) {
             debug_assert!(self.waiting.is_none(), "submit while not accepting");
             self.waiting = Some(job);
+            return None;
+        }
+        let Job {
+            weight,
+            alone,
+            mut work,
+        } = job;
+        // The task polls it again at once with its own waker, so what this poll
+        // registered with the no-op waker is registered again there.
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+        match work.as_mut().poll(&mut cx) {
+            Poll::Ready(out) => Some(out),
+            Poll::Pending => {
+                self.start(Job {
+                    weight,
+                    alone,
+                    work,
+                });
+                None
+            }
         }
     }
 
@@ -141,16 +164,30 @@ impl<T: Send + 'static> InFlight<T> {
     /// Pending forever while nothing runs (guard the `select!` branch with
     /// [`InFlight::is_running`]).
     pub async fn next(&mut self) -> Finished<T> {
-        let finished = match self.tasks.join_next_with_id().await {
-            Some(Ok((id, out))) => {
+        match self.tasks.join_next_with_id().await {
+            Some(joined) => self.finish(joined),
+            None => std::future::pending().await,
+        }
+    }
+
+    /// A task that has finished already, if any (without waiting); like
+    /// [`InFlight::next`] it may start the waiting job. The reader reaps with this
+    /// after each frame, so a finishing task need not wake it.
+    pub fn try_next(&mut self) -> Option<Finished<T>> {
+        let joined = self.tasks.try_join_next_with_id()?;
+        Some(self.finish(joined))
+    }
+
+    fn finish(&mut self, joined: Result<(Id, T), JoinError>) -> Finished<T> {
+        let finished = match joined {
+            Ok((id, out)) => {
                 self.settle(id);
                 Finished::Done(out)
             }
-            Some(Err(e)) => {
+            Err(e) => {
                 self.settle(e.id());
                 Finished::Panicked(e.to_string())
             }
-            None => return std::future::pending().await,
         };
         if self.tasks.is_empty() {
             self.alone = false;
@@ -276,6 +313,23 @@ mod tests {
         );
         assert_eq!(value(set.next().await), 2);
         assert!(set.accepting());
+    }
+
+    // ISSUE-15: concurrent requests — a job that needs no waiting is answered in the
+    // reader, without a task
+    #[tokio::test]
+    async fn a_job_ready_at_once_is_answered_without_a_task() {
+        let m = metrics();
+        let mut set = InFlight::new(2, m.clone());
+        let ready = Job {
+            weight: 1,
+            alone: false,
+            work: Box::pin(async { 7u32 }),
+        };
+        assert_eq!(set.submit(ready), Some(7));
+        assert!(set.is_empty());
+        assert_eq!(m.rpc_in_flight.get(), 0);
+        assert!(set.try_next().is_none());
     }
 
     // ERR-012: dropping the set cancels what runs and counts it
