@@ -111,6 +111,12 @@ export ORCHESTRATA_TEST_BOLT="127.0.0.1:$BPORT"
 log "tansu on $ORCHESTRATA_TEST_KAFKA, redis on $ORCHESTRATA_TEST_REDIS, FalkorDB (Bolt) on $ORCHESTRATA_TEST_BOLT"
 
 # --- run ------------------------------------------------------------------------
-log "cargo test --workspace"
-cargo test --workspace "$@"
+# --no-fail-fast: one failing test binary does not hide the others' results.
+log "cargo test --workspace --no-fail-fast"
+if ! cargo test --workspace --no-fail-fast "$@"; then
+  for svc in tansu redis falkordb; do
+    [ -s "$WORK/$svc.log" ] && { log "last lines of $svc's log:"; tail -n 40 "$WORK/$svc.log" >&2; }
+  done
+  exit 101
+fi
 log "all tests passed"

@@ -14,8 +14,9 @@
 //!    user refuses empty credentials). The client gets the upstream `HELLO`'s
 //!    `SUCCESS` (or the first `FAILURE`).
 //! 3. **Traffic.** Client messages (`BEGIN`, `RUN`, `PULL`, `COMMIT`, `ROLLBACK`,
-//!    `RESET`, `GOODBYE`) are the same in both versions and pass through byte for byte,
-//!    but `DISCARD`, which FalkorDB mishandles ([`request_upstream`]).
+//!    `RESET`) are the same in both versions and pass through byte for byte, but
+//!    `DISCARD`, which FalkorDB mishandles ([`request_upstream`]), and `GOODBYE`, which
+//!    is not forwarded (FalkorDB mishandles it too: see `pump`).
 //!    Server `RECORD`s are decoded and their graph structures rewritten to the Bolt 4
 //!    shapes ([`to_bolt4`]): Bolt 5 appends element ids to `Node` (4 fields → 3),
 //!    `Relationship` (8 → 5) and `UnboundRelationship` (4 → 3). Other server messages
@@ -27,6 +28,7 @@
 //! `0x69`) versus Bolt 4's legacy local-time structures.
 
 pub mod packstream;
+mod pump;
 #[cfg(test)]
 mod tests;
 
@@ -34,9 +36,14 @@ use std::io;
 use std::net::SocketAddr;
 
 use packstream::Value;
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::task::{JoinHandle, JoinSet};
+
+use pump::Upstream;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 /// Bolt's handshake preamble.
 pub const MAGIC: [u8; 4] = [0x60, 0x60, 0xB0, 0x17];
@@ -67,11 +74,18 @@ pub mod tag {
     pub const UNBOUND: u8 = 0x72;
 }
 
-/// A running bridge; stops listening (and drops its connections) on drop.
+/// A running bridge. Dropping it stops listening and closes every client connection at
+/// once (an outage, as the driver sees it); upstream, each connection first gets the
+/// answers to what it already asked and is then closed (see `pump`). [`close`]
+/// does the same and waits for upstream to settle.
+///
+/// [`close`]: BoltBridge::close
 pub struct BoltBridge {
     /// Where neo4rs connects.
     pub address: SocketAddr,
     task: JoinHandle<()>,
+    stop: watch::Sender<bool>,
+    upstream: Arc<Upstream>,
 }
 
 impl BoltBridge {
@@ -86,30 +100,49 @@ impl BoltBridge {
     pub async fn start_at(upstream: String, address: SocketAddr) -> io::Result<BoltBridge> {
         let listener = TcpListener::bind(address).await?;
         let address = listener.local_addr()?;
+        let (stop, stopped) = watch::channel(false);
+        let open = Arc::new(Upstream::default());
+        let ledger = open.clone();
         let task = tokio::spawn(async move {
-            let mut connections = JoinSet::new();
             while let Ok((client, _)) = listener.accept().await {
-                let upstream = upstream.clone();
-                connections.spawn(async move {
-                    if let Err(e) = bridge(client, &upstream).await {
+                let (upstream, stop, ledger) = (upstream.clone(), stopped.clone(), ledger.clone());
+                // Detached: a connection outlives the accept loop until upstream is drained.
+                tokio::spawn(async move {
+                    if let Err(e) = bridge(client, &upstream, stop, &ledger).await {
                         eprintln!("bolt bridge: connection ended: {e}");
                     }
                 });
-                while connections.try_join_next().is_some() {}
             }
         });
-        Ok(BoltBridge { address, task })
+        Ok(BoltBridge {
+            address,
+            task,
+            stop,
+            upstream: open,
+        })
     }
 
     /// `bolt://127.0.0.1:PORT`, for `gateway.neo4j.uri`.
     pub fn uri(&self) -> String {
         format!("bolt://{}", self.address)
     }
+
+    /// Stops the bridge and waits (up to a minute) until every upstream connection has
+    /// been answered and closed, so the server is left with nothing in flight
+    /// when the test (and its runtime) ends.
+    pub async fn close(self) {
+        let upstream = self.upstream.clone();
+        drop(self);
+        if !upstream.settled(Duration::from_secs(60)).await {
+            eprintln!("bolt bridge: upstream still busy a minute after close");
+        }
+    }
 }
 
 impl Drop for BoltBridge {
     fn drop(&mut self) {
         self.task.abort();
+        let _ = self.stop.send(true);
     }
 }
 
@@ -262,8 +295,13 @@ async fn expect_message(stream: &mut TcpStream, what: &str) -> io::Result<Vec<u8
         .ok_or_else(|| protocol(format!("closed before {what}")))
 }
 
-/// One client connection: handshake both ways, authenticate, then pump.
-async fn bridge(mut client: TcpStream, upstream: &str) -> io::Result<()> {
+/// One client connection: handshake both ways, authenticate, then [`pump::pump`].
+async fn bridge(
+    mut client: TcpStream,
+    upstream: &str,
+    stop: watch::Receiver<bool>,
+    ledger: &Arc<Upstream>,
+) -> io::Result<()> {
     let mut preamble = [0u8; 20];
     client.read_exact(&mut preamble).await?;
     if preamble[..4] != MAGIC {
@@ -280,6 +318,7 @@ async fn bridge(mut client: TcpStream, upstream: &str) -> io::Result<()> {
         eprintln!("bolt bridge: client proposes {proposals:?}, answering {major}.{minor}");
     }
     let mut server = TcpStream::connect(upstream).await?;
+    let _open = ledger.open();
     let mut handshake = MAGIC.to_vec();
     handshake.extend(UPSTREAM_PROPOSAL);
     handshake.extend([0u8; 12]);
@@ -315,49 +354,5 @@ async fn bridge(mut client: TcpStream, upstream: &str) -> io::Result<()> {
     }
     write_message(&mut client, &welcome).await?;
 
-    let (mut client_rx, mut client_tx) = client.into_split();
-    let (mut server_rx, mut server_tx) = server.into_split();
-    // Answers come in request order; the answer task learns from this queue which
-    // request each summary ends (DISCARD's records are dropped, see `request_upstream`).
-    let (pending_tx, mut pending_rx) = tokio::sync::mpsc::unbounded_channel::<bool>();
-    let requests = async {
-        while let Some(message) = read_message(&mut client_rx).await? {
-            if trace {
-                eprintln!("bolt bridge: -> {:?}", packstream::decode(&message));
-            }
-            let (message, discard) = request_upstream(message);
-            if message.get(1) != Some(&tag::GOODBYE) {
-                let _ = pending_tx.send(discard);
-            }
-            write_message(&mut server_tx, &message).await?;
-        }
-        server_tx.shutdown().await
-    };
-    let answers = async {
-        let mut discarding = None;
-        while let Some(message) = read_message(&mut server_rx).await? {
-            if trace {
-                eprintln!("bolt bridge: <- {:?}", packstream::decode(&message));
-            }
-            let discard = match discarding {
-                Some(d) => d,
-                None => *discarding.insert(pending_rx.recv().await.unwrap_or(false)),
-            };
-            if message.get(1) == Some(&tag::RECORD) {
-                if discard {
-                    continue;
-                }
-            } else {
-                discarding = None; // a summary ends the request
-            }
-            let message = server_message_to_bolt4(message).map_err(|e| protocol(e.to_string()))?;
-            write_message(&mut client_tx, &message).await?;
-        }
-        client_tx.shutdown().await
-    };
-    // Either side closing ends the connection.
-    tokio::select! {
-        r = requests => r,
-        r = answers => r,
-    }
+    pump::pump(client, server, stop, trace).await
 }
