@@ -10,6 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -21,10 +22,12 @@ const OPERATOR_TOKEN: &str = "split-roles-operator-token";
 const TOKEN: &str = "split-roles-test-token";
 const START: Duration = Duration::from_secs(90);
 
-/// One `orchestrata up --role R` process; its stdout lines arrive on `lines`. Killed on drop.
+/// One `orchestrata up --role R` process; its stdout lines arrive on `lines`, its log
+/// (stderr) is kept in `log`. Killed on drop.
 struct Role {
     child: Child,
     lines: Receiver<String>,
+    log: Arc<Mutex<Vec<String>>>,
     name: String,
 }
 
@@ -52,7 +55,7 @@ impl Role {
             )
             .current_dir(dir)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .stderr(Stdio::piped());
         if let Some(port) = listen {
             cmd.args(["--listen", &format!("127.0.0.1:{port}")]);
         }
@@ -66,11 +69,43 @@ impl Role {
                 }
             }
         });
+        let stderr = child.stderr.take().expect("stderr");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                kept.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+            }
+        });
         Role {
             child,
             lines,
+            log,
             name: role.into(),
         }
+    }
+
+    /// The ERROR lines the process logged so far.
+    fn errors(&self) -> Vec<String> {
+        self.log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|line| line.contains("\"level\":\"ERROR\"") || line.contains(" ERROR "))
+            .cloned()
+            .collect()
+    }
+
+    /// Asserts the process logged no ERROR line (normal operation).
+    fn assert_no_errors(&self) {
+        let errors = self.errors();
+        assert!(
+            errors.is_empty(),
+            "{} logged {} ERROR lines, first: {:?}",
+            self.name,
+            errors.len(),
+            errors.first()
+        );
     }
 
     /// The first line containing `needle`, within `within`.
@@ -293,4 +328,44 @@ async fn kernel_two_gateways_and_projector_share_one_kafka_log() {
         );
     }
     drop(watcher);
+    // ISSUE-15: no ERROR lines in normal operation (an end of partition is not an error).
+    for role in [&kernel, &gateway_b, &gateway_c, &projector] {
+        role.assert_no_errors();
+    }
+}
+
+// ISSUE-15: `up --kafka` with every role in one process answers `cxp.send`, a subscriber
+// on a second connection receives every packet, and the process logs no ERROR line in
+// normal operation (PartitionEOF, an ordinary end of partition, is not an error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_roles_on_kafka_answer_sends_and_log_no_errors() {
+    let brokers = support::kafka_brokers();
+    let prefix = support::unique_prefix();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = support::free_port();
+    let all = Role::spawn("all", &brokers.address, &prefix, dir.path(), Some(port));
+    all.wait_line("gateway listening on", START);
+    let mut watcher = client(port).await;
+    watcher.ok("cxp.subscribe", json!({})).await;
+    let mut ws = client(port).await;
+    let mut ids = Vec::new();
+    for n in 0..30 {
+        let sent = ws
+            .ok(
+                "cxp.send",
+                json!({"from": "U:Ox", "target": "U:Vz", "subject": format!("n{n}"), "payload": {"n": n}}),
+            )
+            .await;
+        ids.push(sent["message_id"].as_str().expect("message id").to_owned());
+    }
+    for id in &ids {
+        seen_live(&mut watcher, id).await;
+    }
+    // Idle for a while: followers sit at the end of their partitions.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let ping = ws.ok("gateway.ping", json!({})).await;
+    assert!(ping.is_object(), "{ping}");
+    ws.close().await;
+    drop(watcher);
+    all.assert_no_errors();
 }

@@ -2,9 +2,10 @@
 //! and the one read-your-write step every mutating method shares.
 //!
 //! A mutating method builds a kernel `Command`, calls [`execute`], then [`settle`]s:
-//! it waits (bounded by [`READ_YOUR_WRITE`]) until the view it answers from has applied
-//! the sequence the kernel appended, so the caller's next read sees its own write.
-//! Kernel refusals keep the kernel's stable code as `data.reason`.
+//! it waits (bounded by the gateway's `read_your_write_timeout_ms`, carried by
+//! [`Views::read_your_write`]) until the view it answers from has applied the sequence
+//! the kernel appended, so the caller's next read sees its own write. Kernel refusals
+//! keep the kernel's stable code as `data.reason`.
 
 use std::time::Duration;
 
@@ -18,8 +19,9 @@ use crate::kernel::{KernelError, Outcome};
 use crate::projection::{Projections, ViewHandle};
 
 /// How long a mutating method waits for its view to catch up before answering -32603
-/// `view_lagging`.
-pub const READ_YOUR_WRITE: Duration = Duration::from_secs(5);
+/// `view_lagging`, until [`views`] replaces it with the gateway's configured
+/// `read_your_write_timeout` (the same default).
+pub const READ_YOUR_WRITE: Duration = Duration::from_secs(2);
 
 /// Handles on the live views (cheap clones of the runner's handles).
 #[derive(Clone)]
@@ -34,6 +36,9 @@ pub struct Views {
     pub decisions: ViewHandle<DecisionIndex>,
     /// The knowledge graph (`knowledge.nodes`, `knowledge.relationships`).
     pub graph: ViewHandle<GraphView>,
+    /// How long [`settle`] waits for a view to apply the caller's write: the gateway's
+    /// `read_your_write_timeout` once [`views`] handed these out.
+    pub read_your_write: Duration,
 }
 
 impl Views {
@@ -45,6 +50,7 @@ impl Views {
             volks: projections.volks().clone(),
             decisions: projections.decisions().clone(),
             graph: projections.graph().clone(),
+            read_your_write: READ_YOUR_WRITE,
         }
     }
 }
@@ -59,14 +65,17 @@ pub fn kernel(call: &Call) -> Result<KernelPort, RpcError> {
     })
 }
 
-/// The views, or -32603 `projections_unavailable`.
+/// The views, or -32603 `projections_unavailable`; their read-your-write bound is the
+/// gateway's configured `read_your_write_timeout`.
 pub fn views(call: &Call) -> Result<Views, RpcError> {
-    call.gw.services.views.clone().ok_or_else(|| {
+    let mut views = call.gw.services.views.clone().ok_or_else(|| {
         RpcError::internal(
             "projections_unavailable",
             "this gateway was started without projections",
         )
-    })
+    })?;
+    views.read_your_write = call.gw.config.read_your_write_timeout;
+    Ok(views)
 }
 
 /// A kernel refusal as a JSON-RPC error: governance denials are -32001, the kernel's
@@ -121,28 +130,34 @@ pub async fn execute(call: &Call, command: Command) -> Result<Outcome, RpcError>
 }
 
 /// Waits until `view` has applied `stream` up to `sequence` (an event the gateway
-/// appended itself), or -32603 `view_lagging`.
+/// appended itself), at most `within`; else -32603 `view_lagging` with the sequence and
+/// `waited_ms`.
 pub async fn settle_at<V: View>(
     view: &ViewHandle<V>,
     stream: Stream,
     sequence: u64,
+    within: Duration,
 ) -> Result<(), RpcError> {
-    view.wait_for(stream, sequence, READ_YOUR_WRITE)
-        .await
-        .map_err(|e| RpcError::internal("view_lagging", e).with("sequence", sequence))
+    view.wait_for(stream, sequence, within).await.map_err(|e| {
+        RpcError::internal("view_lagging", e)
+            .with("sequence", sequence)
+            .with(
+                "waited_ms",
+                u64::try_from(within.as_millis()).unwrap_or(u64::MAX),
+            )
+    })
 }
 
-/// Waits until `view` has applied everything `outcome` appended to `stream` (nothing
-/// to wait for when it appended nothing there).
+/// Waits until `view` has applied everything `outcome` appended to `stream`, at most
+/// `within` (nothing to wait for when it appended nothing there).
 pub async fn settle<V: View>(
     view: &ViewHandle<V>,
     outcome: &Outcome,
     stream: Stream,
+    within: Duration,
 ) -> Result<(), RpcError> {
     let Some(sequence) = outcome.last_sequence(stream) else {
         return Ok(());
     };
-    view.wait_for(stream, sequence, READ_YOUR_WRITE)
-        .await
-        .map_err(|e| RpcError::internal("view_lagging", e).with("sequence", sequence))
+    settle_at(view, stream, sequence, within).await
 }

@@ -176,11 +176,23 @@ pub async fn open(call: Call) -> RpcResult {
         },
     );
     let outcome = backends::execute(&call, command).await?;
-    settle(&views.sessions, &outcome, Stream::SessionEvents).await?;
+    settle(
+        &views.sessions,
+        &outcome,
+        Stream::SessionEvents,
+        views.read_your_write,
+    )
+    .await?;
     let mut last = outcome.last_sequence(Stream::SessionEvents);
     if let Some(context) = p.context.filter(|c| !c.is_empty()) {
         let sequence = record_context(&call, &outcome, &session_id, context).await?;
-        backends::settle_at(&views.sessions, Stream::SessionEvents, sequence).await?;
+        backends::settle_at(
+            &views.sessions,
+            Stream::SessionEvents,
+            sequence,
+            views.read_your_write,
+        )
+        .await?;
         last = Some(sequence);
     }
     tracing::info!(%session_id, "session opened");
@@ -248,7 +260,13 @@ pub async fn close(call: Call) -> RpcResult {
         },
     );
     let outcome = backends::execute(&call, command).await?;
-    settle(&views.sessions, &outcome, Stream::SessionEvents).await?;
+    settle(
+        &views.sessions,
+        &outcome,
+        Stream::SessionEvents,
+        views.read_your_write,
+    )
+    .await?;
     tracing::info!(session_id = %p.session_id, "session closed");
     let sessions = views.sessions.read();
     let s = find(&sessions, &p.session_id)?;

@@ -107,7 +107,13 @@ pub async fn register(call: Call) -> RpcResult {
         },
     );
     let outcome = backends::execute(&call, command).await?;
-    settle(&views.volks, &outcome, Stream::VolkLifecycle).await?;
+    settle(
+        &views.volks,
+        &outcome,
+        Stream::VolkLifecycle,
+        views.read_your_write,
+    )
+    .await?;
     Ok(json!({
         "registered": true,
         "volk": volk_json(&views, &p.alias)?,
@@ -128,7 +134,13 @@ pub async fn deregister(call: Call) -> RpcResult {
     let reason = p.reason.as_deref().unwrap_or("deregistered via gateway");
     let command = cmd::deregister(&call.client_id(), &p.alias, reason);
     let outcome = backends::execute(&call, command).await?;
-    settle(&views.volks, &outcome, Stream::VolkLifecycle).await?;
+    settle(
+        &views.volks,
+        &outcome,
+        Stream::VolkLifecycle,
+        views.read_your_write,
+    )
+    .await?;
     Ok(json!({
         "deregistered": true,
         "volk": volk_json(&views, &p.alias)?,

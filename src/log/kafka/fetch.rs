@@ -1,4 +1,5 @@
-//! Blocking range reads of one single-partition topic by assign + seek.
+//! Blocking range reads of one single-partition topic by assign + seek: the cold path,
+//! for ranges older than what the topic's [`Follower`](super::follow::Follower) keeps.
 //!
 //! The end of a partition is found with the fetch's end-of-partition signal, never with
 //! ListOffsets: some Kafka-protocol brokers (tansu) answer ListOffsets with a wrong high
@@ -13,10 +14,13 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
+use super::quiet::{is_end_of_partition, Quiet};
+
 /// Header set on the epoch marker record at offset 0 of every topic.
 pub(super) const MARKER_HEADER: &str = "orchestrata-epoch-marker";
 
 /// One record as fetched.
+#[derive(Clone)]
 pub(super) struct Fetched {
     pub offset: u64,
     pub key: Option<Vec<u8>>,
@@ -40,8 +44,11 @@ pub(super) enum FetchError {
     Kafka(KafkaError),
 }
 
-/// Consumer settings shared by range reads and tails.
-pub(super) fn consumer_config(brokers: &str, eof: bool) -> ClientConfig {
+/// Consumer settings shared by range reads and the follower. With `eof`, reaching the
+/// end of a partition is signalled (a cold read stops there; the follower learns that a
+/// topic is caught up); `wait_ms` is how long the broker may hold an empty fetch, hence
+/// how late a follower sees another process's append.
+pub(super) fn consumer_config(brokers: &str, eof: bool, wait_ms: u32) -> ClientConfig {
     let mut config = ClientConfig::new();
     config
         .set("bootstrap.servers", brokers)
@@ -50,7 +57,7 @@ pub(super) fn consumer_config(brokers: &str, eof: bool) -> ClientConfig {
         .set("enable.auto.offset.store", "false")
         .set("enable.partition.eof", if eof { "true" } else { "false" })
         .set("auto.offset.reset", "earliest")
-        .set("fetch.wait.max.ms", "10")
+        .set("fetch.wait.max.ms", wait_ms.to_string())
         .set("log_level", "3");
     config
 }
@@ -66,8 +73,8 @@ pub(super) fn fetch(
     limit: usize,
     timeout: Duration,
 ) -> Result<FetchResult, FetchError> {
-    let consumer: BaseConsumer = consumer_config(brokers, true)
-        .create()
+    let consumer: BaseConsumer<Quiet> = consumer_config(brokers, true, 10)
+        .create_with_context(Quiet)
         .map_err(FetchError::Kafka)?;
     let mut assignment = TopicPartitionList::new();
     let start = i64::try_from(from).unwrap_or(i64::MAX);
@@ -86,7 +93,7 @@ pub(super) fn fetch(
         }
         match consumer.poll(wait.min(Duration::from_millis(100))) {
             None => {}
-            Some(Err(KafkaError::PartitionEOF(_))) => {
+            Some(Err(e)) if is_end_of_partition(&e) => {
                 return Ok(FetchResult {
                     records,
                     end: Some(next),
@@ -94,26 +101,35 @@ pub(super) fn fetch(
             }
             Some(Err(e)) => return Err(FetchError::Kafka(e)),
             Some(Ok(message)) => {
-                let Ok(offset) = u64::try_from(message.offset()) else {
+                let Some(record) = Fetched::of(&message) else {
                     continue;
                 };
-                if message.topic() != topic || offset < next {
+                if message.topic() != topic || record.offset < next {
                     continue;
                 }
                 deadline = Instant::now() + timeout;
-                next = offset + 1;
-                let is_marker = message
-                    .headers()
-                    .is_some_and(|h| h.iter().any(|header| header.key == MARKER_HEADER));
-                records.push(Fetched {
-                    offset,
-                    key: message.key().map(<[u8]>::to_vec),
-                    value: message.payload().map(<[u8]>::to_vec).unwrap_or_default(),
-                    timestamp_ms: message.timestamp().to_millis().unwrap_or(0),
-                    is_marker,
-                });
+                next = record.offset + 1;
+                records.push(record);
             }
         }
     }
     Ok(FetchResult { records, end: None })
+}
+
+impl Fetched {
+    /// Copies a consumed message out of the client's buffers (`None` for a message
+    /// without an offset).
+    pub(super) fn of(message: &impl Message) -> Option<Fetched> {
+        let offset = u64::try_from(message.offset()).ok()?;
+        let is_marker = message
+            .headers()
+            .is_some_and(|h| h.iter().any(|header| header.key == MARKER_HEADER));
+        Some(Fetched {
+            offset,
+            key: message.key().map(<[u8]>::to_vec),
+            value: message.payload().map(<[u8]>::to_vec).unwrap_or_default(),
+            timestamp_ms: message.timestamp().to_millis().unwrap_or(0),
+            is_marker,
+        })
+    }
 }

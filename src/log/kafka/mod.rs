@@ -13,46 +13,62 @@
 //!   `message.timeout.ms` = the configured delivery timeout): a broker that stalls can
 //!   make appends fail with [`LogError::AppendTimeout`] but never duplicates or reorders
 //!   acknowledged records.
-//! - Reads assign a consumer at an offset and stop at the fetch's end-of-partition
-//!   signal; the end is never taken from ListOffsets (see [`fetch`]).
+//! - Reads near the end of a stream, tails and bounds are answered by the topic's
+//!   [`Follower`](follow::Follower): the log's one long-lived consumer reads every open
+//!   partition as it grows and keeps its newest records in memory; its end wakes every
+//!   tail. A record this process appended is readable as soon as the broker acknowledged
+//!   it. Older ranges are read with a one-off consumer ([`fetch`]). The end is learnt by
+//!   reading to the end of the partition, never from ListOffsets (wrong on tansu).
 //! - Retention is logical: reads and tails below `max(last+1-max_events, first record
 //!   younger than max_age)` answer [`LogError::Truncated`]; the broker's own topic
 //!   retention (not set by Orchestrata) governs physical deletion.
+//! - No Kafka client logs an ordinary event (the end of a partition) as an error
+//!   ([`quiet`]).
 
+mod append;
+mod cache;
 mod fetch;
-mod tail;
+mod follow;
+mod quiet;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use orchestrata_schemas::events::kernel::EpochMarked;
-use orchestrata_schemas::events::{codec, Event, EventRecord, Stream};
+use orchestrata_schemas::events::{codec, Event, Stream};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::{FutureProducer, Producer};
 
-use self::fetch::{FetchError, FetchResult, MARKER_HEADER};
+use self::cache::Cache;
+use self::fetch::{FetchError, FetchResult};
+use self::follow::{CacheRead, Follower, Followers};
+use self::quiet::Quiet;
 use super::raw::{Bounds, RawEntry, RawLog, RawTail};
 use super::LogError;
 use crate::config::{LogConfig, RetentionPolicy};
 
-/// How many records one fetch round reads while scanning for the end.
+/// How many records one cold fetch round reads while scanning (open, retention).
 const SCAN_CHUNK: usize = 50_000;
 
 struct TopicState {
     topic: String,
     epoch: String,
-    /// Offset after the last record known (marker included): next sequence + 1.
-    end: AtomicU64,
+    /// Reads the partition as it grows; holds its newest records and its end.
+    follower: Follower,
     /// First offset kept by age retention (1 = everything).
     age_floor: AtomicU64,
     /// Serializes enqueueing so a batch lands contiguously.
     enqueue: Mutex<()>,
+}
+
+impl TopicState {
+    /// Offset after the last record known (marker included): next sequence + 1.
+    fn end(&self) -> u64 {
+        self.follower.end()
+    }
 }
 
 struct Inner {
@@ -61,10 +77,15 @@ struct Inner {
     delivery_timeout: Duration,
     request_timeout: Duration,
     /// Replaced when the broker fences it (see `renew_producer`).
-    producer: std::sync::RwLock<FutureProducer>,
+    producer: RwLock<FutureProducer<Quiet>>,
     producer_config: ClientConfig,
-    admin: AdminClient<DefaultClientContext>,
-    topics: tokio::sync::Mutex<HashMap<Stream, Arc<TopicState>>>,
+    admin: AdminClient<Quiet>,
+    /// Open topics: read on every call, written once per stream.
+    topics: RwLock<HashMap<Stream, Arc<TopicState>>>,
+    /// Held while a topic is being opened, so it is opened once.
+    opening: tokio::sync::Mutex<()>,
+    /// The one consumer following every open topic.
+    followers: Followers,
     retention: HashMap<Stream, RetentionPolicy>,
 }
 
@@ -94,31 +115,37 @@ impl KafkaLog {
             .set("acks", "all")
             .set("message.timeout.ms", &delivery_ms)
             .set("request.timeout.ms", &request_ms)
+            // Appends of concurrent commands share a produce request; a lone append
+            // waits at most this long for company.
             .set("linger.ms", "1")
             .set("log_level", "3");
-        let producer: FutureProducer =
-            producer_config.create().map_err(kafka("create producer"))?;
-        let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        let producer = producer_config
+            .create_with_context(Quiet)
+            .map_err(kafka("create producer"))?;
+        let admin = ClientConfig::new()
             .set("bootstrap.servers", brokers)
             .set("log_level", "3")
-            .create()
+            .create_with_context(Quiet)
             .map_err(kafka("create admin client"))?;
+        let followers = Followers::start(brokers).map_err(kafka("create follower"))?;
         Ok(KafkaLog {
             inner: Arc::new(Inner {
                 brokers: brokers.to_owned(),
                 prefix: config.topic_prefix.clone(),
                 delivery_timeout: config.delivery_timeout,
                 request_timeout: config.request_timeout,
-                producer: std::sync::RwLock::new(producer),
+                producer: RwLock::new(producer),
                 producer_config,
                 admin,
-                topics: tokio::sync::Mutex::new(HashMap::new()),
+                topics: RwLock::new(HashMap::new()),
+                opening: tokio::sync::Mutex::new(()),
+                followers,
                 retention: config.retention.iter().map(|(s, p)| (*s, *p)).collect(),
             }),
         })
     }
 
-    fn producer(&self) -> FutureProducer {
+    fn producer(&self) -> FutureProducer<Quiet> {
         self.inner
             .producer
             .read()
@@ -126,33 +153,12 @@ impl KafkaLog {
             .clone()
     }
 
-    /// After message timeouts an idempotent producer bumps its epoch; some brokers (tansu)
-    /// answer the next produce with `ProducerFenced`, which makes the producer unusable.
-    /// A fenced produce was refused, so a fresh producer (new producer id) may resend it.
-    fn renew_producer(&self, stream: Stream, topic: &str) -> Result<(), LogError> {
-        let fresh: FutureProducer =
-            self.inner
-                .producer_config
-                .create()
-                .map_err(|e| LogError::Kafka {
-                    operation: "recreate producer",
-                    topic: topic.to_owned(),
-                    reason: e.to_string(),
-                })?;
-        tracing::warn!(%stream, "kafka producer was fenced; replaced it");
-        *self
-            .inner
-            .producer
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = fresh;
-        Ok(())
-    }
-
     /// The topic name of `stream`.
     pub fn topic(&self, stream: Stream) -> String {
         format!("{}.{}", self.inner.prefix, stream.as_str())
     }
 
+    /// A cold read: a one-off consumer on a blocking thread.
     async fn fetch(
         &self,
         stream: Stream,
@@ -170,12 +176,7 @@ impl KafkaLog {
         .await
         .map_err(|e| LogError::Task(format!("kafka fetch task: {e}")))?;
         result.map_err(|e| match e {
-            FetchError::Timeout => LogError::Unreachable {
-                operation: "read",
-                stream,
-                brokers: self.inner.brokers.clone(),
-                timeout_ms: duration_ms(timeout),
-            },
+            FetchError::Timeout => self.unreachable(stream, "read"),
             FetchError::Kafka(e) => LogError::Kafka {
                 operation: "read",
                 topic: topic.to_owned(),
@@ -184,34 +185,39 @@ impl KafkaLog {
         })
     }
 
-    /// Reads from `end` to the end of the partition, moving the known end; returns the
-    /// records found on the way (those with offset >= `keep_from`).
-    async fn refresh_end(
+    fn unreachable(&self, stream: Stream, operation: &'static str) -> LogError {
+        LogError::Unreachable {
+            operation,
+            stream,
+            brokers: self.inner.brokers.clone(),
+            timeout_ms: duration_ms(self.inner.request_timeout),
+        }
+    }
+
+    /// Records with `from <= offset <= to` (offsets), at most `limit`: from the
+    /// follower's cache when it holds `from`, else from the broker (only below the
+    /// known end, where a fetch always gets an answer).
+    async fn range(
         &self,
         stream: Stream,
         state: &TopicState,
-        keep_from: u64,
+        from: u64,
+        to: Option<u64>,
         limit: usize,
     ) -> Result<Vec<fetch::Fetched>, LogError> {
-        let mut kept = Vec::new();
-        let mut cursor = state.end.load(Ordering::Acquire);
-        loop {
-            let result = self
-                .fetch(stream, &state.topic, cursor, None, SCAN_CHUNK)
-                .await?;
-            if let Some(last) = result.records.last() {
-                cursor = last.offset + 1;
-            }
-            for record in result.records {
-                if record.offset >= keep_from && kept.len() < limit {
-                    kept.push(record);
-                }
-            }
-            if let Some(end) = result.end {
-                state.end.fetch_max(end, Ordering::AcqRel);
-                return Ok(kept);
-            }
+        if let CacheRead::Hit(records) = state.follower.read(from, to, limit) {
+            return Ok(records);
         }
+        let end = state.end();
+        if from >= end {
+            return Ok(Vec::new());
+        }
+        let last = end - 1;
+        let to = Some(to.map_or(last, |t| t.min(last)));
+        Ok(self
+            .fetch(stream, &state.topic, from, to, limit)
+            .await?
+            .records)
     }
 
     async fn create_topic(&self, topic: &str) -> Result<(), LogError> {
@@ -242,100 +248,90 @@ impl KafkaLog {
         Ok(())
     }
 
-    /// Opens a stream: creates its topic, reads or writes its epoch marker, finds its end.
+    /// The open state of `stream`, opening it on first use.
     async fn state(&self, stream: Stream) -> Result<Arc<TopicState>, LogError> {
-        let mut topics = self.inner.topics.lock().await;
-        if let Some(state) = topics.get(&stream) {
-            return Ok(state.clone());
+        if let Some(state) = self.open_state(stream) {
+            return Ok(state);
         }
-        let topic = self.topic(stream);
-        self.create_topic(&topic).await?;
-        let head = self.fetch(stream, &topic, 0, Some(0), 1).await?;
-        let epoch = match head.records.first() {
-            Some(record) => marker_epoch(stream, record)?,
-            None => self.write_marker(stream, &topic).await?,
-        };
-        let state = Arc::new(TopicState {
-            topic,
-            epoch,
-            end: AtomicU64::new(1),
-            age_floor: AtomicU64::new(1),
-            enqueue: Mutex::new(()),
-        });
-        self.refresh_end(stream, &state, u64::MAX, 0).await?;
-        topics.insert(stream, state.clone());
+        let _opening = self.inner.opening.lock().await;
+        if let Some(state) = self.open_state(stream) {
+            return Ok(state);
+        }
+        let state = Arc::new(self.open(stream).await?);
+        self.inner
+            .topics
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(stream, state.clone());
         Ok(state)
     }
 
-    async fn write_marker(&self, stream: Stream, topic: &str) -> Result<String, LogError> {
-        let epoch = uuid::Uuid::new_v4().to_string();
-        let headers = OwnedHeaders::new().insert(Header {
-            key: MARKER_HEADER,
-            value: Some(epoch.as_bytes()),
-        });
-        // The marker is an event of the vocabulary (`kernel.events` / `epoch_marked`),
-        // Avro single-object encoded like every other record, so that a foreign Avro
-        // consumer decodes every record of the topic with the published schemas.
-        let marker = EventRecord::new(
-            "log",
-            MARKER_HEADER,
-            EpochMarked {
-                stream: stream.as_str().to_owned(),
-                epoch: epoch.clone(),
-            },
-            chrono::Utc::now(),
-        );
-        let payload = codec::encode(&marker).map_err(|e| LogError::Kafka {
-            operation: "append",
-            topic: topic.to_owned(),
-            reason: format!("epoch marker: {e}"),
-        })?;
-        let record = FutureRecord::to(topic)
-            .partition(0)
-            .key(MARKER_HEADER)
-            .payload(&payload)
-            .headers(headers);
-        let delivery = self
-            .producer()
-            .send(record, self.inner.delivery_timeout)
-            .await
-            .map_err(|(e, _)| self.append_error(stream, topic, e))?;
-        if delivery.offset == 0 {
-            return Ok(epoch);
-        }
-        // Another process wrote first: its marker is the epoch.
-        let head = self.fetch(stream, topic, 0, Some(0), 1).await?;
-        match head.records.first() {
-            Some(record) => marker_epoch(stream, record),
-            None => Err(LogError::Corrupt {
-                stream,
-                sequence: 0,
-                reason: format!("topic {topic} has records but offset 0 cannot be read"),
-            }),
-        }
+    fn open_state(&self, stream: Stream) -> Option<Arc<TopicState>> {
+        self.inner
+            .topics
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&stream)
+            .cloned()
     }
 
-    fn append_error(&self, stream: Stream, topic: &str, e: KafkaError) -> LogError {
-        match e.rdkafka_error_code() {
-            Some(RDKafkaErrorCode::MessageTimedOut) | Some(RDKafkaErrorCode::RequestTimedOut) => {
-                LogError::AppendTimeout {
-                    stream,
-                    timeout_ms: duration_ms(self.inner.delivery_timeout),
-                    brokers: self.inner.brokers.clone(),
-                    reason: e.to_string(),
-                }
+    /// Opens a stream: creates its topic, reads it to the end of its partition (seeding
+    /// the follower's cache), follows it from there, reads (or writes) the epoch marker.
+    async fn open(&self, stream: Stream) -> Result<TopicState, LogError> {
+        let topic = self.topic(stream);
+        self.create_topic(&topic).await?;
+        let mut cache = Cache::default();
+        let mut cursor = 0;
+        loop {
+            let result = self.fetch(stream, &topic, cursor, None, SCAN_CHUNK).await?;
+            if let Some(last) = result.records.last() {
+                cursor = last.offset + 1;
             }
-            _ => LogError::Kafka {
-                operation: "append",
-                topic: topic.to_owned(),
-                reason: e.to_string(),
-            },
+            for record in result.records {
+                cache.followed(record);
+            }
+            if result.end.is_some() {
+                break;
+            }
         }
+        let follower = self
+            .inner
+            .followers
+            .follow(&topic, cache)
+            .map_err(|e| LogError::Kafka {
+                operation: "follow",
+                topic: topic.clone(),
+                reason: e.to_string(),
+            })?;
+        let mut state = TopicState {
+            topic,
+            epoch: String::new(),
+            follower,
+            age_floor: AtomicU64::new(1),
+            enqueue: Mutex::new(()),
+        };
+        if state.end() == 0 {
+            self.write_marker(stream, &state).await?;
+        }
+        state.epoch = match state.follower.head() {
+            Some(record) => marker_epoch(stream, &record)?,
+            None => {
+                return Err(LogError::Corrupt {
+                    stream,
+                    sequence: 0,
+                    reason: format!(
+                        "topic {} has records but offset 0 cannot be read",
+                        state.topic
+                    ),
+                })
+            }
+        };
+        Ok(state)
     }
 
     /// The first offset reads may start at, after retention.
     fn first_offset(&self, stream: Stream, state: &TopicState) -> u64 {
-        let end = state.end.load(Ordering::Acquire);
+        let end = state.end();
         let mut first = state.age_floor.load(Ordering::Acquire).max(1);
         if let Some(max) = self.inner.retention.get(&stream).and_then(|p| p.max_events) {
             first = first.max(end.saturating_sub(max.max(1)));
@@ -350,7 +346,7 @@ impl KafkaLog {
         state: &TopicState,
         from: u64,
     ) -> Result<(), LogError> {
-        let end = state.end.load(Ordering::Acquire);
+        let end = state.end();
         let first = self.first_offset(stream, state);
         if end > 1 && from + 1 < first {
             return Err(LogError::Truncated {
@@ -404,96 +400,6 @@ fn to_entry(record: fetch::Fetched) -> RawEntry {
     }
 }
 
-/// An append failure, and whether the broker fenced the producer before storing any of it.
-enum Fenced {
-    Yes(LogError),
-    No(LogError),
-}
-
-impl Fenced {
-    fn into_error(self) -> LogError {
-        match self {
-            Fenced::Yes(e) | Fenced::No(e) => e,
-        }
-    }
-}
-
-impl KafkaLog {
-    async fn try_append(
-        &self,
-        stream: Stream,
-        entries: &[(String, Vec<u8>)],
-    ) -> Result<u64, Fenced> {
-        let state = self.state(stream).await.map_err(Fenced::No)?;
-        let mut deliveries: Vec<DeliveryFuture> = Vec::with_capacity(entries.len());
-        {
-            let _order = state.enqueue.lock().unwrap_or_else(|p| p.into_inner());
-            let producer = self.producer();
-            for (key, value) in entries {
-                let mut record = FutureRecord::to(&state.topic)
-                    .partition(0)
-                    .key(key.as_str())
-                    .payload(value.as_slice());
-                let started = std::time::Instant::now();
-                loop {
-                    match producer.send_result(record) {
-                        Ok(delivery) => {
-                            deliveries.push(delivery);
-                            break;
-                        }
-                        Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back))
-                            if started.elapsed() < self.inner.delivery_timeout =>
-                        {
-                            record = back;
-                            producer.poll(Duration::from_millis(5));
-                        }
-                        Err((e, _)) => {
-                            return Err(Fenced::No(self.append_error(stream, &state.topic, e)))
-                        }
-                    }
-                }
-            }
-        }
-        let mut first = None;
-        let mut failure = None;
-        let mut fenced = false;
-        for delivery in futures::future::join_all(deliveries).await {
-            match delivery {
-                Ok(Ok(done)) => {
-                    let offset = u64::try_from(done.offset).unwrap_or(0);
-                    state.end.fetch_max(offset + 1, Ordering::AcqRel);
-                    first.get_or_insert(offset);
-                }
-                Ok(Err((e, _))) => {
-                    fenced |= e.rdkafka_error_code() == Some(RDKafkaErrorCode::ProducerFenced);
-                    failure.get_or_insert_with(|| self.append_error(stream, &state.topic, e));
-                }
-                Err(_canceled) => {
-                    failure
-                        .get_or_insert(LogError::Task("kafka producer dropped a delivery".into()));
-                }
-            }
-        }
-        if let Some(e) = failure {
-            // Only a batch refused as a whole may be resent.
-            return Err(if fenced && first.is_none() {
-                Fenced::Yes(e)
-            } else {
-                Fenced::No(e)
-            });
-        }
-        match first {
-            Some(offset) if offset >= 1 => Ok(offset - 1),
-            Some(_) => Err(Fenced::No(LogError::Corrupt {
-                stream,
-                sequence: 0,
-                reason: "an event landed at offset 0, where the epoch marker belongs".into(),
-            })),
-            None => Ok(state.end.load(Ordering::Acquire).saturating_sub(1)),
-        }
-    }
-}
-
 #[async_trait::async_trait]
 impl RawLog for KafkaLog {
     async fn append_raw(
@@ -502,13 +408,13 @@ impl RawLog for KafkaLog {
         entries: Vec<(String, Vec<u8>)>,
     ) -> Result<u64, LogError> {
         match self.try_append(stream, &entries).await {
-            Err(Fenced::Yes(_)) => {
+            Err(append::Fenced::Yes(_)) => {
                 self.renew_producer(stream, &self.topic(stream))?;
                 self.try_append(stream, &entries)
                     .await
-                    .map_err(Fenced::into_error)
+                    .map_err(append::Fenced::into_error)
             }
-            other => other.map_err(Fenced::into_error),
+            other => other.map_err(append::Fenced::into_error),
         }
     }
 
@@ -525,19 +431,12 @@ impl RawLog for KafkaLog {
             }
         }
         let state = self.state(stream).await?;
+        self.check_retained(stream, &state, from)?;
         let from_offset = from.saturating_add(1);
         let to_offset = to.map(|t| t.saturating_add(1));
-        let known_end = state.end.load(Ordering::Acquire);
-        let records = if from_offset < known_end {
-            self.check_retained(stream, &state, from)?;
-            self.fetch(stream, &state.topic, from_offset, to_offset, limit)
-                .await?
-                .records
-        } else {
-            let found = self.refresh_end(stream, &state, from_offset, limit).await?;
-            self.check_retained(stream, &state, from)?;
-            found
-        };
+        let records = self
+            .range(stream, &state, from_offset, to_offset, limit)
+            .await?;
         Ok(records
             .into_iter()
             .filter(|r| to_offset.is_none_or(|t| r.offset <= t) && !r.is_marker)
@@ -548,8 +447,7 @@ impl RawLog for KafkaLog {
 
     async fn bounds(&self, stream: Stream) -> Result<Bounds, LogError> {
         let state = self.state(stream).await?;
-        self.refresh_end(stream, &state, u64::MAX, 0).await?;
-        let end = state.end.load(Ordering::Acquire);
+        let end = state.end();
         if end <= 1 {
             return Ok(Bounds::default());
         }
@@ -565,23 +463,27 @@ impl RawLog for KafkaLog {
 
     async fn tail_raw(&self, stream: Stream, from: u64) -> Result<RawTail, LogError> {
         let state = self.state(stream).await?;
-        self.refresh_end(stream, &state, u64::MAX, 0).await?;
         self.check_retained(stream, &state, from)?;
-        let from_offset = from.saturating_add(1);
-        let start = from_offset.min(state.end.load(Ordering::Acquire));
-        tail::spawn_tail(
-            &self.inner.brokers,
-            state.topic.clone(),
-            stream,
-            start,
-            from_offset,
-        )
+        // The next sequence is the end offset - 1 (offset 0 is the marker).
+        let (visible, ends) = tokio::sync::watch::channel(state.end().saturating_sub(1));
+        let mut end = state.follower.subscribe();
+        tokio::spawn(async move {
+            loop {
+                let next = end.borrow_and_update().saturating_sub(1);
+                visible.send_if_modified(|v| std::mem::replace(v, next) != next);
+                tokio::select! {
+                    _ = visible.closed() => return,
+                    changed = end.changed() => if changed.is_err() { return },
+                }
+            }
+        });
+        let raw: Arc<dyn RawLog> = Arc::new(self.clone());
+        Ok(super::tail::watch_tail(raw, stream, from, ends))
     }
 
     async fn enforce_retention(&self, stream: Stream) -> Result<Option<u64>, LogError> {
         let state = self.state(stream).await?;
-        self.refresh_end(stream, &state, u64::MAX, 0).await?;
-        let end = state.end.load(Ordering::Acquire);
+        let end = state.end();
         if end <= 1 {
             return Ok(None);
         }
@@ -590,13 +492,13 @@ impl RawLog for KafkaLog {
                 now_ms().saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
             let mut cursor = self.first_offset(stream, &state);
             'scan: while cursor + 1 < end {
-                let result = self
-                    .fetch(stream, &state.topic, cursor, Some(end - 2), SCAN_CHUNK)
+                let records = self
+                    .range(stream, &state, cursor, Some(end - 2), SCAN_CHUNK)
                     .await?;
-                if result.records.is_empty() {
+                if records.is_empty() {
                     break;
                 }
-                for record in result.records {
+                for record in records {
                     if record.timestamp_ms >= cutoff {
                         break 'scan;
                     }
