@@ -234,6 +234,37 @@ pub enum KernelError {
     },
 }
 
+/// Whose fault a refusal is ([`KernelError::fault`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The request itself is wrong for the state it met (unknown Volk, bad transition,
+    /// invalid field, duplicate...): the caller should change the request.
+    Request,
+    /// Governance refused it: the caller is not allowed to do this.
+    Denied,
+    /// The kernel or what it stands on failed (log, governance engine, no kernel): the
+    /// request may succeed when retried.
+    System,
+}
+
+impl Fault {
+    /// The class of a recorded code (the codes of [`CODES`]); an unknown code (a newer
+    /// kernel's) is the request's fault, as its `command_rejected` says it was refused.
+    pub fn of_code(code: &str) -> Fault {
+        match code {
+            "governance_denied" => Fault::Denied,
+            "log_unavailable"
+            | "append_failed"
+            | "corrupt_log"
+            | "kernel_stopped"
+            | "kernel_unavailable"
+            | "governance_unavailable"
+            | "kernel_no_answer" => Fault::System,
+            _ => Fault::Request,
+        }
+    }
+}
+
 /// Every code [`KernelError::code`] can return, for turning a recorded code back into
 /// its static form.
 pub const CODES: &[&str] = &[
@@ -302,6 +333,25 @@ impl KernelError {
         }
     }
 
+    /// Whose fault the refusal is: the request's, governance's, or the system's. Clients
+    /// hear it as the class of their error (the gateway: -32602, -32001, -32603); a
+    /// refusal recorded by another kernel ([`KernelError::Rejected`]) keeps the class of
+    /// the error it was recorded from.
+    pub fn fault(&self) -> Fault {
+        match self {
+            KernelError::Denied { .. } => Fault::Denied,
+            KernelError::Log(_)
+            | KernelError::AppendFailed { .. }
+            | KernelError::Corrupt { .. }
+            | KernelError::Stopped
+            | KernelError::Unavailable { .. }
+            | KernelError::GovernanceFailed(_)
+            | KernelError::NoAnswer { .. } => Fault::System,
+            KernelError::Rejected { code, .. } => Fault::of_code(code),
+            _ => Fault::Request,
+        }
+    }
+
     /// A refusal recorded by another kernel as `command_rejected {code, message}`;
     /// an unknown code (a newer kernel) keeps the message and reads `command_rejected`.
     pub fn rejected(code: &str, message: impl Into<String>) -> Self {
@@ -320,6 +370,62 @@ impl KernelError {
         KernelError::InvalidField {
             field,
             reason: reason.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // ISSUE-15 structure: error codes as one enum — a refusal recorded by another
+    // kernel is classed exactly like the error it was recorded from, and every code the
+    // kernel can record has a class (no string matching elsewhere).
+    #[test]
+    fn a_recorded_refusal_keeps_its_class() {
+        let errors = [
+            KernelError::UnknownTargetVolk {
+                alias: "U:Zz".into(),
+            },
+            KernelError::invalid("priority", "out of range"),
+            KernelError::SessionClosed {
+                session_id: "s".into(),
+            },
+            KernelError::AppendFailed {
+                reason: "disk".into(),
+                stored: Vec::new(),
+            },
+            KernelError::Unavailable {
+                reason: "reload".into(),
+            },
+            KernelError::Stopped,
+            KernelError::GovernanceFailed("engine".into()),
+            KernelError::Denied {
+                decision_id: Uuid::nil(),
+                result: "deny".into(),
+                action: "cxp.send".into(),
+                resource: "U:Vz".into(),
+                trace: Vec::new(),
+            },
+            KernelError::NoAnswer {
+                command_id: Uuid::nil(),
+                waited_ms: 1,
+            },
+        ];
+        for e in errors {
+            let recorded = KernelError::rejected(e.code(), e.to_string());
+            assert_eq!(recorded.code(), e.code());
+            assert_eq!(recorded.fault(), e.fault(), "{}", e.code());
+        }
+        assert_eq!(
+            KernelError::UnknownTargetVolk { alias: "x".into() }.fault(),
+            Fault::Request
+        );
+        assert_eq!(KernelError::Stopped.fault(), Fault::System);
+        assert_eq!(Fault::of_code("from_a_newer_kernel"), Fault::Request);
+        for code in CODES {
+            // Every recorded code reads back as itself.
+            assert_eq!(KernelError::rejected(code, "").code(), *code);
         }
     }
 }

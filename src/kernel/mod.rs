@@ -55,7 +55,7 @@ mod writer;
 pub use clock::{Clock, TokioClock};
 pub use config::KernelConfig;
 pub use consumer::IN_FLIGHT;
-pub use error::KernelError;
+pub use error::{Fault, KernelError};
 pub use handle::{Kernel, StartReport};
 pub use load::{rebuild, FOLDED};
 pub use outcome::{Appended, Inbox, Outcome};
