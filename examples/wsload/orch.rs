@@ -1,0 +1,319 @@
+//! Orchestrata's side: WebSocket JSON-RPC 2.0 clients of a running gateway.
+//!
+//! Every client authenticates with `auth.authenticate` (`static_token`); the operator
+//! token (`GATEWAY_TOKEN`) acts as `U:GW`, so `cxp.send` carries no `from`, in the shape
+//! of the spec's example:
+//!
+//! ```json
+//! {"jsonrpc":"2.0","id":7,"method":"cxp.send",
+//!  "params":{"target":"U:Vz","subject":"generate_component","payload":{…},"priority":7}}
+//! ```
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use futures::{SinkExt, StreamExt};
+use serde_json::Value;
+use tokio::net::TcpStream;
+use tokio::sync::{watch, Semaphore};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use crate::fanout::{self, FanoutArgs, Pacer, Progress};
+use crate::stats::{ms, percentile, stamp, Clock, Report, Tally};
+
+/// A client connection.
+pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// The padding every fan-out packet carries (the same bytes on both servers).
+pub const PAD: usize = 200;
+
+/// The spec's `cxp.send` example, with request id `id`.
+pub fn send_request(id: u64) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"cxp.send","params":{{"target":"U:Vz","subject":"generate_component","payload":{{"component":"UserService","language":"python","framework":"fastapi"}},"priority":7}}}}"#
+    )
+}
+
+/// A fan-out packet: `cxp.send` whose payload carries the stamp and the padding.
+pub fn stamped_request(id: u64, stamp: &str, pad: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"cxp.send","params":{{"target":"U:Vz","subject":"wsload","payload":{{"stamp":"{stamp}","pad":"{pad}"}},"priority":7}}}}"#
+    )
+}
+
+/// The answer a frame carries: its id and `Ok` or the error's text; `None` for a
+/// notification (no `id`) or a frame that is not JSON.
+pub fn answer(text: &str) -> Option<(Value, Result<(), String>)> {
+    let v: Value = serde_json::from_str(text).ok()?;
+    let id = v.get("id")?.clone();
+    match v.get("error") {
+        Some(e) => Some((id, Err(e.to_string()))),
+        None => Some((id, Ok(()))),
+    }
+}
+
+/// Opens a connection to `url` and authenticates with `token`.
+pub async fn connect(url: &str, token: &str) -> anyhow::Result<Ws> {
+    let (mut ws, _) = tokio_tungstenite::connect_async(url)
+        .await
+        .with_context(|| format!("connecting to {url}"))?;
+    let auth = serde_json::json!({"jsonrpc":"2.0","id":"auth","method":"auth.authenticate",
+        "params":{"strategy":"static_token","token":token}});
+    if let Err(e) = call(&mut ws, "auth", auth.to_string()).await? {
+        bail!("authentication refused: {e}");
+    }
+    Ok(ws)
+}
+
+/// Sends `request` and reads frames until the answer with `id` arrives.
+async fn call(
+    ws: &mut Ws,
+    id: impl Into<Value>,
+    request: String,
+) -> anyhow::Result<Result<(), String>> {
+    let id = id.into();
+    ws.send(Message::Text(request.into())).await?;
+    loop {
+        match ws.next().await {
+            Some(Ok(Message::Text(t))) => match answer(&t) {
+                Some((got, outcome)) if got == id => return Ok(outcome),
+                _ => continue,
+            },
+            Some(Ok(_)) => continue,
+            Some(Err(e)) => return Err(e.into()),
+            None => bail!("the server closed the connection"),
+        }
+    }
+}
+
+/// Round trips one at a time on one connection, `gateway.ping` and `cxp.send`
+/// alternating (so both meet the same server state): p50/p99 of each, in ms.
+pub async fn rtt(url: &str, token: &str, count: usize) -> anyhow::Result<Report> {
+    let mut ws = connect(url, token).await?;
+    let (mut ping, mut send) = (Vec::with_capacity(count), Vec::with_capacity(count));
+    let (mut errors, mut first_error) = (0u64, None);
+    let warmup = 20.min(count);
+    for i in 0..(warmup + count) as u64 {
+        for (lat, req) in [
+            (
+                &mut ping,
+                format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"gateway.ping"}}"#),
+            ),
+            (&mut send, send_request(i)),
+        ] {
+            let t = Instant::now();
+            let outcome = call(&mut ws, i, req).await?;
+            let us = t.elapsed().as_micros() as u64;
+            if let Err(e) = outcome {
+                errors += 1;
+                first_error.get_or_insert(e);
+            }
+            if i >= warmup as u64 {
+                lat.push(us);
+            }
+        }
+    }
+    ping.sort_unstable();
+    send.sort_unstable();
+    let mut r = Report::default();
+    r.put("count", count)
+        .put("ping_p50_ms", ms(percentile(&ping, 0.5)))
+        .put("ping_p99_ms", ms(percentile(&ping, 0.99)))
+        .put("send_p50_ms", ms(percentile(&send, 0.5)))
+        .put("send_p99_ms", ms(percentile(&send, 0.99)))
+        .put(
+            "send_over_ping_p50",
+            format!(
+                "{:.2}",
+                percentile(&send, 0.5) as f64 / percentile(&ping, 0.5).max(1) as f64
+            ),
+        )
+        .put("errors", errors);
+    if let Some(e) = first_error {
+        r.put("first_error", e);
+    }
+    Ok(r)
+}
+
+/// `conns` connections each keep up to `window` `cxp.send` in flight for `secs`
+/// seconds (after `warmup` seconds); reports acknowledged sends per second.
+pub async fn pipe(
+    url: &str,
+    token: &str,
+    conns: usize,
+    secs: u64,
+    window: usize,
+    warmup: u64,
+) -> anyhow::Result<Report> {
+    let acked = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let first_error = Arc::new(std::sync::Mutex::new(None::<String>));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+    for c in 0..conns {
+        let ws = connect(url, token).await?;
+        let (acked, errors, first_error) = (acked.clone(), errors.clone(), first_error.clone());
+        let mut stop = stop_rx.clone();
+        tasks.push(tokio::spawn(async move {
+            let (mut sink, mut stream) = ws.split();
+            let slots = Arc::new(Semaphore::new(window));
+            let freed = slots.clone();
+            let reader = tokio::spawn(async move {
+                while let Some(Ok(m)) = stream.next().await {
+                    let Message::Text(t) = m else { continue };
+                    match answer(&t) {
+                        Some((_, Ok(()))) => acked.fetch_add(1, Ordering::Relaxed),
+                        Some((_, Err(e))) => {
+                            if let Ok(mut f) = first_error.lock() {
+                                f.get_or_insert(e);
+                            }
+                            errors.fetch_add(1, Ordering::Relaxed)
+                        }
+                        None => continue,
+                    };
+                    freed.add_permits(1);
+                }
+            });
+            let mut id = (c as u64) << 40;
+            while !*stop.borrow() {
+                // write what the window allows, flush, then wait for a free slot
+                while let Ok(p) = slots.try_acquire() {
+                    p.forget();
+                    sink.feed(Message::Text(send_request(id).into())).await?;
+                    id += 1;
+                }
+                sink.flush().await?;
+                tokio::select! {
+                    p = slots.acquire() => p?.forget(),
+                    _ = stop.changed() => break,
+                }
+                sink.feed(Message::Text(send_request(id).into())).await?;
+                id += 1;
+            }
+            sink.flush().await?;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            reader.abort();
+            anyhow::Ok(())
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(warmup)).await;
+    let (a0, t0) = (acked.load(Ordering::Relaxed), Instant::now());
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    let (a1, elapsed) = (acked.load(Ordering::Relaxed), t0.elapsed().as_secs_f64());
+    let _ = stop_tx.send(true);
+    for t in tasks {
+        t.await??;
+    }
+    let mut r = Report::default();
+    r.put("conns", conns)
+        .put("window", window)
+        .put("secs", secs)
+        .put("acked", a1 - a0)
+        .put("acked_per_s", format!("{:.0}", (a1 - a0) as f64 / elapsed))
+        .put("errors", errors.load(Ordering::Relaxed));
+    if let Some(e) = first_error.lock().ok().and_then(|e| e.clone()) {
+        r.put("first_error", e);
+    }
+    Ok(r)
+}
+
+/// One subscriber: `cxp.subscribe` with no filter, then every frame tallied until stop.
+async fn subscriber(
+    mut ws: Ws,
+    clock: Clock,
+    progress: Arc<Progress>,
+    mut stop: watch::Receiver<bool>,
+) -> anyhow::Result<Tally> {
+    let mut tally = Tally::default();
+    loop {
+        let frame = tokio::select! {
+            biased;
+            _ = stop.changed() => break,
+            f = ws.next() => f,
+        };
+        match frame {
+            Some(Ok(Message::Text(t))) => {
+                if t.contains(r#""method":"gateway.gap""#) {
+                    tally.gaps += 1;
+                }
+                if tally.frame(&t, clock.now_ns()) {
+                    progress.delivered.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Some(Ok(_)) => continue,
+            Some(Err(_)) | None => break,
+        }
+    }
+    Ok(tally)
+}
+
+/// One publisher at `args.rate` `cxp.send`/s, `args.subs` `cxp.subscribe` subscribers.
+pub async fn fanout(url: &str, token: &str, args: &FanoutArgs) -> anyhow::Result<Report> {
+    let clock = Clock::start();
+    let (progress, stop_tx, stop_rx) = fanout::shared();
+    let mut subs = Vec::new();
+    for _ in 0..args.subs {
+        let mut ws = connect(url, token).await?;
+        let sub =
+            r#"{"jsonrpc":"2.0","id":"sub","method":"cxp.subscribe","params":{"filters":{}}}"#;
+        if let Err(e) = call(&mut ws, "sub", sub.to_string()).await? {
+            bail!("cxp.subscribe refused: {e}");
+        }
+        subs.push(tokio::spawn(subscriber(
+            ws,
+            clock,
+            progress.clone(),
+            stop_rx.clone(),
+        )));
+    }
+    let (mut sink, mut stream) = connect(url, token).await?.split();
+    let slots = Arc::new(Semaphore::new(args.window));
+    let (freed, answers) = (slots.clone(), progress.clone());
+    let reader = tokio::spawn(async move {
+        while let Some(Ok(m)) = stream.next().await {
+            let Message::Text(t) = m else { continue };
+            if let Some((id, outcome)) = answer(&t) {
+                answers.answer(id.as_u64().unwrap_or(u64::MAX), outcome);
+                freed.add_permits(1);
+            }
+        }
+    });
+    let pad = "x".repeat(PAD);
+    let pacer = Pacer::new(&clock, args);
+    let mut seq = 0u64;
+    while let Some(due) = pacer.due(clock.now_ns()) {
+        while seq < due {
+            let permit = match slots.try_acquire() {
+                Ok(p) => p,
+                Err(_) => {
+                    sink.flush().await?;
+                    slots.acquire().await?
+                }
+            };
+            permit.forget();
+            let frame = stamped_request(seq, &stamp(seq, clock.now_ns()), &pad);
+            sink.feed(Message::Text(frame.into())).await?;
+            progress.sent.fetch_add(1, Ordering::Relaxed);
+            seq += 1;
+        }
+        sink.flush().await?;
+        tokio::time::sleep(Duration::from_micros(500)).await;
+    }
+    let window_secs = (clock.now_ns() - pacer.start_ns()) as f64 / 1e9;
+    let accepted_in_window = progress.acked.load(Ordering::Relaxed);
+    fanout::drain(&progress, args).await;
+    reader.abort();
+    let tallies = fanout::collect(stop_tx, subs).await?;
+    Ok(fanout::summarize(
+        "orchestrata",
+        args,
+        &pacer,
+        window_secs,
+        accepted_in_window,
+        &progress,
+        &tallies,
+    ))
+}
