@@ -215,11 +215,32 @@ async fn send_close(sink: &mut Sink, requested: bool, close_rx: &watch::Receiver
 
 type Reason = (DisconnectReason, Option<String>);
 
-/// Whether a read error is the WebSocket layer refusing a text frame that is not
-/// UTF-8 (tungstenite's `Error::Utf8`, surfaced through axum as text). The connection
-/// is still writable then, so it can be closed with 1007.
-fn is_invalid_utf8(error: &str) -> bool {
-    error.contains("UTF-8 encoding error")
+/// Why reading the next frame failed, as far as the connection's close code cares.
+enum ReadFault {
+    /// A frame or message over `max_message_size_bytes` (tungstenite's capacity
+    /// error): closed with 1009.
+    TooBig,
+    /// A text frame that is not UTF-8 (tungstenite's `Utf8`). The connection is still
+    /// writable then, so it is closed with 1007.
+    InvalidUtf8,
+    /// Anything else (reset, protocol violation): the connection is gone.
+    Other(String),
+}
+
+impl ReadFault {
+    /// Classifies the WebSocket layer's error by its type (axum wraps tungstenite's
+    /// error; the two share tungstenite 0.29), never by its text.
+    fn of(error: axum::Error) -> ReadFault {
+        use tokio_tungstenite::tungstenite::Error as WsError;
+        match error.into_inner().downcast::<WsError>() {
+            Ok(e) => match *e {
+                WsError::Capacity(_) => ReadFault::TooBig,
+                WsError::Utf8(_) => ReadFault::InvalidUtf8,
+                other => ReadFault::Other(other.to_string()),
+            },
+            Err(other) => ReadFault::Other(other.to_string()),
+        }
+    }
 }
 
 /// What a request task hands back to the reader.
@@ -317,17 +338,16 @@ async fn read_frames(
                 let msg = match msg {
                     None => return Err((DisconnectReason::CleanClose, None)),
                     Some(Ok(m)) => m,
-                    Some(Err(e)) => {
-                        let text = e.to_string();
-                        if text.contains("too long") || text.contains("Space limit") || text.contains("too big") {
-                            return Err(closing(super::connection::CLOSE_TOO_BIG, "message_too_big", DisconnectReason::Error));
+                    Some(Err(e)) => match ReadFault::of(e) {
+                        ReadFault::TooBig => {
+                            return Err(closing(CLOSE_TOO_BIG, "message_too_big", DisconnectReason::Error));
                         }
-                        if is_invalid_utf8(&text) {
+                        ReadFault::InvalidUtf8 => {
                             gw.metrics.messages_received.inc();
                             return Err(closing(CLOSE_INVALID_PAYLOAD, "invalid_utf8", DisconnectReason::Error));
                         }
-                        return Err((DisconnectReason::Error, Some(text)));
-                    }
+                        ReadFault::Other(text) => return Err((DisconnectReason::Error, Some(text))),
+                    },
                 };
                 heartbeat.activity();
                 client.lock().last_activity = Utc::now();
