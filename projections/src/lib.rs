@@ -21,6 +21,8 @@
 //! | [`VolkView`] | `volk.lifecycle`, `cxp.traffic` | each Volk's registration, health, tasks, last activity |
 //! | [`DecisionIndex`] | `governance.decisions` | governance decisions by time, subject, action, result |
 //! | [`GraphView`] | `cxp.traffic`, `volk.lifecycle`, `session.events`, `governance.decisions` | the knowledge graph: nodes and relationships, filtered by label, type and properties |
+//! | [`PacketIndex`] | `cxp.traffic` | each packet's sender, recipient and subject by message id: what subscription and replay filters match a packet's transitions on ([`packet::facts_of`]) |
+//! | [`WorkflowView`] | `workflow.events` | each workflow run's status, steps and result |
 //!
 //! The runner that keeps these views up to date against the log, stores them and
 //! answers read-your-write waits lives in the `orchestrata` crate (`orchestrata::projection`).
@@ -30,6 +32,7 @@
 mod checkpoint;
 pub mod decision;
 pub mod graph;
+pub mod packet;
 mod page;
 pub mod sample;
 pub mod session;
@@ -39,13 +42,16 @@ pub mod thread;
 mod transition;
 mod view;
 pub mod volk;
+pub mod workflow;
 
 pub use checkpoint::Checkpoint;
 pub use decision::DecisionIndex;
 pub use graph::GraphView;
+pub use packet::PacketIndex;
 pub use page::{Page, PageRequest};
 pub use session::SessionView;
 pub use thread::ThreadView;
 pub use transition::Transition;
 pub use view::{fold, UnknownView, View, ViewName};
 pub use volk::VolkView;
+pub use workflow::WorkflowView;

@@ -61,16 +61,22 @@ pub enum ViewName {
     Decision,
     /// [`GraphView`](crate::GraphView).
     Graph,
+    /// [`PacketIndex`](crate::PacketIndex).
+    Packet,
+    /// [`WorkflowView`](crate::WorkflowView).
+    Workflow,
 }
 
 impl ViewName {
     /// Every view, in a stable order.
-    pub const ALL: [ViewName; 5] = [
+    pub const ALL: [ViewName; 7] = [
         ViewName::Thread,
         ViewName::Session,
         ViewName::Volk,
         ViewName::Decision,
         ViewName::Graph,
+        ViewName::Packet,
+        ViewName::Workflow,
     ];
 
     /// The name as written on the command line and in the store.
@@ -81,6 +87,8 @@ impl ViewName {
             ViewName::Volk => "volk",
             ViewName::Decision => "decision",
             ViewName::Graph => "graph",
+            ViewName::Packet => "packet",
+            ViewName::Workflow => "workflow",
         }
     }
 }
@@ -93,7 +101,7 @@ impl fmt::Display for ViewName {
 
 /// A view name that is none of [`ViewName::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown view `{0}` (known: thread, session, volk, decision, graph)")]
+#[error("unknown view `{0}` (known: thread, session, volk, decision, graph, packet, workflow)")]
 pub struct UnknownView(pub String);
 
 impl FromStr for ViewName {

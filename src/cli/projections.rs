@@ -15,7 +15,8 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use orchestrata_projections::{
-    DecisionIndex, GraphView, SessionView, ThreadView, View, ViewName, VolkView,
+    DecisionIndex, GraphView, PacketIndex, SessionView, ThreadView, View, ViewName, VolkView,
+    WorkflowView,
 };
 use orchestrata_schemas::events::Stream;
 use serde_json::json;
@@ -155,6 +156,12 @@ async fn rebuild(args: RebuildArgs, log_args: &LogArgs) -> anyhow::Result<()> {
                     rebuilt::<DecisionIndex>(log, &store, args.until, progress).await?
                 }
                 ViewName::Graph => rebuilt::<GraphView>(log, &store, args.until, progress).await?,
+                ViewName::Packet => {
+                    rebuilt::<PacketIndex>(log, &store, args.until, progress).await?
+                }
+                ViewName::Workflow => {
+                    rebuilt::<WorkflowView>(log, &store, args.until, progress).await?
+                }
             }
         };
         reporter.finish();
@@ -266,6 +273,8 @@ async fn status(args: StoreArgs, log_args: &LogArgs) -> anyhow::Result<()> {
             ViewName::Volk => VolkView::STREAMS,
             ViewName::Decision => DecisionIndex::STREAMS,
             ViewName::Graph => GraphView::STREAMS,
+            ViewName::Packet => PacketIndex::STREAMS,
+            ViewName::Workflow => WorkflowView::STREAMS,
         };
         let stored = store.checkpoint(name)?;
         for stream in streams {
@@ -367,6 +376,26 @@ async fn show(args: ShowArgs, log_args: &LogArgs) -> anyhow::Result<()> {
                 .filter(|r| r.from == id || r.to == id)
                 .collect();
             json!({"node": node, "relationships": touching})
+        }
+        (ViewName::Packet, None) => {
+            serde_json::to_value(current::<PacketIndex>(log, &store, args.as_of).await?)?
+        }
+        (ViewName::Packet, Some(id)) => {
+            let message_id: uuid::Uuid = id
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--id: `{id}` is not a message id (a UUID): {e}"))?;
+            let view: PacketIndex = current(log, &store, args.as_of).await?;
+            let p = view
+                .parties(&message_id)
+                .ok_or_else(|| missing("packet", id))?;
+            json!({"message_id": id, "sent_at_sequence": p.sequence, "from": p.from, "to": p.to, "subject": p.subject})
+        }
+        (ViewName::Workflow, None) => {
+            serde_json::to_value(current::<WorkflowView>(log, &store, args.as_of).await?)?
+        }
+        (ViewName::Workflow, Some(id)) => {
+            let view: WorkflowView = current(log, &store, args.as_of).await?;
+            serde_json::to_value(view.run(id).ok_or_else(|| missing("workflow run", id))?)?
         }
     };
     let mut out = std::io::stdout().lock();

@@ -9,7 +9,9 @@
 
 use std::time::Duration;
 
-use orchestrata_projections::{DecisionIndex, GraphView, SessionView, ThreadView, View, VolkView};
+use orchestrata_projections::{
+    DecisionIndex, GraphView, PacketIndex, SessionView, ThreadView, View, VolkView, WorkflowView,
+};
 use orchestrata_schemas::events::{Command, Stream};
 
 use super::error::{ErrorCode, RpcError};
@@ -36,6 +38,10 @@ pub struct Views {
     pub decisions: ViewHandle<DecisionIndex>,
     /// The knowledge graph (`knowledge.nodes`, `knowledge.relationships`).
     pub graph: ViewHandle<GraphView>,
+    /// Packets by id: what topic filters match a packet's transitions on.
+    pub packets: ViewHandle<PacketIndex>,
+    /// Workflow runs (`workflow.get`).
+    pub workflows: ViewHandle<WorkflowView>,
     /// How long [`settle`] waits for a view to apply the caller's write: the gateway's
     /// `read_your_write_timeout` once [`views`] handed these out.
     pub read_your_write: Duration,
@@ -50,6 +56,8 @@ impl Views {
             volks: projections.volks().clone(),
             decisions: projections.decisions().clone(),
             graph: projections.graph().clone(),
+            packets: projections.packets().clone(),
+            workflows: projections.workflows().clone(),
             read_your_write: READ_YOUR_WRITE,
         }
     }

@@ -33,13 +33,10 @@ use super::schema::{ParamsSchemas, SchemaError};
 use super::state::{Services, Shared};
 use super::tls::{TlsError, TlsListener};
 use super::topic::event::TopicEvent;
-use super::topic::facts::PacketIndex;
 use super::topic::hub::Hub;
+use super::topic::views::GatewayViews;
 use super::topic::TOPICS;
 use crate::log::LogError;
-
-/// Packets remembered for filters on packet transitions.
-const PACKET_INDEX_CAPACITY: usize = 100_000;
 
 /// Why the gateway could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +65,9 @@ pub enum GatewayError {
     /// The TLS certificate or key cannot be used.
     #[error(transparent)]
     Tls(#[from] TlsError),
+    /// The views the gateway reads (packet index, workflows) could not start or stop.
+    #[error("gateway views: {0}")]
+    Views(#[from] crate::projection::ProjectionError),
 }
 
 /// A gateway accepting connections. Stop it with [`RunningGateway::shutdown`].
@@ -76,6 +76,7 @@ pub struct RunningGateway {
     shared: Arc<Shared>,
     server: JoinHandle<Result<(), std::io::Error>>,
     tailers: Vec<JoinHandle<()>>,
+    views: GatewayViews,
 }
 
 /// Starts the gateway on `config.listen` over `services`.
@@ -107,8 +108,7 @@ pub async fn start(
     }
     let schemas = ParamsSchemas::compile(METHODS.iter().map(|m| (m.name, m.params_schema)))?;
     let log = services.log.clone();
-    let index = Arc::new(PacketIndex::new(PACKET_INDEX_CAPACITY));
-    warm_index(&*log, &index).await?;
+    let views = GatewayViews::start(&services, log.clone()).await?;
     let mut hubs = BTreeMap::new();
     for (stream, _) in TOPICS {
         let epoch = log.epoch(stream).await?;
@@ -140,7 +140,8 @@ pub async fn start(
         services,
         metrics,
         hubs,
-        index: index.clone(),
+        index: views.index.clone(),
+        workflows: views.workflows.clone(),
         clients: Mutex::new(Default::default()),
         started: Instant::now(),
         started_at: Utc::now(),
@@ -151,7 +152,7 @@ pub async fn start(
     let tailers = shared
         .hubs
         .values()
-        .map(|hub| tokio::spawn(hub.clone().run(log.clone(), index.clone())))
+        .map(|hub| tokio::spawn(hub.clone().run(log.clone(), shared.index.clone())))
         .collect();
     let probe = Arc::new(LogProbe::new(shared.config.health_cache));
     let app = Router::new()
@@ -179,6 +180,7 @@ pub async fn start(
         shared,
         server,
         tailers,
+        views,
     })
 }
 
@@ -200,23 +202,6 @@ where
         let _ = stop.wait_for(|s| *s).await;
     })
     .await
-}
-
-async fn warm_index(log: &dyn crate::log::EventLog, index: &PacketIndex) -> Result<(), LogError> {
-    let bounds = log.bounds(Stream::CxpTraffic).await?;
-    if let (Some(first), Some(last)) = (bounds.first, bounds.last) {
-        let from = last.saturating_sub(10_000).max(first);
-        let mut next = from;
-        while next <= last {
-            let chunk = log.read(Stream::CxpTraffic, next, Some(last), 1000).await?;
-            let Some(tail) = chunk.last() else { break };
-            next = tail.sequence + 1;
-            for envelope in &chunk {
-                index.learn(envelope);
-            }
-        }
-    }
-    Ok(())
 }
 
 impl RunningGateway {
@@ -252,6 +237,7 @@ impl RunningGateway {
             Ok(Ok(Err(e))) => return Err(GatewayError::Serve(e.to_string())),
             Ok(Err(e)) => return Err(GatewayError::Serve(e.to_string())),
         }
+        self.views.stop().await?;
         self.shared.services.log.flush().await?;
         Ok(())
     }
@@ -395,5 +381,10 @@ async fn metrics_text(
 pub fn render_event(
     envelope: orchestrata_schemas::events::Envelope,
 ) -> Result<TopicEvent, serde_json::Error> {
-    TopicEvent::new(envelope, &PacketIndex::new(16))
+    // No packet index: a transition is rendered with the facts it carries itself.
+    let facts = super::topic::facts::facts_of(
+        &envelope,
+        &orchestrata_projections::PacketIndex::default(),
+    );
+    TopicEvent::new(envelope, facts)
 }

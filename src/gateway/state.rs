@@ -15,7 +15,7 @@ use super::config::GatewayConfig;
 use super::error::RpcError;
 use super::metrics::Metrics;
 use super::schema::ParamsSchemas;
-use super::topic::facts::PacketIndex;
+use super::topic::facts::FilterIndex;
 use super::topic::hub::Hub;
 use crate::log::EventLog;
 
@@ -108,8 +108,11 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// One hub per topic.
     pub hubs: BTreeMap<Stream, Arc<Hub>>,
-    /// Recent packets, for filters on packet transitions.
-    pub index: Arc<PacketIndex>,
+    /// The packet index filters complete packet transitions from (a view folded over
+    /// the whole log; see `topic::facts`).
+    pub index: FilterIndex,
+    /// Workflow runs, folded once per event (`workflow.get`).
+    pub workflows: crate::projection::ViewHandle<orchestrata_projections::WorkflowView>,
     /// Connected clients by id.
     pub clients: Mutex<HashMap<String, Arc<Client>>>,
     /// Start time (uptime).

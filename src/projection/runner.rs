@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 use futures::stream::{select_all, StreamExt};
 use futures::FutureExt;
 use orchestrata_projections::{
-    Checkpoint, DecisionIndex, GraphView, SessionView, ThreadView, View, VolkView,
+    Checkpoint, DecisionIndex, GraphView, PacketIndex, SessionView, ThreadView, View, VolkView,
+    WorkflowView,
 };
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
@@ -213,6 +214,8 @@ pub struct Projections {
     volks: RunningView<VolkView>,
     decisions: RunningView<DecisionIndex>,
     graph: RunningView<GraphView>,
+    packets: RunningView<PacketIndex>,
+    workflows: RunningView<WorkflowView>,
 }
 
 impl Projections {
@@ -227,7 +230,9 @@ impl Projections {
             sessions: spawn_view(log.clone(), store.clone(), config).await?,
             volks: spawn_view(log.clone(), store.clone(), config).await?,
             decisions: spawn_view(log.clone(), store.clone(), config).await?,
-            graph: spawn_view(log, store, config).await?,
+            graph: spawn_view(log.clone(), store.clone(), config).await?,
+            packets: spawn_view(log.clone(), store.clone(), config).await?,
+            workflows: spawn_view(log, store, config).await?,
         })
     }
 
@@ -256,6 +261,17 @@ impl Projections {
         self.graph.handle()
     }
 
+    /// Who and what each packet concerns: what subscription and replay filters match
+    /// a packet's transitions on.
+    pub fn packets(&self) -> &ViewHandle<PacketIndex> {
+        self.packets.handle()
+    }
+
+    /// Workflow runs (`workflow.get`).
+    pub fn workflows(&self) -> &ViewHandle<WorkflowView> {
+        self.workflows.handle()
+    }
+
     /// Commits and stops every view; the first error, if any.
     pub async fn stop(self) -> Result<(), ProjectionError> {
         let results = [
@@ -264,6 +280,8 @@ impl Projections {
             self.volks.stop().await,
             self.decisions.stop().await,
             self.graph.stop().await,
+            self.packets.stop().await,
+            self.workflows.stop().await,
         ];
         results.into_iter().collect()
     }

@@ -12,6 +12,14 @@
 //! `max_replay_scan` events; when it stops early `scan_truncated` is true and
 //! `next_sequence` says where to continue. An explicit `sequence_from..sequence_to`
 //! range larger than that budget is refused up front with -32003 `replay_scan_budget`.
+//!
+//! Filters match each event on its facts (REQ-014-129: the same filters as live
+//! subscriptions); a packet transition's sender, recipient and subject come from the
+//! packet index view, which the replay first waits to have folded as far as the events
+//! it filters. The answer is therefore a function of the log alone — the same for the
+//! same request whatever was replayed or subscribed before — and an old range's
+//! transitions match a `volk_id` filter as well as recent ones (-32603 `view_lagging`
+//! if the index cannot get there within `topic::facts::CATCH_UP`).
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
@@ -22,7 +30,9 @@ use crate::gateway::error::RpcError;
 use crate::gateway::methods::RpcResult;
 use crate::gateway::state::Call;
 use crate::gateway::topic::event::TopicEvent;
+use crate::gateway::topic::facts::Facts;
 use crate::gateway::topic::filter::Filter;
+use crate::projection::ProjectionError;
 
 /// Most events one replay answer carries.
 pub const MAX_EVENTS: usize = 10_000;
@@ -119,8 +129,9 @@ pub async fn replay(call: Call) -> RpcResult {
                 .await
                 .map_err(internal)?;
             scanned += chunk.len() as u64;
-            for envelope in chunk.into_iter().rev() {
-                let Ok(event) = TopicEvent::new(envelope, &call.gw.index) else {
+            let facts = facts_of_chunk(&call, &chunk).await?;
+            for (envelope, facts) in chunk.into_iter().zip(facts).rev() {
+                let Ok(event) = TopicEvent::new(envelope, facts) else {
                     continue;
                 };
                 if matched.len() < limit && filter.matches(&event.facts) {
@@ -155,8 +166,9 @@ pub async fn replay(call: Call) -> RpcResult {
             };
             next = after;
             scanned += chunk.len() as u64;
-            for envelope in chunk {
-                let Ok(event) = TopicEvent::new(envelope, &call.gw.index) else {
+            let facts = facts_of_chunk(&call, &chunk).await?;
+            for (envelope, facts) in chunk.into_iter().zip(facts) {
+                let Ok(event) = TopicEvent::new(envelope, facts) else {
                     continue;
                 };
                 if by_time(&event) && filter.matches(&event.facts) {
@@ -181,4 +193,17 @@ pub async fn replay(call: Call) -> RpcResult {
         result["next_sequence"] = json!(n);
     }
     Ok(result)
+}
+
+/// The filter facts of `chunk`, once the packet index has folded as far as it.
+// ISSUE-15: filters are a function of the log
+async fn facts_of_chunk(
+    call: &Call,
+    chunk: &[orchestrata_schemas::events::Envelope],
+) -> Result<Vec<Facts>, RpcError> {
+    call.gw
+        .index
+        .facts_all(chunk, crate::gateway::topic::facts::CATCH_UP)
+        .await
+        .map_err(|e: ProjectionError| RpcError::internal("view_lagging", e))
 }

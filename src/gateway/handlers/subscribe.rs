@@ -251,9 +251,22 @@ async fn open(call: Call, stream: Stream, p: SubscribeParams) -> RpcResult {
                             return;
                         }
                     };
-                    for envelope in chunk {
+                    // ISSUE-15: filters are a function of the log
+                    let facts = match gw
+                        .index
+                        .facts_all(&chunk, crate::gateway::topic::facts::CATCH_UP)
+                        .await
+                    {
+                        Ok(facts) => facts,
+                        Err(e) => {
+                            tracing::warn!(topic = %stream, error = %e, "resume replay: packet index lags");
+                            handle.request_close(1011, "resume_failed");
+                            return;
+                        }
+                    };
+                    for (envelope, facts) in chunk.into_iter().zip(facts) {
                         next = envelope.sequence + 1;
-                        let Ok(event) = TopicEvent::new(envelope, &gw.index) else {
+                        let Ok(event) = TopicEvent::new(envelope, facts) else {
                             continue;
                         };
                         if filter.matches(&event.facts)

@@ -2,14 +2,15 @@
 //! `agents.escalations` (the human queue of spec 005).
 //!
 //! Every mutation is a kernel command issued by the calling client, so it is governed
-//! and on the log; `workflow.get` folds `workflow.events` from the log (the run's state
-//! is a projection, not gateway memory).
+//! and on the log; `workflow.get` answers from the workflow view, folded once per event
+//! of `workflow.events` by the projection runner (the run's state is a projection, not
+//! gateway memory), after waiting until that view has folded the log's end as of the
+//! call, so a run started just before is seen.
 
 use orchestrata_schemas::events::Stream;
 use serde_json::{json, Value};
 
 use crate::agents::workflow::Workflows;
-use crate::agents::workflow_view::WorkflowView;
 use crate::agents::AgentError;
 use crate::gateway::error::{ErrorCode, RpcError};
 use crate::gateway::methods::RpcResult;
@@ -82,20 +83,36 @@ pub async fn cancel(call: Call) -> RpcResult {
     Ok(json!({ "workflow_id": id, "status": "cancelled" }))
 }
 
-/// A run's state, folded from `workflow.events`.
+/// A run's state, from the workflow view once it has folded `workflow.events` up to
+/// the log's current end (read-your-write; -32603 `view_lagging` past
+/// `read_your_write_timeout`).
+// ISSUE-15: workflow.get never re-reads workflow.events from sequence 0
 pub async fn get(call: Call) -> RpcResult {
     let id = text(&call.params, "workflow_id").unwrap_or_default();
-    let events = call
+    let last = call
         .gw
         .services
         .log
-        .read(Stream::WorkflowEvents, 0, None, usize::MAX)
+        .bounds(Stream::WorkflowEvents)
         .await
-        .map_err(|e| RpcError::internal("log_failed", e))?;
-    let view = WorkflowView::fold(id, events.iter().map(|e| &e.record)).ok_or_else(|| {
+        .map_err(|e| RpcError::internal("log_failed", e))?
+        .last;
+    if let Some(sequence) = last {
+        call.gw
+            .workflows
+            .wait_for(
+                Stream::WorkflowEvents,
+                sequence,
+                call.gw.config.read_your_write_timeout,
+            )
+            .await
+            .map_err(|e| RpcError::internal("view_lagging", e).with("sequence", sequence))?;
+    }
+    let view = call.gw.workflows.read();
+    let run = view.run(id).ok_or_else(|| {
         RpcError::invalid_params("unknown_workflow", format!("no workflow `{id}`"))
     })?;
-    serde_json::to_value(view).map_err(|e| RpcError::internal("encoding_failed", e))
+    serde_json::to_value(run).map_err(|e| RpcError::internal("encoding_failed", e))
 }
 
 /// The human escalation queue, oldest first.

@@ -17,7 +17,7 @@ use axum::extract::ws::Utf8Bytes;
 use orchestrata_schemas::events::{Envelope, Stream};
 use serde_json::{json, Value};
 
-use super::facts::{facts_of, Facts, PacketIndex};
+use super::facts::Facts;
 
 /// A log event ready to push.
 #[derive(Debug, Clone)]
@@ -41,10 +41,10 @@ fn quoted(s: &str) -> String {
 }
 
 impl TopicEvent {
-    /// Serializes `envelope` once; `index` completes the facts of packet transitions.
-    pub fn new(envelope: Envelope, index: &PacketIndex) -> Result<Self, serde_json::Error> {
-        index.learn(&envelope);
-        let facts = facts_of(&envelope, index);
+    /// Serializes `envelope` once, with the `facts` filters match it on (from
+    /// [`FilterIndex`](super::facts::FilterIndex), or
+    /// [`facts_of`](super::facts::facts_of) over a settled index).
+    pub fn new(envelope: Envelope, facts: Facts) -> Result<Self, serde_json::Error> {
         let payload = serde_json::to_string(&envelope.record.event)?;
         let frame = Utf8Bytes::from(render(&envelope, &payload, false));
         Ok(TopicEvent {

@@ -1,160 +1,87 @@
 //! What subscription filters look at: the Volks, thread, subject and delivery status an
-//! event is about.
+//! event is about — and the packet index that completes a packet's transitions.
 //!
 //! Only `packet_sent` carries the whole packet; later transitions (`packet_delivered`,
-//! `packet_acknowledged`...) carry the message id alone. The [`PacketIndex`] remembers
-//! sender, recipient and subject of recent packets by message id so that a `volk_id` or
-//! `subject` filter also matches a packet's later transitions.
+//! `packet_acknowledged`...) carry the message id alone. Their sender, recipient and
+//! subject come from the [`PacketIndex`] view, folded once per event over the whole
+//! log by the projection runner. [`FilterIndex`] waits until that view has folded as
+//! far as the events being filtered, so a filter's answer is a pure function of the
+//! log ([`facts_of`]): never of what some cache held, what was replayed before, or
+//! how long the gateway has been up.
 
-use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use lru::LruCache;
-use orchestrata_schemas::events::{Envelope, Event};
-use uuid::Uuid;
+use orchestrata_projections::PacketIndex;
+use orchestrata_schemas::events::{Envelope, Stream};
 
-/// Sender, recipient and subject of a packet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PacketFacts {
-    /// Sender alias.
-    pub from: String,
-    /// Recipient alias.
-    pub to: String,
-    /// Subject line.
-    pub subject: String,
+pub use orchestrata_projections::packet::{facts_of, Facts};
+
+use crate::projection::{ProjectionError, ViewHandle};
+
+/// Longest a replay waits for the packet index to reach the events it filters. Longer
+/// than a read-your-write wait: a gateway that just started may still be folding the
+/// log into its index, and the answer must wait for it rather than be wrong.
+pub const CATCH_UP: Duration = Duration::from_secs(30);
+
+/// The packet index as filters read it: a live [`PacketIndex`] and the wait that
+/// makes its answers final.
+#[derive(Clone)]
+pub struct FilterIndex {
+    packets: ViewHandle<PacketIndex>,
 }
 
-/// Recent packets by message id (bounded, least recently used evicted).
-pub struct PacketIndex {
-    cache: Mutex<LruCache<Uuid, Arc<PacketFacts>>>,
-}
-
-impl PacketIndex {
-    /// An index remembering up to `capacity` packets.
-    pub fn new(capacity: usize) -> Self {
-        let capacity = NonZeroUsize::new(capacity.max(1)).unwrap_or(NonZeroUsize::MIN);
-        PacketIndex {
-            cache: Mutex::new(LruCache::new(capacity)),
-        }
+impl FilterIndex {
+    /// Filters reading `packets` (a handle on the runner's live view).
+    pub fn new(packets: ViewHandle<PacketIndex>) -> Self {
+        FilterIndex { packets }
     }
 
-    /// Learns from `packet_sent` events; ignores everything else.
-    pub fn learn(&self, envelope: &Envelope) {
-        if let Event::PacketSent(sent) = &envelope.record.event {
-            let p = &sent.packet;
-            let facts = Arc::new(PacketFacts {
-                from: p.from_agent.clone(),
-                to: p.to_agent.clone(),
-                subject: p.subject.clone(),
-            });
-            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-            cache.put(p.message_id, facts);
-        }
+    /// The live view.
+    pub fn view(&self) -> &ViewHandle<PacketIndex> {
+        &self.packets
     }
 
-    /// What is known about `message_id`.
-    pub fn get(&self, message_id: &Uuid) -> Option<Arc<PacketFacts>> {
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        cache.get(message_id).cloned()
+    /// The facts of every envelope of `envelopes`, once the index settles them all:
+    /// when one is a transition of a packet the index does not know yet, waits (at
+    /// most `timeout`) until the index has folded `cxp.traffic` up to it.
+    pub async fn facts_all(
+        &self,
+        envelopes: &[Envelope],
+        timeout: Duration,
+    ) -> Result<Vec<Facts>, ProjectionError> {
+        let unsettled = {
+            let index = self.packets.read();
+            envelopes
+                .iter()
+                .filter(|e| !index.settles(e))
+                .map(|e| e.sequence)
+                .max()
+        };
+        if let Some(sequence) = unsettled {
+            // Only packet transitions can be unsettled, and they are on cxp.traffic.
+            self.packets
+                .wait_for(Stream::CxpTraffic, sequence, timeout)
+                .await?;
+        }
+        let index = self.packets.read();
+        Ok(envelopes.iter().map(|e| facts_of(e, &index)).collect())
     }
-}
 
-/// The filterable facts of one event.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Facts {
-    /// Volk aliases the event is about (sender and recipient for packets).
-    pub volks: Vec<String>,
-    /// Its thread, for CXP events.
-    pub thread_id: Option<String>,
-    /// The packet or thread subject, when known.
-    pub subject: Option<String>,
-    /// The delivery status it records (`queued`, `delivered`, `acknowledged`, `failed`).
-    pub delivery_status: Option<&'static str>,
-    /// Its event type, e.g. `packet_sent`.
-    pub event_type: &'static str,
-    /// Its record key.
-    pub key: String,
-    /// The session it is about (session.events).
-    pub session_id: Option<String>,
-}
-
-fn looks_like_alias(s: &str) -> bool {
-    s.starts_with("U:") && s.len() == 4
-}
-
-/// Extracts the facts of `envelope`, completing packet transitions from `index`.
-pub fn facts_of(envelope: &Envelope, index: &PacketIndex) -> Facts {
-    let record = &envelope.record;
-    let mut facts = Facts {
-        event_type: record.event.event_type(),
-        key: record.key.clone(),
-        ..Facts::default()
-    };
-    let from_index = |message_id: &Uuid, facts: &mut Facts| {
-        if let Some(p) = index.get(message_id) {
-            facts.volks.push(p.from.clone());
-            facts.volks.push(p.to.clone());
-            facts.subject = Some(p.subject.clone());
+    /// The facts of one envelope (see [`FilterIndex::facts_all`]).
+    pub async fn facts(
+        &self,
+        envelope: &Envelope,
+        timeout: Duration,
+    ) -> Result<Facts, ProjectionError> {
+        {
+            let index = self.packets.read();
+            if index.settles(envelope) {
+                return Ok(facts_of(envelope, &index));
+            }
         }
-    };
-    match &record.event {
-        Event::PacketSent(e) => {
-            let p = &e.packet;
-            facts.volks = vec![p.from_agent.clone(), p.to_agent.clone()];
-            facts.thread_id = Some(p.thread_id.clone());
-            facts.subject = Some(p.subject.clone());
-            facts.delivery_status = Some("queued");
-        }
-        Event::PacketDelivered(e) => {
-            from_index(&e.message_id, &mut facts);
-            facts.volks.push(e.to_agent.clone());
-            facts.thread_id = Some(e.thread_id.clone());
-            facts.delivery_status = Some("delivered");
-        }
-        Event::PacketAcknowledged(e) => {
-            from_index(&e.message_id, &mut facts);
-            facts.volks.push(e.acknowledged_by.clone());
-            facts.thread_id = Some(e.thread_id.clone());
-            facts.delivery_status = Some("acknowledged");
-        }
-        Event::PacketFailed(e) => {
-            from_index(&e.message_id, &mut facts);
-            facts.thread_id = Some(e.thread_id.clone());
-            facts.delivery_status = Some("failed");
-        }
-        Event::PacketRetried(e) => {
-            from_index(&e.message_id, &mut facts);
-            facts.thread_id = Some(e.thread_id.clone());
-            facts.delivery_status = Some("queued");
-        }
-        Event::WorkStatusChanged(e) => {
-            from_index(&e.message_id, &mut facts);
-            facts.thread_id = Some(e.thread_id.clone());
-        }
-        Event::PriorityChanged(e) => {
-            from_index(&e.message_id, &mut facts);
-            facts.thread_id = Some(e.thread_id.clone());
-        }
-        Event::ThreadOpened(e) => {
-            facts.volks = e.participants.clone();
-            facts.volks.push(e.opened_by.clone());
-            facts.thread_id = Some(e.thread_id.clone());
-            facts.subject = Some(e.subject.clone());
-        }
-        Event::ThreadClosed(e) => facts.thread_id = Some(e.thread_id.clone()),
-        Event::ThreadReopened(e) => facts.thread_id = Some(e.thread_id.clone()),
-        Event::ThreadArchived(e) => facts.thread_id = Some(e.thread_id.clone()),
-        Event::DecisionRecorded(e) => facts.volks.push(e.subject.clone()),
-        Event::SessionOpened(_)
-        | Event::SessionClosed(_)
-        | Event::SessionRecovered(_)
-        | Event::SessionContextUpdated(_)
-        | Event::SessionFactAsserted(_)
-        | Event::SessionErrorOccurred(_) => facts.session_id = Some(record.key.clone()),
-        _ => {}
+        self.packets
+            .wait_for(Stream::CxpTraffic, envelope.sequence, timeout)
+            .await?;
+        Ok(facts_of(envelope, &self.packets.read()))
     }
-    if looks_like_alias(&record.key) && !facts.volks.contains(&record.key) {
-        facts.volks.push(record.key.clone());
-    }
-    facts
 }

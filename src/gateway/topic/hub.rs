@@ -15,6 +15,11 @@
 //! already seen, so the seam between replay and live has no gap and no duplicate. The
 //! pending buffer is bounded like the outbox (`event_buffer_per_client`): overflow
 //! evicts its oldest events into a gap that is queued ahead of the rest at go-live.
+//!
+//! Filters match on an event's [`Facts`]; a packet transition gets its packet's
+//! parties from the packet index view, and the hub waits for that view to have folded
+//! the transition before publishing it (in steady state the packet is long known and
+//! nothing waits), so live filtering answers what a replay of the same events does.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,15 +27,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::StreamExt;
-use orchestrata_schemas::events::Stream;
+use orchestrata_schemas::events::{Envelope, Stream};
 
 use super::event::TopicEvent;
-use super::facts::PacketIndex;
+use super::facts::{facts_of, Facts, FilterIndex};
 use super::filter::Filter;
 use crate::gateway::client::ClientHandle;
 use crate::gateway::metrics::Metrics;
 use crate::gateway::outbox::{Gap, Origin};
 use crate::log::EventLog;
+use crate::projection::ProjectionError;
+
+/// How long a hub waits for the packet index before saying, in the log, that it lags
+/// (then it waits again).
+const INDEX_WAIT: Duration = Duration::from_secs(5);
 
 struct LiveSub {
     origin: Arc<Origin>,
@@ -243,7 +253,7 @@ impl Hub {
     /// Tails the log from the hub's position forever, publishing every event. A failed
     /// tail is reopened from the next unpublished sequence after a short pause, so no
     /// event is skipped.
-    pub async fn run(self: Arc<Self>, log: Arc<dyn EventLog>, index: Arc<PacketIndex>) {
+    pub async fn run(self: Arc<Self>, log: Arc<dyn EventLog>, index: FilterIndex) {
         loop {
             let from = self.next();
             match log.tail(self.stream, from).await {
@@ -252,15 +262,18 @@ impl Hub {
                     let mut pacer = YieldPacer::new();
                     while let Some(item) = tail.next().await {
                         match item {
-                            Ok(envelope) => match TopicEvent::new(envelope, &index) {
-                                Ok(event) => {
-                                    self.publish(Arc::new(event));
-                                    pacer.after_publish().await;
+                            Ok(envelope) => {
+                                let facts = self.facts(&index, &envelope).await;
+                                match TopicEvent::new(envelope, facts) {
+                                    Ok(event) => {
+                                        self.publish(Arc::new(event));
+                                        pacer.after_publish().await;
+                                    }
+                                    Err(e) => {
+                                        tracing::error!(topic = %self.stream, error = %e, "cannot render event")
+                                    }
                                 }
-                                Err(e) => {
-                                    tracing::error!(topic = %self.stream, error = %e, "cannot render event")
-                                }
-                            },
+                            }
                             Err(e) => {
                                 tracing::warn!(topic = %self.stream, error = %e, "tail failed; reopening");
                                 break;
@@ -274,6 +287,27 @@ impl Hub {
             }
             self.healthy.store(false, Ordering::Relaxed);
             tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+impl Hub {
+    /// The facts of `envelope`, final (see [`FilterIndex`]): while the packet index
+    /// lags behind a transition the hub waits, warning every [`INDEX_WAIT`]; a stopped
+    /// index runner (the projections failed) leaves the facts as far as it folded.
+    async fn facts(&self, index: &FilterIndex, envelope: &Envelope) -> Facts {
+        // ISSUE-15: filters are a function of the log
+        loop {
+            match index.facts(envelope, INDEX_WAIT).await {
+                Ok(facts) => return facts,
+                Err(e @ ProjectionError::WaitTimeout { .. }) => {
+                    tracing::warn!(topic = %self.stream, error = %e, "packet index lags; waiting")
+                }
+                Err(e) => {
+                    tracing::error!(topic = %self.stream, error = %e, "packet index stopped; filtering on what it folded");
+                    return facts_of(envelope, &index.view().read());
+                }
+            }
         }
     }
 }

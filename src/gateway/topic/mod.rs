@@ -3,11 +3,14 @@
 //! - [`hub`]: one tail per topic, fanned out to subscribers.
 //! - [`event`]: an event serialized once as a notification frame.
 //! - [`facts`] and [`filter`]: what subscription filters match.
+//! - [`views`]: the packet index filters read and the workflow runs `workflow.get`
+//!   answers from, folded once per event by a projection runner.
 
 pub mod event;
 pub mod facts;
 pub mod filter;
 pub mod hub;
+pub mod views;
 
 use orchestrata_schemas::events::Stream;
 
