@@ -4,7 +4,6 @@
 //! instead of hiding them. The generator's modules are compiled into this test as they
 //! are (`#[path]`), so the test runs the very code `cargo run --example wsload` runs.
 
-#[allow(dead_code)]
 mod support;
 
 #[allow(dead_code)]
