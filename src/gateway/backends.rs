@@ -17,7 +17,7 @@ use orchestrata_schemas::events::{Command, Stream};
 use super::error::{ErrorCode, RpcError};
 use super::kernel_port::KernelPort;
 use super::state::Call;
-use crate::kernel::{KernelError, Outcome};
+use crate::kernel::{Fault, KernelError, Outcome};
 use crate::projection::{Projections, ViewHandle};
 
 /// How long a mutating method waits for its view to catch up before answering -32603
@@ -90,32 +90,10 @@ pub fn views(call: &Call) -> Result<Views, RpcError> {
 /// own failures -32603, every refusal of the request itself -32602; `data.reason` is
 /// always [`KernelError::code`].
 pub fn kernel_error(e: KernelError) -> RpcError {
-    let code = match &e {
-        KernelError::Denied { .. } => ErrorCode::Unauthorized,
-        KernelError::Rejected { code, .. } if *code == "governance_denied" => {
-            ErrorCode::Unauthorized
-        }
-        KernelError::Rejected { code, .. }
-            if matches!(
-                *code,
-                "log_unavailable"
-                    | "append_failed"
-                    | "corrupt_log"
-                    | "kernel_stopped"
-                    | "kernel_unavailable"
-                    | "governance_unavailable"
-            ) =>
-        {
-            ErrorCode::InternalError
-        }
-        KernelError::NoAnswer { .. }
-        | KernelError::Log(_)
-        | KernelError::AppendFailed { .. }
-        | KernelError::Corrupt { .. }
-        | KernelError::Stopped
-        | KernelError::Unavailable { .. }
-        | KernelError::GovernanceFailed(_) => ErrorCode::InternalError,
-        _ => ErrorCode::InvalidParams,
+    let code = match e.fault() {
+        Fault::Denied => ErrorCode::Unauthorized,
+        Fault::System => ErrorCode::InternalError,
+        Fault::Request => ErrorCode::InvalidParams,
     };
     let mut err = RpcError::new(code, e.code()).with("detail", e.to_string());
     if let KernelError::InvalidField { field, .. } = &e {
