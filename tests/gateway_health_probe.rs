@@ -1,6 +1,7 @@
 //! `/ready` and `/metrics` on the Kafka backend open no broker connection per request
 //! (issue 14, "Safe defaults": unauthenticated health endpoints must not be a way to
-//! make the gateway open consumers).
+//! make the gateway open consumers), whether or not the probe is cached (issue 15: the
+//! log's reads are served by one follower consumer per process).
 //!
 //! A real gateway over a Kafka log on a private tansu broker (so only this test talks
 //! to that port), real HTTP requests over one keep-alive TCP connection, and the
@@ -100,6 +101,23 @@ async fn sockets_opened_by_health_requests(gw: &RunningGateway, port: u16, n: us
     sockets_to(port) as isize - before as isize
 }
 
+/// Broker sockets opened by opening `n` logs on the broker and reading each one's
+/// bounds: what a connection per request would look like in the socket table.
+async fn sockets_opened_by_new_clients(broker: &str, port: u16, n: usize) -> isize {
+    let before = sockets_to(port);
+    for _ in 0..n {
+        let mut config = LogConfig::kafka(broker.to_owned());
+        config.topic_prefix = support::unique_prefix();
+        let log = orchestrata::log::open(&config)
+            .await
+            .expect("open kafka log");
+        log.bounds(orchestrata_schemas::events::Stream::CxpTraffic)
+            .await
+            .expect("bounds");
+    }
+    sockets_to(port) as isize - before as isize
+}
+
 // ISSUE-14: unauthenticated /ready and /metrics opening Kafka consumers per request
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_requests_on_kafka_open_no_broker_connections() {
@@ -111,15 +129,22 @@ async fn health_requests_on_kafka_open_no_broker_connections() {
         .and_then(|p| p.parse().ok())
         .expect("broker port");
     let n = 10;
-    // Control: probing on every request (the behaviour before the fix) shows up in the
-    // socket table, so the measurement below can see per-request connections.
-    let control = gateway_on(&tansu.address, Duration::ZERO).await;
-    let opened = sockets_opened_by_health_requests(&control, port, n).await;
+    // Control: new broker clients show up in the socket table (closed ones linger in
+    // TIME_WAIT), so the measurements below would see a connection per request.
+    let opened = sockets_opened_by_new_clients(&tansu.address, port, 3).await;
     assert!(
-        opened >= n as isize,
-        "per-request probes must be visible: {opened} sockets for {n} rounds"
+        opened >= 3,
+        "new clients must be visible: {opened} sockets for 3 clients"
     );
-    control.shutdown().await.expect("shutdown");
+    // Probing the log on every request: the log's reads are served by its one
+    // follower, so even then no request opens a broker connection.
+    let uncached = gateway_on(&tansu.address, Duration::ZERO).await;
+    let opened = sockets_opened_by_health_requests(&uncached, port, n).await;
+    assert!(
+        opened <= 2,
+        "{n} uncached rounds of /ready + /metrics opened {opened} broker sockets"
+    );
+    uncached.shutdown().await.expect("shutdown");
     // The gateway as configured: one probe serves every request of its period.
     let gw = gateway_on(&tansu.address, Duration::from_secs(3600)).await;
     let opened = sockets_opened_by_health_requests(&gw, port, n).await;
