@@ -133,8 +133,11 @@ impl Drop for Role {
     }
 }
 
+/// An authenticated client of the role listening on `port`. The role is a separate
+/// debug-build process; with every role of a test starting at once on two cores its
+/// first handshake has been seen to take over 10 s, so it gets the start-up bound.
 async fn client(port: u16) -> Ws {
-    let mut ws = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
+    let mut ws = Ws::connect_within(&format!("ws://127.0.0.1:{port}/"), START).await;
     ws.auth(TOKEN).await;
     ws
 }

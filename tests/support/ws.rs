@@ -188,7 +188,13 @@ pub struct Closed {
 impl Ws {
     /// Connects to `url`.
     pub async fn connect(url: &str) -> Ws {
-        let (socket, _) = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(url))
+        Ws::connect_within(url, WAIT).await
+    }
+
+    /// Connects to `url`, allowing `within` for the handshake: for a server in another
+    /// process that has only just said it is listening, on a loaded machine.
+    pub async fn connect_within(url: &str, within: Duration) -> Ws {
+        let (socket, _) = tokio::time::timeout(within, tokio_tungstenite::connect_async(url))
             .await
             .expect("connect in time")
             .expect("websocket handshake");
