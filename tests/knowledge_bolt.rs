@@ -200,7 +200,7 @@ async fn knowledge_query_returns_what_the_sink_wrote_from_real_traffic() {
 // request in flight: see tests/bolt_bridge/pump.rs).
 #[tokio::test]
 async fn the_sink_defers_while_the_server_is_gone_and_catches_up_after() {
-    let server = support::bolt_server();
+    let server = support::private_bolt_server();
     let bridge = BoltBridge::start(server.address.clone())
         .await
         .expect("bridge");
@@ -218,7 +218,7 @@ async fn the_sink_defers_while_the_server_is_gone_and_catches_up_after() {
             )
             .await;
         if r["result"]["count"] == 1 || Instant::now() > deadline {
-            assert_eq!(r["result"]["count"], 1, "{r}");
+            assert_eq!(r["result"]["count"], 1, "{r}\n{}", server.crash_report());
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -254,7 +254,7 @@ async fn the_sink_defers_while_the_server_is_gone_and_catches_up_after() {
         .await
         .expect("bridge again");
     let r = until_written(&mut c, &sent).await;
-    assert_eq!(r["result"]["count"], 1, "{r}");
+    assert_eq!(r["result"]["count"], 1, "{r}\n{}", server.crash_report());
     assert_eq!(
         r["result"]["records"][0]["subject"], "during the outage",
         "{r}"
@@ -266,7 +266,7 @@ async fn the_sink_defers_while_the_server_is_gone_and_catches_up_after() {
 // ISSUE-17 REQ-014-154 ERR-008: a genuinely slow query on the real engine is cancelled.
 #[tokio::test]
 async fn a_genuinely_slow_query_hits_query_timeout() {
-    let server = support::bolt_server();
+    let server = support::private_bolt_server();
     let bridge = BoltBridge::start(server.address.clone())
         .await
         .expect("bridge");

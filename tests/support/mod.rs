@@ -316,6 +316,33 @@ pub fn bolt_server() -> BoltServer {
     }
 }
 
+/// A FalkorDB of the caller's own, for a test that leaves the server in states others
+/// should not meet (clients vanishing mid-query, a bridge closed under the driver):
+/// FalkorDB 4.16.3's Bolt server has crashed in such runs (see tests/bolt_bridge/pump.rs),
+/// and a shared one would take the other tests of the binary down with it.
+pub fn private_bolt_server() -> BoltServer {
+    let db = FalkorDb::spawn();
+    BoltServer {
+        address: db.bolt.clone(),
+        _falkordb: Some(Arc::new(Mutex::new(db))),
+    }
+}
+
+impl BoltServer {
+    /// The server's crash report, if it is a private FalkorDB that crashed (for
+    /// failure messages); empty otherwise.
+    pub fn crash_report(&self) -> String {
+        let Some(db) = &self._falkordb else {
+            return String::new();
+        };
+        let log = db.lock().unwrap_or_else(|p| p.into_inner()).log();
+        match log.find("BUG REPORT START") {
+            Some(at) => log[at..].chars().take(6000).collect(),
+            None => String::new(),
+        }
+    }
+}
+
 /// A server on loopback that accepts TCP connections, holds them, and never answers
 /// (a database that hangs mid-handshake). Its address, and the task to abort when done.
 pub async fn mute_server() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {

@@ -135,7 +135,7 @@ pub fn spawn_neo4j_sink(
 /// `Err` only when the server could not be reached (retried next round).
 async fn apply_schema(config: &Neo4jConfig, dialect: Dialect) -> Result<(), Neo4jError> {
     for s in dialect.schema() {
-        match run(config, vec![s.clone()]).await {
+        match run_alone(config, &s).await {
             Ok(()) => {}
             Err(Neo4jError::Refused { message, .. }) if dialect.already_applied(&message) => {}
             Err(Neo4jError::Refused { code, message }) => tracing::error!(
@@ -180,18 +180,36 @@ async fn write(config: &Neo4jConfig, statements: Vec<Statement>) -> Result<usize
 }
 
 /// Runs `statements` in one transaction.
+/// Runs one statement in an auto-commit transaction, the way schema statements are
+/// meant to run (Neo4j refuses schema and data changes in one transaction). FalkorDB
+/// 4.16.3 also crashes, now and then, creating an index inside an explicit
+/// transaction on a graph that does not exist yet (seen in the knowledge tests: `BEGIN`,
+/// `RUN CREATE INDEX …` answered, then the server aborted with "stack smashing").
+async fn run_alone(config: &Neo4jConfig, s: &Statement) -> Result<(), Neo4jError> {
+    let graph = super::graph(config).await?;
+    graph
+        .run(query(s)?)
+        .await
+        .map_err(|e| Neo4jError::from_driver(&config.uri, e))
+}
+
+/// The driver's query for `s`, its parameters bound.
+fn query(s: &Statement) -> Result<neo4rs::Query, Neo4jError> {
+    let mut q = neo4rs::query(&s.cypher);
+    if let serde_json::Value::Object(params) = &s.params {
+        for (k, v) in params {
+            q = q.param(k, super::bolt(v.clone())?);
+        }
+    }
+    Ok(q)
+}
+
 async fn run(config: &Neo4jConfig, statements: Vec<Statement>) -> Result<(), Neo4jError> {
     let fail = |e| Neo4jError::from_driver(&config.uri, e);
     let graph = super::graph(config).await?;
     let mut txn = graph.start_txn().await.map_err(fail)?;
-    for s in statements {
-        let mut q = neo4rs::query(&s.cypher);
-        if let serde_json::Value::Object(params) = s.params {
-            for (k, v) in params {
-                q = q.param(&k, super::bolt(v)?);
-            }
-        }
-        txn.run(q).await.map_err(fail)?;
+    for s in &statements {
+        txn.run(query(s)?).await.map_err(fail)?;
     }
     txn.commit().await.map_err(fail)
 }
