@@ -117,6 +117,10 @@ if ! cargo test --workspace --no-fail-fast "$@"; then
   for svc in tansu redis falkordb; do
     [ -s "$WORK/$svc.log" ] && { log "last lines of $svc's log:"; tail -n 40 "$WORK/$svc.log" >&2; }
   done
+  if grep -q "BUG REPORT START" "$WORK/falkordb.log" 2>/dev/null; then
+    log "FalkorDB crashed; its report begins:"
+    sed -n '/BUG REPORT START/,+60p' "$WORK/falkordb.log" >&2
+  fi
   exit 101
 fi
 log "all tests passed"
