@@ -294,15 +294,19 @@ impl KafkaLog {
                 break;
             }
         }
-        let follower = self
-            .inner
-            .followers
-            .follow(&topic, cache)
-            .map_err(|e| LogError::Kafka {
-                operation: "follow",
-                topic: topic.clone(),
-                reason: e.to_string(),
-            })?;
+        // `follow` assigns the consumer (a blocking librdkafka call) under the
+        // followers' locks: never on a runtime worker, whose stall would stop every
+        // other task of the process (a gateway's handshakes included).
+        let (inner, followed) = (self.inner.clone(), topic.clone());
+        let follower =
+            tokio::task::spawn_blocking(move || inner.followers.follow(&followed, cache))
+                .await
+                .map_err(|e| LogError::Task(format!("follow task for {topic}: {e}")))?
+                .map_err(|e| LogError::Kafka {
+                    operation: "follow",
+                    topic: topic.clone(),
+                    reason: e.to_string(),
+                })?;
         let mut state = TopicState {
             topic,
             epoch: String::new(),
