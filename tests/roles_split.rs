@@ -32,7 +32,7 @@ struct Role {
 }
 
 impl Role {
-    fn spawn(role: &str, kafka: &str, prefix: &str, dir: &Path, listen: Option<u16>) -> Role {
+    fn spawn(role: &str, kafka: &str, prefix: &str, dir: &Path, listen: bool) -> Role {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_orchestrata"));
         for (k, _) in std::env::vars() {
             if k.starts_with("ORCHESTRATA_") {
@@ -56,8 +56,10 @@ impl Role {
             .current_dir(dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        if let Some(port) = listen {
-            cmd.args(["--listen", &format!("127.0.0.1:{port}")]);
+        if listen {
+            // Port 0: the role binds a free port itself and names it (see `port`), so no
+            // other process can take it between choosing and binding.
+            cmd.args(["--listen", "127.0.0.1:0"]);
         }
         let mut child = cmd.spawn().expect("start orchestrata up");
         let stdout = child.stdout.take().expect("stdout");
@@ -119,6 +121,16 @@ impl Role {
                 Err(e) => panic!("{}: no line with `{needle}` ({e})", self.name),
             }
         }
+    }
+
+    /// Waits until the role says where its gateway listens; that port.
+    fn port(&self) -> u16 {
+        let line = self.wait_line("gateway listening on", START);
+        line.split("ws://127.0.0.1:")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("{}: no port in {line:?}", self.name))
     }
 
     fn kill(&mut self) {
@@ -232,26 +244,18 @@ async fn kernel_two_gateways_and_projector_share_one_kafka_log() {
     let dirs: Vec<_> = (0..4)
         .map(|_| tempfile::tempdir().expect("tempdir"))
         .collect();
-    let kernel = Role::spawn("kernel", &brokers.address, &prefix, dirs[0].path(), None);
+    let kernel = Role::spawn("kernel", &brokers.address, &prefix, dirs[0].path(), false);
     kernel.wait_line("executing commands from the `commands` stream", START);
-    let (port_a, port_b) = (support::free_port(), support::free_port());
-    let mut gateway_a = Role::spawn(
-        "gateway",
+    let mut gateway_a = Role::spawn("gateway", &brokers.address, &prefix, dirs[1].path(), true);
+    let gateway_b = Role::spawn("gateway", &brokers.address, &prefix, dirs[2].path(), true);
+    let (port_a, port_b) = (gateway_a.port(), gateway_b.port());
+    let projector = Role::spawn(
+        "projector",
         &brokers.address,
         &prefix,
-        dirs[1].path(),
-        Some(port_a),
+        dirs[3].path(),
+        false,
     );
-    let gateway_b = Role::spawn(
-        "gateway",
-        &brokers.address,
-        &prefix,
-        dirs[2].path(),
-        Some(port_b),
-    );
-    gateway_a.wait_line("gateway listening on", START);
-    gateway_b.wait_line("gateway listening on", START);
-    let projector = Role::spawn("projector", &brokers.address, &prefix, dirs[3].path(), None);
     projector.wait_line("projector: folding views into", START);
 
     let mut watcher = client(port_b).await;
@@ -275,15 +279,8 @@ async fn kernel_two_gateways_and_projector_share_one_kafka_log() {
     let second_id: uuid::Uuid = serde_json::from_value(second["message_id"].clone()).expect("id");
     seen_live(&mut watcher, &second_id.to_string()).await;
 
-    let port_c = support::free_port();
-    let gateway_c = Role::spawn(
-        "gateway",
-        &brokers.address,
-        &prefix,
-        dirs[1].path(),
-        Some(port_c),
-    );
-    gateway_c.wait_line("gateway listening on", START);
+    let gateway_c = Role::spawn("gateway", &brokers.address, &prefix, dirs[1].path(), true);
+    let port_c = gateway_c.port();
     let on_b = history(port_b).await;
     let on_c = history(port_c).await;
     same_history(&on_b, &on_c, &[first_id, second_id]);
@@ -345,9 +342,8 @@ async fn all_roles_on_kafka_answer_sends_and_log_no_errors() {
     let brokers = support::spawn_private_tansu();
     let prefix = support::unique_prefix();
     let dir = tempfile::tempdir().expect("tempdir");
-    let port = support::free_port();
-    let all = Role::spawn("all", &brokers.address, &prefix, dir.path(), Some(port));
-    all.wait_line("gateway listening on", START);
+    let all = Role::spawn("all", &brokers.address, &prefix, dir.path(), true);
+    let port = all.port();
     let mut watcher = client(port).await;
     watcher.ok("cxp.subscribe", json!({})).await;
     let mut ws = client(port).await;

@@ -382,9 +382,7 @@ pub fn render_event(
     envelope: orchestrata_schemas::events::Envelope,
 ) -> Result<TopicEvent, serde_json::Error> {
     // No packet index: a transition is rendered with the facts it carries itself.
-    let facts = super::topic::facts::facts_of(
-        &envelope,
-        &orchestrata_projections::PacketIndex::default(),
-    );
+    let facts =
+        super::topic::facts::facts_of(&envelope, &orchestrata_projections::PacketIndex::default());
     TopicEvent::new(envelope, facts)
 }

@@ -29,7 +29,7 @@ use super::policy::Policy;
 use super::request::{Decision, Outcome, RecordedQuery, Request};
 use super::rules::{filter_rules, RuleInfo};
 use super::GovernanceError;
-use crate::log::EventLog;
+use crate::log::{EventLog, Pager};
 
 /// How governance runs.
 #[derive(Debug, Clone)]
@@ -393,12 +393,9 @@ impl Governance {
 
     async fn catch_up(&self, facts: &mut FactsView) -> Result<(), GovernanceError> {
         for stream in FACT_STREAMS {
-            loop {
-                let from = facts.position(stream);
-                let batch = self.inner.log.read(stream, from, None, 1024).await?;
-                if batch.is_empty() {
-                    break;
-                }
+            let from = facts.position(stream);
+            let mut pages = Pager::new(&*self.inner.log, stream, from, None).page_size(1024);
+            while let Some(batch) = pages.next_page().await? {
                 let mut changes = Vec::new();
                 for envelope in &batch {
                     changes.extend(facts.apply(envelope));
@@ -411,9 +408,6 @@ impl Governance {
                     if let Err(e) = self.inner.engine.apply_nowait(changes) {
                         tracing::warn!(error = %e, "facts not applied: engine unavailable");
                     }
-                }
-                if batch.len() < 1024 {
-                    break;
                 }
             }
         }

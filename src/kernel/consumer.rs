@@ -19,6 +19,7 @@ use orchestrata_schemas::events::{Command, Event, EventRecord, Stream};
 use tokio::task::JoinHandle;
 
 use super::{Kernel, KernelError};
+use crate::log::Pager;
 
 /// Most commands submitted and not yet answered.
 pub const IN_FLIGHT: usize = 512;
@@ -26,14 +27,11 @@ pub const IN_FLIGHT: usize = 512;
 impl Kernel {
     /// The first sequence of the `commands` stream not yet executed (the checkpoint).
     pub async fn commands_checkpoint(&self) -> Result<u64, KernelError> {
-        let Some(mut from) = self.log().first_sequence(Stream::Commands).await? else {
+        let Some(from) = self.log().first_sequence(Stream::Commands).await? else {
             return Ok(0);
         };
-        loop {
-            let page = self.log().read(Stream::Commands, from, None, 4096).await?;
-            let Some(last) = page.last().map(|e| e.sequence) else {
-                return Ok(from);
-            };
+        let mut pages = Pager::new(&**self.log(), Stream::Commands, from, None);
+        while let Some(page) = pages.next_page().await? {
             let ids: Vec<(u64, Option<uuid::Uuid>)> = page
                 .iter()
                 .map(|e| match &e.record.event {
@@ -51,8 +49,8 @@ impl Kernel {
             if let Some(seq) = first_new {
                 return Ok(seq);
             }
-            from = last + 1;
         }
+        Ok(pages.position())
     }
 
     /// Spawns the loop that executes commands appended to the `commands` stream (see

@@ -7,7 +7,7 @@ use orchestrata_schemas::events::{EventRecord, Stream};
 use super::outcome::Appended;
 use super::state::KernelState;
 use super::KernelError;
-use crate::log::EventLog;
+use crate::log::{EventLog, Pager};
 
 /// The streams the aggregate folds, in fold order (sessions before the packets that
 /// name them).
@@ -19,8 +19,6 @@ pub const FOLDED: [Stream; 5] = [
     Stream::KernelEvents,
 ];
 
-const PAGE: usize = 4096;
-
 /// Folds every stored event of [`FOLDED`] into a fresh state: the state a kernel
 /// starts from, and the state a running kernel's must equal between batches (compare
 /// with [`KernelState::digest`]).
@@ -30,18 +28,14 @@ pub async fn rebuild(
 ) -> Result<KernelState, KernelError> {
     let mut state = KernelState::new(max_retries);
     for stream in FOLDED {
-        let Some(mut from) = log.first_sequence(stream).await? else {
+        let Some(from) = log.first_sequence(stream).await? else {
             continue;
         };
-        loop {
-            let page = log.read(stream, from, None, PAGE).await?;
-            let Some(last) = page.last().map(|e| e.sequence) else {
-                break;
-            };
+        let mut pages = Pager::new(&**log, stream, from, None);
+        while let Some(page) = pages.next_page().await? {
             for envelope in &page {
                 state.apply(&envelope.record);
             }
-            from = last + 1;
         }
     }
     Ok(state)

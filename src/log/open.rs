@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{EventLog, KafkaLog, LogError, RawLog, SledLog, TypedLog};
 use super::config::{Backend, LogConfig};
+use super::{EventLog, KafkaLog, LogError, RawLog, SledLog, TypedLog};
 
 /// Opens the byte-level backend `config` chooses.
 pub async fn open_raw(config: &LogConfig) -> Result<Arc<dyn RawLog>, LogError> {

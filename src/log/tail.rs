@@ -20,6 +20,10 @@ use super::raw::{RawEntry, RawLog, RawTail};
 /// How many entries a tail fetches per read.
 const TAIL_BATCH: usize = 1024;
 
+/// How long a tail waits before reading again when the end says there is more but the
+/// read returned nothing (see `watch_tail`).
+const EMPTY_READ_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
+
 struct State {
     log: Arc<dyn RawLog>,
     stream: Stream,
@@ -62,6 +66,19 @@ pub(crate) fn watch_tail(
                     .read_raw(st.stream, st.cursor, Some(end - 1), TAIL_BATCH)
                     .await
                 {
+                    Ok(entries) if entries.is_empty() => {
+                        // The end is past what the store hands out yet (a backend that
+                        // publishes its end before the entries are readable, or offsets
+                        // that hold no entry). Never spin: a read that completes at once
+                        // would hold this runtime worker forever. Retry when the end
+                        // moves, or after a short pause.
+                        tokio::select! {
+                            changed = st.visible.changed() => if changed.is_err() {
+                                return None;
+                            },
+                            _ = tokio::time::sleep(EMPTY_READ_PAUSE) => {}
+                        }
+                    }
                     Ok(entries) => st.buffer.extend(entries),
                     Err(e) => {
                         st.failed = true;
