@@ -48,6 +48,27 @@ pub struct Views {
 }
 
 impl Views {
+    /// [`settle`] with these views' read-your-write bound: waits until `view` (one of
+    /// these) has applied what `outcome` appended to `stream`.
+    pub async fn settle<V: View>(
+        &self,
+        view: &ViewHandle<V>,
+        outcome: &Outcome,
+        stream: Stream,
+    ) -> Result<(), RpcError> {
+        settle(view, outcome, stream, self.read_your_write).await
+    }
+
+    /// [`settle_at`] with these views' read-your-write bound.
+    pub async fn settle_at<V: View>(
+        &self,
+        view: &ViewHandle<V>,
+        stream: Stream,
+        sequence: u64,
+    ) -> Result<(), RpcError> {
+        settle_at(view, stream, sequence, self.read_your_write).await
+    }
+
     /// Handles on the views `projections` keeps live.
     pub fn of(projections: &Projections) -> Self {
         Views {

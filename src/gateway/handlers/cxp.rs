@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::gateway::acting;
-use crate::gateway::backends::{self, settle, Views};
+use crate::gateway::backends::{self, Views};
 use crate::gateway::error::RpcError;
 use crate::gateway::methods::RpcResult;
 use crate::gateway::state::Call;
@@ -70,13 +70,9 @@ pub async fn send(call: Call) -> RpcResult {
     packet.in_reply_to = p.in_reply_to;
     let message_id = packet.message_id;
     let outcome = backends::execute(&call, cmd::send(from, packet)).await?;
-    settle(
-        &views.threads,
-        &outcome,
-        Stream::CxpTraffic,
-        views.read_your_write,
-    )
-    .await?;
+    views
+        .settle(&views.threads, &outcome, Stream::CxpTraffic)
+        .await?;
     let state = packet_json(&views, &message_id)?;
     tracing::info!(
         %message_id,
@@ -203,13 +199,9 @@ pub async fn ack(call: Call) -> RpcResult {
     acting::act_as(&call, &to).await?;
     acting::act_as(&call, &by).await?;
     let outcome = backends::execute(&call, cmd::acknowledge(&by, p.message_id)).await?;
-    settle(
-        &views.threads,
-        &outcome,
-        Stream::CxpTraffic,
-        views.read_your_write,
-    )
-    .await?;
+    views
+        .settle(&views.threads, &outcome, Stream::CxpTraffic)
+        .await?;
     let state = packet_json(&views, &p.message_id)?;
     tracing::info!(
         message_id = %p.message_id,
@@ -251,13 +243,9 @@ pub async fn work(call: Call) -> RpcResult {
         },
     );
     let outcome = backends::execute(&call, command).await?;
-    settle(
-        &views.threads,
-        &outcome,
-        Stream::CxpTraffic,
-        views.read_your_write,
-    )
-    .await?;
+    views
+        .settle(&views.threads, &outcome, Stream::CxpTraffic)
+        .await?;
     let state = packet_json(&views, &p.message_id)?;
     tracing::info!(
         message_id = %p.message_id,

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
-use crate::gateway::backends::{self, settle, Views};
+use crate::gateway::backends::{self, Views};
 use crate::gateway::error::RpcError;
 use crate::gateway::methods::RpcResult;
 use crate::gateway::state::Call;
@@ -176,23 +176,15 @@ pub async fn open(call: Call) -> RpcResult {
         },
     );
     let outcome = backends::execute(&call, command).await?;
-    settle(
-        &views.sessions,
-        &outcome,
-        Stream::SessionEvents,
-        views.read_your_write,
-    )
-    .await?;
+    views
+        .settle(&views.sessions, &outcome, Stream::SessionEvents)
+        .await?;
     let mut last = outcome.last_sequence(Stream::SessionEvents);
     if let Some(context) = p.context.filter(|c| !c.is_empty()) {
         let sequence = record_context(&call, &outcome, &session_id, context).await?;
-        backends::settle_at(
-            &views.sessions,
-            Stream::SessionEvents,
-            sequence,
-            views.read_your_write,
-        )
-        .await?;
+        views
+            .settle_at(&views.sessions, Stream::SessionEvents, sequence)
+            .await?;
         last = Some(sequence);
     }
     tracing::info!(%session_id, "session opened");
@@ -260,13 +252,9 @@ pub async fn close(call: Call) -> RpcResult {
         },
     );
     let outcome = backends::execute(&call, command).await?;
-    settle(
-        &views.sessions,
-        &outcome,
-        Stream::SessionEvents,
-        views.read_your_write,
-    )
-    .await?;
+    views
+        .settle(&views.sessions, &outcome, Stream::SessionEvents)
+        .await?;
     tracing::info!(session_id = %p.session_id, "session closed");
     let sessions = views.sessions.read();
     let s = find(&sessions, &p.session_id)?;

@@ -7,7 +7,7 @@ use orchestrata_schemas::events::{CommandKind, Stream};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::gateway::backends::{self, settle, Views};
+use crate::gateway::backends::{self, Views};
 use crate::gateway::error::RpcError;
 use crate::gateway::methods::RpcResult;
 use crate::gateway::state::Call;
@@ -107,13 +107,9 @@ pub async fn register(call: Call) -> RpcResult {
         },
     );
     let outcome = backends::execute(&call, command).await?;
-    settle(
-        &views.volks,
-        &outcome,
-        Stream::VolkLifecycle,
-        views.read_your_write,
-    )
-    .await?;
+    views
+        .settle(&views.volks, &outcome, Stream::VolkLifecycle)
+        .await?;
     Ok(json!({
         "registered": true,
         "volk": volk_json(&views, &p.alias)?,
@@ -134,13 +130,9 @@ pub async fn deregister(call: Call) -> RpcResult {
     let reason = p.reason.as_deref().unwrap_or("deregistered via gateway");
     let command = cmd::deregister(&call.client_id(), &p.alias, reason);
     let outcome = backends::execute(&call, command).await?;
-    settle(
-        &views.volks,
-        &outcome,
-        Stream::VolkLifecycle,
-        views.read_your_write,
-    )
-    .await?;
+    views
+        .settle(&views.volks, &outcome, Stream::VolkLifecycle)
+        .await?;
     Ok(json!({
         "deregistered": true,
         "volk": volk_json(&views, &p.alias)?,
