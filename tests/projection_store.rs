@@ -25,8 +25,29 @@ fn stored_bytes(dir: &std::path::Path, key: &str) -> Vec<u8> {
     let tree = db.open_tree("views").expect("views tree");
     tree.get(key)
         .expect("read")
-        .expect("the view is stored")
+        .expect("the key is stored")
         .to_vec()
+}
+
+/// Every key of the store at `dir` with its value's length (the store must be closed).
+fn stored_sizes(dir: &std::path::Path) -> Vec<(String, usize)> {
+    let db = sled::open(dir).expect("open the store's sled db");
+    let tree = db.open_tree("views").expect("views tree");
+    tree.iter()
+        .map(|entry| {
+            let (key, value) = entry.expect("read");
+            (String::from_utf8_lossy(&key).into_owned(), value.len())
+        })
+        .collect()
+}
+
+/// The stored body of view `name`: its parts, in order, joined.
+fn stored_view(dir: &std::path::Path, name: &str) -> Vec<u8> {
+    let count = stored_bytes(dir, &format!("{name}.parts"));
+    let count = u32::from_be_bytes(count.try_into().expect("a u32 part count"));
+    (0..count)
+        .flat_map(|i| stored_bytes(dir, &format!("{name}.part.{i:08}")))
+        .collect()
 }
 
 /// Writes `bytes` under `key` in the store at `dir` (the store must be closed).
@@ -86,7 +107,7 @@ async fn views_are_stored_compactly_and_read_back_byte_for_byte() {
     stored_round_trip::<GraphView>(log.as_ref(), &store).await;
     drop(store);
 
-    let body = stored_bytes(&views, "thread");
+    let body = stored_view(&views, "thread");
     assert_ne!(body.first(), Some(&b'{'), "stored as MessagePack, not JSON");
     assert!(
         body.len() * 2 < thread_json.len(),
@@ -237,4 +258,82 @@ async fn rebuild_from_a_log_cut_by_retention_fails_with_the_log_error() {
         }
         other => panic!("expected a truncated-log error, got {other:?}"),
     }
+}
+
+// ISSUE-18: a stored view's size is bounded per value — parts of at most
+// `PART_BYTES`, so sled never takes its blob path (whose I/O errors wedge every later
+// flush); a smaller view saved later leaves no stale parts; a view stored whole by an
+// earlier version is replaced; a missing part is a typed error naming the fix.
+#[tokio::test]
+async fn views_are_stored_in_bounded_parts_and_a_missing_part_is_a_typed_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let big_log = sled_log(&dir.path().join("big")).await;
+    fill(&big_log, 5, 6_000).await;
+    let small_log = sled_log(&dir.path().join("small")).await;
+    fill(&small_log, 6, 300).await;
+    let views = dir.path().join("views");
+    store_bytes(
+        &views,
+        "thread",
+        b"a view stored whole by an earlier version",
+    );
+
+    let store = reopen(&views).await;
+    stored_round_trip::<ThreadView>(big_log.as_ref(), &store).await;
+    drop(store);
+    let big = stored_view(&views, "thread").len();
+    assert!(big > 10 * projection::PART_BYTES, "{big} bytes: split");
+    let sizes = stored_sizes(&views);
+    assert!(
+        sizes.iter().all(|(_, len)| *len <= projection::PART_BYTES),
+        "every value fits a part: {sizes:?}"
+    );
+    assert!(
+        sizes.iter().all(|(key, _)| key != "thread"),
+        "the whole-view key of the earlier version is gone"
+    );
+
+    let store = reopen(&views).await;
+    let small_json = stored_round_trip::<ThreadView>(small_log.as_ref(), &store).await;
+    drop(store);
+    let parts = stored_sizes(&views)
+        .into_iter()
+        .filter(|(key, _)| key.starts_with("thread.part."))
+        .count();
+    let body = stored_view(&views, "thread").len();
+    assert_eq!(
+        parts,
+        body.div_ceil(projection::PART_BYTES),
+        "no stale parts"
+    );
+    assert!(body < big);
+
+    let db = sled::open(&views).expect("open the store's sled db");
+    let tree = db.open_tree("views").expect("views tree");
+    tree.remove("thread.part.00000000").expect("remove a part");
+    db.flush().expect("flush");
+    drop((tree, db));
+    let store = reopen(&views).await;
+    let err = store
+        .load::<ThreadView>()
+        .expect_err("a view with a missing part is refused");
+    assert!(
+        matches!(
+            err,
+            ProjectionError::Corrupt {
+                view: ViewName::Thread,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("orchestrata projections rebuild --view thread"),
+        "{err}"
+    );
+    // Rebuilding it (what the error says to do) restores it.
+    stored_round_trip::<ThreadView>(small_log.as_ref(), &store).await;
+    let (loaded, _) = store.load::<ThreadView>().expect("load").expect("stored");
+    assert_eq!(json(&loaded), small_json);
 }

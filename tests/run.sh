@@ -10,7 +10,8 @@
 #    (never the ports a running `orchestrata up` uses) and exports their addresses:
 #      ORCHESTRATA_TEST_KAFKA=127.0.0.1:PORT   ORCHESTRATA_TEST_REDIS=redis://127.0.0.1:PORT
 #      ORCHESTRATA_TEST_BOLT=127.0.0.1:PORT (FalkorDB's Bolt port, below 32768)
-# 3. Runs `cargo test --workspace` (the Python consumer test is spawned from a Rust test).
+# 3. Builds, then runs `cargo test --workspace` within ORCHESTRATA_TEST_TIMEOUT seconds
+#    (default 2400; the Python consumer test is spawned from a Rust test).
 # 4. Stops the services it started, whatever happened.
 #
 # Extra arguments go to `cargo test` (e.g. `tests/run.sh -- conformance`).
@@ -112,8 +113,20 @@ log "tansu on $ORCHESTRATA_TEST_KAFKA, redis on $ORCHESTRATA_TEST_REDIS, FalkorD
 
 # --- run ------------------------------------------------------------------------
 # --no-fail-fast: one failing test binary does not hide the others' results.
-log "cargo test --workspace --no-fail-fast"
-if ! cargo test --workspace --no-fail-fast "$@"; then
+# The run (not the build) has a time limit, ORCHESTRATA_TEST_TIMEOUT seconds: a test
+# that hangs fails the run with the name cargo printed ("has been running for over 60
+# seconds") instead of outliving CI's limit with nothing said.
+log "cargo test --workspace --no-run (build)"
+cargo test --workspace --no-run "$@"
+budget="${ORCHESTRATA_TEST_TIMEOUT:-2400}"
+log "cargo test --workspace --no-fail-fast (limit ${budget}s)"
+rc=0
+timeout --kill-after=15 "$budget" cargo test --workspace --no-fail-fast "$@" || rc=$?
+if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+  log "the tests did not finish within ${budget}s: a test hangs (see which one 'has been running for over 60 seconds' above)"
+  pkill -KILL -f "${CARGO_TARGET_DIR:-$PWD/target}/debug/deps/" 2>/dev/null || true
+fi
+if [ "$rc" -ne 0 ]; then
   for svc in tansu redis falkordb; do
     [ -s "$WORK/$svc.log" ] && { log "last lines of $svc's log:"; tail -n 40 "$WORK/$svc.log" >&2; }
   done

@@ -10,6 +10,20 @@ use serde::{Deserialize, Serialize};
 use super::ProjectionError;
 use crate::config::{Backend, LogConfig};
 
+/// The largest value the store writes: views are cut into parts of this size.
+///
+/// sled 0.34 writes any page larger than a quarter of its 512 KiB segment to a blob
+/// file of its own, and an I/O error while writing a blob leaves the log buffer with a
+/// writer that never leaves, so every later flush of that database waits forever (seen:
+/// a view store's last commit racing the removal of its directory hung a test run until
+/// CI's time ran out; a full disk does the same). A leaf page holds at most 17 entries,
+/// so parts of 4 KiB keep every page well inside the segment and off the blob path.
+pub const PART_BYTES: usize = 4096;
+
+fn part_key(name: &str, index: u32) -> String {
+    format!("{name}.part.{index:08}")
+}
+
 /// The log epoch of each stream a stored view was folded from.
 pub type Epochs = BTreeMap<Stream, String>;
 
@@ -44,9 +58,11 @@ struct Stored<V> {
     view: V,
 }
 
-/// The store: one sled tree, and for each view two keys written together in one atomic
-/// batch: `<name>` (epochs + the view as MessagePack) and `<name>.checkpoint` (epochs +
-/// checkpoint as JSON, so status reads are cheap).
+/// The store: one sled tree; for each view, written together in one atomic batch, the
+/// view (epochs + the view as MessagePack) cut into parts of at most [`PART_BYTES`]
+/// under `<name>.part.<i>`, their count under `<name>.parts`, and `<name>.checkpoint`
+/// (epochs + checkpoint as JSON, so status reads are cheap). A view stored whole under
+/// `<name>` by an earlier version is still read, and replaced by parts at its next save.
 ///
 /// Views are stored as MessagePack in serde's compact (not human-readable) form: the
 /// same encoding choices as the Avro log (timestamps as microseconds, JSON payloads as
@@ -107,24 +123,48 @@ impl ViewStore {
             view: view.checkpoint(),
         })
         .map_err(|e| self.error(format!("encoding checkpoint of {name}: {e}")))?;
+        let stale = self.part_count(V::NAME)?.unwrap_or(0);
         let mut batch = sled::Batch::default();
-        batch.insert(name.as_bytes(), body);
+        let mut parts = 0u32;
+        for part in body.chunks(PART_BYTES) {
+            batch.insert(part_key(name, parts).as_bytes(), part);
+            parts += 1;
+        }
+        for old in parts..stale {
+            batch.remove(part_key(name, old).as_bytes());
+        }
+        batch.insert(format!("{name}.parts").as_bytes(), &parts.to_be_bytes());
+        batch.remove(name.as_bytes());
         batch.insert(format!("{name}.checkpoint").as_bytes(), checkpoint);
-        self.tree
-            .apply_batch(batch)
-            .map_err(|e| store_error(&self.path, e))?;
-        self.db.flush().map_err(|e| store_error(&self.path, e))?;
-        Ok(())
+        self.apply(batch)
     }
 
     /// The stored view and the epochs it was folded from, if any.
     pub fn load<V: View>(&self) -> Result<Option<(V, Epochs)>, ProjectionError> {
-        let Some(bytes) = self
-            .tree
-            .get(V::NAME.as_str())
-            .map_err(|e| store_error(&self.path, e))?
-        else {
-            return Ok(None);
+        let name = V::NAME.as_str();
+        let bytes = match self.part_count(V::NAME)? {
+            Some(parts) => {
+                let mut body = Vec::new();
+                for i in 0..parts {
+                    let part = self
+                        .tree
+                        .get(part_key(name, i))
+                        .map_err(|e| store_error(&self.path, e))?
+                        .ok_or_else(|| {
+                            self.corrupt(V::NAME, format!("part {i} of {parts} is missing"))
+                        })?;
+                    body.extend_from_slice(&part);
+                }
+                body
+            }
+            None => match self
+                .tree
+                .get(name)
+                .map_err(|e| store_error(&self.path, e))?
+            {
+                Some(whole) => whole.to_vec(),
+                None => return Ok(None),
+            },
         };
         let decoded = if bytes.first() == Some(&b'{') {
             // JSON, as stored before views were MessagePack (whose top-level array
@@ -133,12 +173,41 @@ impl ViewStore {
         } else {
             rmp_serde::from_slice::<Stored<V>>(&bytes).map_err(|e| e.to_string())
         };
-        let stored = decoded.map_err(|reason| ProjectionError::Corrupt {
-            path: self.path.display().to_string(),
-            view: V::NAME,
-            reason,
-        })?;
+        let stored = decoded.map_err(|reason| self.corrupt(V::NAME, reason))?;
         Ok(Some((stored.view, stored.epochs)))
+    }
+
+    /// How many parts view `name` is stored in; `None` when it is not stored in parts.
+    fn part_count(&self, name: ViewName) -> Result<Option<u32>, ProjectionError> {
+        let Some(bytes) = self
+            .tree
+            .get(format!("{name}.parts"))
+            .map_err(|e| store_error(&self.path, e))?
+        else {
+            return Ok(None);
+        };
+        let count: [u8; 4] = bytes
+            .as_ref()
+            .try_into()
+            .map_err(|_| self.corrupt(name, format!("a part count of {} bytes", bytes.len())))?;
+        Ok(Some(u32::from_be_bytes(count)))
+    }
+
+    /// Applies `batch` atomically and flushes it to disk.
+    fn apply(&self, batch: sled::Batch) -> Result<(), ProjectionError> {
+        self.tree
+            .apply_batch(batch)
+            .map_err(|e| store_error(&self.path, e))?;
+        self.db.flush().map_err(|e| store_error(&self.path, e))?;
+        Ok(())
+    }
+
+    fn corrupt(&self, view: ViewName, reason: String) -> ProjectionError {
+        ProjectionError::Corrupt {
+            path: self.path.display().to_string(),
+            view,
+            reason,
+        }
     }
 
     /// The stored checkpoint of view `name`, without reading the view.
@@ -153,11 +222,7 @@ impl ViewStore {
             view: Checkpoint,
         }
         let owned: Owned =
-            serde_json::from_slice(&bytes).map_err(|e| ProjectionError::Corrupt {
-                path: self.path.display().to_string(),
-                view: name,
-                reason: e.to_string(),
-            })?;
+            serde_json::from_slice(&bytes).map_err(|e| self.corrupt(name, e.to_string()))?;
         Ok(Some(StoredCheckpoint {
             epochs: owned.epochs,
             checkpoint: owned.view,
@@ -166,14 +231,15 @@ impl ViewStore {
 
     /// Removes view `name` and its checkpoint (atomically, durably).
     pub fn remove(&self, name: ViewName) -> Result<(), ProjectionError> {
+        let parts = self.part_count(name)?.unwrap_or(0);
         let mut batch = sled::Batch::default();
+        for i in 0..parts {
+            batch.remove(part_key(name.as_str(), i).as_bytes());
+        }
+        batch.remove(format!("{name}.parts").as_bytes());
         batch.remove(name.as_str().as_bytes());
         batch.remove(format!("{name}.checkpoint").as_bytes());
-        self.tree
-            .apply_batch(batch)
-            .map_err(|e| store_error(&self.path, e))?;
-        self.db.flush().map_err(|e| store_error(&self.path, e))?;
-        Ok(())
+        self.apply(batch)
     }
 
     fn error(&self, reason: String) -> ProjectionError {

@@ -12,14 +12,15 @@ use orchestrata::projection::{Projections, RunnerConfig, ViewStore};
 
 /// Log, kernel and live views; keep it alive as long as the test uses them.
 pub struct Core {
-    /// Log (`log/`) and views (`views/`) live here.
-    pub dir: tempfile::TempDir,
     /// The sled log.
     pub log: Arc<dyn EventLog>,
     /// The kernel, without governance.
     pub kernel: Kernel,
     /// Every view, live.
     pub projections: Projections,
+    /// Log (`log/`) and views (`views/`) live here; declared last, so it is removed
+    /// after everything that writes in it is dropped.
+    pub dir: tempfile::TempDir,
 }
 
 impl Core {
