@@ -8,7 +8,7 @@ pub mod sections;
 pub mod system;
 
 pub use crate::log::config::{
-    Backend, ConfigError, FsyncPolicy, LogConfig, RetentionPolicy, DEFAULT_DATA_DIR,
+    Backend, ConfigError, FsyncPolicy, LogConfig, RetentionPolicy, TopicSettings, DEFAULT_DATA_DIR,
     DEFAULT_TOPIC_PREFIX,
 };
 pub use sections::{LogFormat, LoggingConfig, ProjectionsSection};

@@ -12,6 +12,11 @@
 //!   delivery_timeout_ms: 10000  # an append not acknowledged by then fails
 //!   request_timeout_ms: 5000    # reads and admin calls
 //!   fsync: every_append         # or every_n:100, or every_ms:5 (sled)
+//!   kafka_topics:               # how Orchestrata creates (and checks) its topics
+//!     replication_factor: 3     # default: the cluster's default.replication.factor
+//!     min_insync_replicas: 2    # default: the cluster's
+//!     retention_ms: -1          # default -1: keep forever (the log is the record)
+//!     accept_deleting_history: false  # start even if a topic deletes old records
 //!   retention:
 //!     cxp.traffic: { max_events: 1000000, max_age_ms: 604800000 }
 //! ```
@@ -169,6 +174,37 @@ pub struct LogConfig {
     pub fsync: FsyncPolicy,
     /// Retention per stream; streams not listed keep everything.
     pub retention: BTreeMap<Stream, RetentionPolicy>,
+    /// How Kafka topics are created and what an existing topic may be.
+    pub topics: TopicSettings,
+}
+
+/// How the Kafka backend creates its topics, and what it accepts of existing ones.
+///
+/// The log is the system of record, so a topic keeps everything by default
+/// (`retention.ms=-1`, `retention.bytes=-1`). Replication is the cluster's unless set:
+/// a three-broker cluster's `default.replication.factor` and `min.insync.replicas`
+/// apply, and a single test broker works unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopicSettings {
+    /// Replicas of each created topic; `None`: the cluster's default.
+    pub replication_factor: Option<u16>,
+    /// `min.insync.replicas` of each created topic; `None`: the cluster's default.
+    pub min_insync_replicas: Option<u16>,
+    /// `retention.ms` of each created topic; `None` or -1: keep every record.
+    pub retention_ms: Option<i64>,
+    /// Start even when an existing topic deletes old records (finite `retention.ms` or
+    /// `retention.bytes`, or compaction), with a warning instead of refusing. Once the
+    /// broker deletes a topic's first record (its epoch marker), the log cannot open.
+    #[serde(default)]
+    pub accept_deleting_history: bool,
+}
+
+impl TopicSettings {
+    /// Whether topics are meant to delete old records (a finite `retention_ms` set).
+    pub fn deletes_history(&self) -> bool {
+        self.retention_ms.is_some_and(|ms| ms >= 0)
+    }
 }
 
 /// Default data directory of the sled backend.
@@ -199,6 +235,7 @@ impl LogConfig {
             request_timeout: Duration::from_secs(5),
             fsync: FsyncPolicy::default(),
             retention: BTreeMap::new(),
+            topics: TopicSettings::default(),
         }
     }
 
@@ -244,6 +281,7 @@ struct FileLog {
     fsync: Option<FsyncPolicy>,
     #[serde(default)]
     retention: BTreeMap<String, RetentionPolicy>,
+    kafka_topics: Option<TopicSettings>,
 }
 
 impl FileLog {
@@ -291,6 +329,33 @@ impl FileLog {
         if let Some(fsync) = self.fsync {
             config.fsync = fsync;
         }
+        if let Some(topics) = self.kafka_topics {
+            let invalid = |field: &str, reason: &str| ConfigError::Invalid {
+                field: format!("log.kafka_topics.{field}"),
+                reason: reason.into(),
+            };
+            if topics.replication_factor == Some(0) {
+                return Err(invalid("replication_factor", "must be at least 1"));
+            }
+            if topics.min_insync_replicas == Some(0) {
+                return Err(invalid("min_insync_replicas", "must be at least 1"));
+            }
+            if let (Some(rf), Some(isr)) = (topics.replication_factor, topics.min_insync_replicas) {
+                if isr > rf {
+                    return Err(invalid(
+                        "min_insync_replicas",
+                        &format!("{isr} is more than the {rf} replicas: every append would fail"),
+                    ));
+                }
+            }
+            if topics.retention_ms.is_some_and(|ms| ms < -1 || ms == 0) {
+                return Err(invalid(
+                    "retention_ms",
+                    "-1 (keep forever) or a positive number of ms",
+                ));
+            }
+            config.topics = topics;
+        }
         for (name, policy) in self.retention {
             let stream = name.parse::<Stream>().map_err(|e| ConfigError::Invalid {
                 field: format!("log.retention.{name}"),
@@ -320,5 +385,34 @@ mod tests {
         }
         assert!("every_n:0".parse::<FsyncPolicy>().is_err());
         assert!("sometimes".parse::<FsyncPolicy>().is_err());
+    }
+
+    #[test]
+    fn kafka_topic_settings_parse_and_refuse_what_cannot_work() {
+        let config = LogConfig::from_yaml(
+            "log:\n  kafka_topics: { replication_factor: 3, min_insync_replicas: 2 }\n",
+        )
+        .expect("valid");
+        assert_eq!(config.topics.replication_factor, Some(3));
+        assert_eq!(config.topics.min_insync_replicas, Some(2));
+        assert!(!config.topics.deletes_history());
+        assert!(!config.topics.accept_deleting_history);
+        for (yaml, field) in [
+            ("{ replication_factor: 0 }", "replication_factor"),
+            (
+                "{ replication_factor: 1, min_insync_replicas: 2 }",
+                "min_insync_replicas",
+            ),
+            ("{ retention_ms: 0 }", "retention_ms"),
+            ("{ retention_ms: -5 }", "retention_ms"),
+            ("{ retention: 5 }", "retention"),
+        ] {
+            let err =
+                LogConfig::from_yaml(&format!("log:\n  kafka_topics: {yaml}\n")).expect_err(yaml);
+            assert!(err.to_string().contains(field), "{yaml}: {err}");
+        }
+        let keep = LogConfig::from_yaml("log:\n  kafka_topics: { retention_ms: 86400000 }\n")
+            .expect("valid");
+        assert!(keep.topics.deletes_history());
     }
 }

@@ -8,6 +8,17 @@ use orchestrata_schemas::events::Stream;
 /// message printed by the CLI or returned by the gateway is actionable on its own.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
+    /// An existing Kafka topic is set to delete old records, which an event store must
+    /// not do (see `log.kafka_topics`).
+    #[error("kafka topic {topic} deletes its history ({settings}): once the broker deletes its first record (the epoch marker) the log cannot open, and older events are gone. Keep it: `kafka-configs.sh --bootstrap-server {brokers} --alter --entity-type topics --entity-name {topic} --add-config retention.ms=-1,retention.bytes=-1,cleanup.policy=delete`; or accept it with `log.kafka_topics.accept_deleting_history: true`")]
+    DeletesHistory {
+        /// The topic.
+        topic: String,
+        /// Its settings that delete records, e.g. `retention.ms=604800000`.
+        settings: String,
+        /// The bootstrap servers (for the command in the message).
+        brokers: String,
+    },
     /// A read or tail asked for events that retention has already removed.
     #[error("stream {stream}: sequence {requested} was removed by retention; the first retained sequence is {first}")]
     Truncated {

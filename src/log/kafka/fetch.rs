@@ -42,6 +42,14 @@ pub(super) enum FetchError {
     Timeout,
     /// The client or broker reported an error.
     Kafka(KafkaError),
+    /// The partition starts after the requested offset: the broker deleted the records
+    /// below `first` (retention, DeleteRecords). A consumer positioned below the log
+    /// start is moved to the earliest record (`auto.offset.reset`); this is how that
+    /// shows, and it must not pass for the records asked for.
+    Truncated {
+        /// The first record the partition still holds.
+        first: u64,
+    },
 }
 
 /// Consumer settings shared by range reads and the follower. With `eof`, reaching the
@@ -106,6 +114,11 @@ pub(super) fn fetch(
                 };
                 if message.topic() != topic || record.offset < next {
                     continue;
+                }
+                if records.is_empty() && next == from && record.offset > from {
+                    return Err(FetchError::Truncated {
+                        first: record.offset,
+                    });
                 }
                 deadline = Instant::now() + timeout;
                 next = record.offset + 1;

@@ -20,8 +20,9 @@
 //!   it. Older ranges are read with a one-off consumer ([`fetch`]). The end is learnt by
 //!   reading to the end of the partition, never from ListOffsets (wrong on tansu).
 //! - Retention is logical: reads and tails below `max(last+1-max_events, first record
-//!   younger than max_age)` answer [`LogError::Truncated`]; the broker's own topic
-//!   retention (not set by Orchestrata) governs physical deletion.
+//!   younger than max_age)` answer [`LogError::Truncated`], as do reads below the
+//!   records the broker still holds. Topics are created to keep every record and
+//!   checked when they already exist ([`topics`]).
 //! - No Kafka client logs an ordinary event (the end of a partition) as an error
 //!   ([`quiet`]).
 
@@ -30,6 +31,7 @@ mod cache;
 mod fetch;
 mod follow;
 mod quiet;
+mod topics;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,9 +39,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use orchestrata_schemas::events::{codec, Event, Stream};
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::AdminClient;
 use rdkafka::config::ClientConfig;
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::error::KafkaError;
 use rdkafka::producer::{FutureProducer, Producer};
 
 use self::cache::Cache;
@@ -48,7 +50,7 @@ use self::follow::{CacheRead, Follower, Followers};
 use self::quiet::Quiet;
 use super::raw::{Bounds, RawEntry, RawLog, RawTail};
 use super::LogError;
-use crate::config::{LogConfig, RetentionPolicy};
+use crate::config::{LogConfig, RetentionPolicy, TopicSettings};
 
 /// How many records one cold fetch round reads while scanning (open, retention).
 const SCAN_CHUNK: usize = 50_000;
@@ -87,6 +89,8 @@ struct Inner {
     /// The one consumer following every open topic.
     followers: Followers,
     retention: HashMap<Stream, RetentionPolicy>,
+    /// How topics are created and checked.
+    topic_settings: TopicSettings,
 }
 
 /// The Kafka-backed log. Cheap to clone.
@@ -141,6 +145,7 @@ impl KafkaLog {
                 opening: tokio::sync::Mutex::new(()),
                 followers,
                 retention: config.retention.iter().map(|(s, p)| (*s, *p)).collect(),
+                topic_settings: config.topics.clone(),
             }),
         })
     }
@@ -177,6 +182,12 @@ impl KafkaLog {
         .map_err(|e| LogError::Task(format!("kafka fetch task: {e}")))?;
         result.map_err(|e| match e {
             FetchError::Timeout => self.unreachable(stream, "read"),
+            // Offsets are sequences + 1 (offset 0 is the epoch marker).
+            FetchError::Truncated { first } => LogError::Truncated {
+                stream,
+                requested: from.saturating_sub(1),
+                first: first.saturating_sub(1),
+            },
             FetchError::Kafka(e) => LogError::Kafka {
                 operation: "read",
                 topic: topic.to_owned(),
@@ -220,34 +231,6 @@ impl KafkaLog {
             .records)
     }
 
-    async fn create_topic(&self, topic: &str) -> Result<(), LogError> {
-        let new_topic = NewTopic::new(topic, 1, TopicReplication::Fixed(1));
-        let options = AdminOptions::new().operation_timeout(Some(self.inner.request_timeout));
-        let results = self
-            .inner
-            .admin
-            .create_topics([&new_topic], &options)
-            .await
-            .map_err(|e| LogError::Kafka {
-                operation: "create topic",
-                topic: topic.to_owned(),
-                reason: e.to_string(),
-            })?;
-        for result in results {
-            match result {
-                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-                Err((_, code)) => {
-                    return Err(LogError::Kafka {
-                        operation: "create topic",
-                        topic: topic.to_owned(),
-                        reason: code.to_string(),
-                    })
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// The open state of `stream`, opening it on first use.
     async fn state(&self, stream: Stream) -> Result<Arc<TopicState>, LogError> {
         if let Some(state) = self.open_state(stream) {
@@ -279,11 +262,26 @@ impl KafkaLog {
     /// the follower's cache), follows it from there, reads (or writes) the epoch marker.
     async fn open(&self, stream: Stream) -> Result<TopicState, LogError> {
         let topic = self.topic(stream);
-        self.create_topic(&topic).await?;
+        let (admin, settings) = (&self.inner.admin, &self.inner.topic_settings);
+        let timeout = self.inner.request_timeout;
+        topics::create(admin, &topic, settings, timeout).await?;
+        topics::check(admin, &self.inner.brokers, &topic, settings, timeout).await?;
         let mut cache = Cache::default();
         let mut cursor = 0;
         loop {
-            let result = self.fetch(stream, &topic, cursor, None, SCAN_CHUNK).await?;
+            let result = match self.fetch(stream, &topic, cursor, None, SCAN_CHUNK).await {
+                Err(LogError::Truncated { first, .. }) if cursor == 0 => {
+                    return Err(LogError::Corrupt {
+                        stream,
+                        sequence: 0,
+                        reason: format!(
+                            "the broker deleted the topic's records below offset {}, its epoch marker with them (topic retention or DeleteRecords): the stream's history is incomplete; restore it, or start on a new topic prefix",
+                            first + 1
+                        ),
+                    })
+                }
+                other => other?,
+            };
             if let Some(last) = result.records.last() {
                 cursor = last.offset + 1;
             }
