@@ -9,7 +9,7 @@ pub mod system;
 
 pub use crate::log::config::{
     Backend, ConfigError, FsyncPolicy, LogConfig, RetentionPolicy, TopicSettings, DEFAULT_DATA_DIR,
-    DEFAULT_TOPIC_PREFIX,
+    DEFAULT_SLED_CACHE_BYTES, DEFAULT_TOPIC_PREFIX,
 };
 pub use sections::{LogFormat, LoggingConfig, ProjectionsSection};
 pub use system::{merged_yaml, redact, SystemConfig, SystemConfigError, SECTIONS};

@@ -69,9 +69,14 @@ impl Harness {
         self.log = None;
         let log: Arc<dyn RawLog> = match &self.kind {
             Kind::Sled(dir) => Arc::new(
-                SledLog::open(dir.path(), FsyncPolicy::EveryAppend, retention())
-                    .await
-                    .expect("open sled"),
+                SledLog::open(
+                    dir.path(),
+                    FsyncPolicy::EveryAppend,
+                    retention(),
+                    orchestrata::config::DEFAULT_SLED_CACHE_BYTES,
+                )
+                .await
+                .expect("open sled"),
             ),
             Kind::Kafka(brokers, config) => {
                 Arc::new(KafkaLog::connect(&brokers.address, config).expect("connect kafka"))

@@ -251,7 +251,8 @@ pub(super) fn disk_store(system: &SystemConfig, config: &LogConfig) -> anyhow::R
         .views_dir
         .clone()
         .unwrap_or_else(|| projection::views_dir(config));
-    ViewStore::open(&dir).with_context(|| format!("opening the view store {}", dir.display()))
+    ViewStore::open_with_cache(&dir, system.projections.store_cache_bytes)
+        .with_context(|| format!("opening the view store {}", dir.display()))
 }
 
 /// What a gateway of `role` acts through: the in-process kernel, or the kernel of the

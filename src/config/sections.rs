@@ -94,13 +94,25 @@ impl FileKernel {
 }
 
 /// Where the projector keeps its views and when it commits them.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectionsSection {
     /// View store directory; `None`: `<log data_dir>/views` (see
     /// [`views_dir`](crate::projection::views_dir)).
     pub views_dir: Option<PathBuf>,
     /// Commit batching of the live runner.
     pub runner: RunnerConfig,
+    /// The view store's sled page cache, in bytes.
+    pub store_cache_bytes: u64,
+}
+
+impl Default for ProjectionsSection {
+    fn default() -> Self {
+        ProjectionsSection {
+            views_dir: None,
+            runner: RunnerConfig::default(),
+            store_cache_bytes: crate::config::DEFAULT_SLED_CACHE_BYTES,
+        }
+    }
 }
 
 /// `projections:` as written.
@@ -110,14 +122,20 @@ pub(crate) struct FileProjections {
     views_dir: Option<PathBuf>,
     batch_events: Option<usize>,
     batch_ms: Option<u64>,
+    store_cache_mb: Option<u64>,
 }
 
 impl FileProjections {
     pub(crate) fn into_config(self) -> Result<ProjectionsSection, Invalid> {
         let mut c = ProjectionsSection {
             views_dir: self.views_dir,
-            runner: RunnerConfig::default(),
+            ..ProjectionsSection::default()
         };
+        let mut mb = 0u64;
+        at_least_one("projections.store_cache_mb", self.store_cache_mb, &mut mb)?;
+        if mb > 0 {
+            c.store_cache_bytes = mb.saturating_mul(1 << 20);
+        }
         at_least_one(
             "projections.batch_events",
             self.batch_events,

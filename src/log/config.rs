@@ -12,6 +12,7 @@
 //!   delivery_timeout_ms: 10000  # an append not acknowledged by then fails
 //!   request_timeout_ms: 5000    # reads and admin calls
 //!   fsync: every_append         # or every_n:100, or every_ms:5 (sled)
+//!   sled_cache_mb: 64           # sled's page cache (sled's own default: 1024)
 //!   kafka_topics:               # how Orchestrata creates (and checks) its topics
 //!     replication_factor: 3     # default: the cluster's default.replication.factor
 //!     min_insync_replicas: 2    # default: the cluster's
@@ -172,6 +173,8 @@ pub struct LogConfig {
     pub request_timeout: Duration,
     /// Durability of sled appends.
     pub fsync: FsyncPolicy,
+    /// sled's page cache, in bytes ([`DEFAULT_SLED_CACHE_BYTES`]).
+    pub sled_cache_bytes: u64,
     /// Retention per stream; streams not listed keep everything.
     pub retention: BTreeMap<Stream, RetentionPolicy>,
     /// How Kafka topics are created and what an existing topic may be.
@@ -209,6 +212,10 @@ impl TopicSettings {
 
 /// Default data directory of the sled backend.
 pub const DEFAULT_DATA_DIR: &str = "./data";
+/// Default page cache of a sled database (log or view store): 64 MiB, against sled's
+/// own 1 GiB, sized for a small machine; the log's recent events and the views' hot
+/// parts fit, and memory stays flat as history grows.
+pub const DEFAULT_SLED_CACHE_BYTES: u64 = 64 << 20;
 /// Default Kafka topic prefix.
 pub const DEFAULT_TOPIC_PREFIX: &str = "orchestrata";
 
@@ -234,6 +241,7 @@ impl LogConfig {
             delivery_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(5),
             fsync: FsyncPolicy::default(),
+            sled_cache_bytes: DEFAULT_SLED_CACHE_BYTES,
             retention: BTreeMap::new(),
             topics: TopicSettings::default(),
         }
@@ -279,6 +287,7 @@ struct FileLog {
     delivery_timeout_ms: Option<u64>,
     request_timeout_ms: Option<u64>,
     fsync: Option<FsyncPolicy>,
+    sled_cache_mb: Option<u64>,
     #[serde(default)]
     retention: BTreeMap<String, RetentionPolicy>,
     kafka_topics: Option<TopicSettings>,
@@ -328,6 +337,16 @@ impl FileLog {
         }
         if let Some(fsync) = self.fsync {
             config.fsync = fsync;
+        }
+        match self.sled_cache_mb {
+            Some(0) => {
+                return Err(ConfigError::Invalid {
+                    field: "log.sled_cache_mb".into(),
+                    reason: "must be at least 1".into(),
+                })
+            }
+            Some(mb) => config.sled_cache_bytes = mb.saturating_mul(1 << 20),
+            None => {}
         }
         if let Some(topics) = self.kafka_topics {
             let invalid = |field: &str, reason: &str| ConfigError::Invalid {
@@ -385,6 +404,15 @@ mod tests {
         }
         assert!("every_n:0".parse::<FsyncPolicy>().is_err());
         assert!("sometimes".parse::<FsyncPolicy>().is_err());
+    }
+
+    #[test]
+    fn the_sled_cache_is_small_by_default_and_configurable() {
+        assert_eq!(LogConfig::default().sled_cache_bytes, 64 << 20);
+        let config = LogConfig::from_yaml("log:\n  sled_cache_mb: 16\n").expect("valid");
+        assert_eq!(config.sled_cache_bytes, 16 << 20);
+        let err = LogConfig::from_yaml("log:\n  sled_cache_mb: 0\n").expect_err("zero");
+        assert!(err.to_string().contains("log.sled_cache_mb"), "{err}");
     }
 
     #[test]

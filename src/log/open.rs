@@ -14,6 +14,7 @@ pub async fn open_raw(config: &LogConfig) -> Result<Arc<dyn RawLog>, LogError> {
                 data_dir,
                 config.fsync,
                 config.retention.iter().map(|(s, p)| (*s, *p)),
+                config.sled_cache_bytes,
             )
             .await?,
         ),

@@ -8,7 +8,7 @@ use orchestrata_schemas::events::Stream;
 use serde::{Deserialize, Serialize};
 
 use super::ProjectionError;
-use crate::config::{Backend, LogConfig};
+use crate::config::{Backend, LogConfig, DEFAULT_SLED_CACHE_BYTES};
 
 /// The largest value the store writes: views are cut into parts of this size.
 ///
@@ -78,11 +78,22 @@ pub struct ViewStore {
 }
 
 impl ViewStore {
-    /// Opens (creating) the store in `dir`. Fails if another process holds it.
+    /// Opens (creating) the store in `dir` with the default page cache
+    /// ([`DEFAULT_SLED_CACHE_BYTES`]). Fails if another process holds it.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self, ProjectionError> {
+        Self::open_with_cache(dir, DEFAULT_SLED_CACHE_BYTES)
+    }
+
+    /// Opens (creating) the store in `dir`; sled's page cache takes at most
+    /// `cache_bytes`. Fails if another process holds it.
+    pub fn open_with_cache(
+        dir: impl AsRef<Path>,
+        cache_bytes: u64,
+    ) -> Result<Self, ProjectionError> {
         let path = dir.as_ref().to_path_buf();
         let db = sled::Config::new()
             .path(&path)
+            .cache_capacity(cache_bytes)
             .flush_every_ms(None)
             .open()
             .map_err(|e| store_error(&path, e))?;

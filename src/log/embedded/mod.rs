@@ -62,16 +62,23 @@ impl SledLog {
     /// Opens (or creates) the database in `dir`. Fails with
     /// [`LogError::Locked`] if another process holds it. Starts the database's writer
     /// thread; dropping the last clone of the log stops it and closes the database.
+    ///
+    /// `cache_bytes` bounds sled's page cache (sled's own default is 1 GiB).
     pub async fn open(
         dir: &Path,
         fsync: FsyncPolicy,
         retention: impl IntoIterator<Item = (Stream, RetentionPolicy)>,
+        cache_bytes: u64,
     ) -> Result<Self, LogError> {
         let path = dir.to_path_buf();
         let opened = {
             let path = path.clone();
             tokio::task::spawn_blocking(move || {
-                sled::Config::new().path(&path).flush_every_ms(None).open()
+                sled::Config::new()
+                    .path(&path)
+                    .cache_capacity(cache_bytes)
+                    .flush_every_ms(None)
+                    .open()
             })
             .await
             .map_err(|e| LogError::Task(format!("sled open task: {e}")))?
