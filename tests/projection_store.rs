@@ -19,20 +19,31 @@ async fn sled_log(dir: &std::path::Path) -> Arc<dyn EventLog> {
     log::open(&config).await.expect("open sled log")
 }
 
-/// The raw bytes stored under `key` in the store at `dir` (the store must be closed).
-fn stored_bytes(dir: &std::path::Path, key: &str) -> Vec<u8> {
-    let db = sled::open(dir).expect("open the store's sled db");
-    let tree = db.open_tree("views").expect("views tree");
+/// The store's sled tree at `dir`, opened directly (the store must be closed; sled
+/// frees its file lock from a background thread, so wait for it, at most 10 s).
+fn raw(dir: &std::path::Path) -> sled::Tree {
+    for _ in 0..200 {
+        match sled::open(dir) {
+            Ok(db) => return db.open_tree("views").expect("views tree"),
+            Err(e) if e.to_string().contains("lock") => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(e) => panic!("open the store's sled db: {e:?}"),
+        }
+    }
+    panic!("the store's sled db stayed locked for 10 s");
+}
+
+/// The raw bytes stored under `key`.
+fn stored_bytes(tree: &sled::Tree, key: &str) -> Vec<u8> {
     tree.get(key)
         .expect("read")
-        .expect("the key is stored")
+        .unwrap_or_else(|| panic!("{key} is stored"))
         .to_vec()
 }
 
-/// Every key of the store at `dir` with its value's length (the store must be closed).
-fn stored_sizes(dir: &std::path::Path) -> Vec<(String, usize)> {
-    let db = sled::open(dir).expect("open the store's sled db");
-    let tree = db.open_tree("views").expect("views tree");
+/// Every key with its value's length.
+fn stored_sizes(tree: &sled::Tree) -> Vec<(String, usize)> {
     tree.iter()
         .map(|entry| {
             let (key, value) = entry.expect("read");
@@ -41,21 +52,35 @@ fn stored_sizes(dir: &std::path::Path) -> Vec<(String, usize)> {
         .collect()
 }
 
-/// The stored body of view `name`: its parts, in order, joined.
-fn stored_view(dir: &std::path::Path, name: &str) -> Vec<u8> {
-    let count = stored_bytes(dir, &format!("{name}.parts"));
-    let count = u32::from_be_bytes(count.try_into().expect("a u32 part count"));
-    (0..count)
-        .flat_map(|i| stored_bytes(dir, &format!("{name}.part.{i:08}")))
+/// The chunk keys of view `name`, in the manifest's order.
+fn chunk_keys(tree: &sled::Tree, name: &str) -> Vec<String> {
+    let pages = stored_bytes(tree, &format!("{name}.manifest"));
+    let pages = u32::from_be_bytes(pages.try_into().expect("a u32 page count"));
+    let manifest: Vec<u8> = (0..pages)
+        .flat_map(|i| stored_bytes(tree, &format!("{name}.m.{i:08}")))
+        .collect();
+    manifest
+        .chunks(16)
+        .map(|id| {
+            let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{name}.c.{hex}")
+        })
+        .collect()
+}
+
+/// The stored body of view `name`: its chunks, in order, joined.
+fn stored_view(tree: &sled::Tree, name: &str) -> Vec<u8> {
+    chunk_keys(tree, name)
+        .iter()
+        .flat_map(|key| stored_bytes(tree, key))
         .collect()
 }
 
 /// Writes `bytes` under `key` in the store at `dir` (the store must be closed).
 fn store_bytes(dir: &std::path::Path, key: &str, bytes: &[u8]) {
-    let db = sled::open(dir).expect("open the store's sled db");
-    let tree = db.open_tree("views").expect("views tree");
+    let tree = raw(dir);
     tree.insert(key, bytes).expect("write");
-    db.flush().expect("flush");
+    tree.flush().expect("flush");
 }
 
 /// Opens the store at `dir` again. sled releases its file lock from a background thread
@@ -107,7 +132,8 @@ async fn views_are_stored_compactly_and_read_back_byte_for_byte() {
     stored_round_trip::<GraphView>(log.as_ref(), &store).await;
     drop(store);
 
-    let body = stored_view(&views, "thread");
+    let tree = raw(&views);
+    let body = stored_view(&tree, "thread");
     assert_ne!(body.first(), Some(&b'{'), "stored as MessagePack, not JSON");
     assert!(
         body.len() * 2 < thread_json.len(),
@@ -116,7 +142,7 @@ async fn views_are_stored_compactly_and_read_back_byte_for_byte() {
         thread_json.len()
     );
     // The checkpoint entry stays JSON: `projections status` reads it without the view.
-    let checkpoint = stored_bytes(&views, "thread.checkpoint");
+    let checkpoint = stored_bytes(&tree, "thread.checkpoint");
     let checkpoint: serde_json::Value = serde_json::from_slice(&checkpoint).expect("JSON");
     assert!(checkpoint["view"]["cxp.traffic"].as_u64().is_some());
 }
@@ -260,12 +286,13 @@ async fn rebuild_from_a_log_cut_by_retention_fails_with_the_log_error() {
     }
 }
 
-// ISSUE-18: a stored view's size is bounded per value — parts of at most
-// `PART_BYTES`, so sled never takes its blob path (whose I/O errors wedge every later
-// flush); a smaller view saved later leaves no stale parts; a view stored whole by an
-// earlier version is replaced; a missing part is a typed error naming the fix.
+// ISSUE-18: a commit writes what changed. A view is stored as content-defined chunks
+// of at most `PART_BYTES` (so sled never takes its blob path, whose I/O errors wedge
+// every later flush); a save after a few more events writes a few new chunks; a smaller
+// view saved later leaves no stale chunk; a view stored whole by an earlier version is
+// replaced; a missing chunk is a typed error naming the fix.
 #[tokio::test]
-async fn views_are_stored_in_bounded_parts_and_a_missing_part_is_a_typed_error() {
+async fn views_are_stored_as_chunks_and_a_commit_writes_what_changed() {
     let dir = tempfile::tempdir().expect("temp dir");
     let big_log = sled_log(&dir.path().join("big")).await;
     fill(&big_log, 5, 6_000).await;
@@ -281,9 +308,10 @@ async fn views_are_stored_in_bounded_parts_and_a_missing_part_is_a_typed_error()
     let store = reopen(&views).await;
     stored_round_trip::<ThreadView>(big_log.as_ref(), &store).await;
     drop(store);
-    let big = stored_view(&views, "thread").len();
-    assert!(big > 10 * projection::PART_BYTES, "{big} bytes: split");
-    let sizes = stored_sizes(&views);
+    let tree = raw(&views);
+    let big = stored_view(&tree, "thread").len();
+    assert!(big > 20 * projection::PART_BYTES, "{big} bytes: chunked");
+    let sizes = stored_sizes(&tree);
     assert!(
         sizes.iter().all(|(_, len)| *len <= projection::PART_BYTES),
         "every value fits a part: {sizes:?}"
@@ -292,31 +320,48 @@ async fn views_are_stored_in_bounded_parts_and_a_missing_part_is_a_typed_error()
         sizes.iter().all(|(key, _)| key != "thread"),
         "the whole-view key of the earlier version is gone"
     );
+    let before: std::collections::HashSet<String> =
+        chunk_keys(&tree, "thread").into_iter().collect();
+    drop(tree);
+
+    // A few more events: the next save writes a small share of the chunks.
+    fill(&big_log, 7, 20).await;
+    let store = reopen(&views).await;
+    stored_round_trip::<ThreadView>(big_log.as_ref(), &store).await;
+    drop(store);
+    let tree = raw(&views);
+    let after: std::collections::HashSet<String> =
+        chunk_keys(&tree, "thread").into_iter().collect();
+    drop(tree);
+    let written = after.difference(&before).count();
+    assert!(
+        written * 10 < after.len(),
+        "{written} of {} chunks written for 20 events",
+        after.len()
+    );
 
     let store = reopen(&views).await;
     let small_json = stored_round_trip::<ThreadView>(small_log.as_ref(), &store).await;
     drop(store);
-    let parts = stored_sizes(&views)
+    let tree = raw(&views);
+    let stored_chunks: std::collections::HashSet<String> = stored_sizes(&tree)
         .into_iter()
-        .filter(|(key, _)| key.starts_with("thread.part."))
-        .count();
-    let body = stored_view(&views, "thread").len();
-    assert_eq!(
-        parts,
-        body.div_ceil(projection::PART_BYTES),
-        "no stale parts"
-    );
-    assert!(body < big);
+        .map(|(key, _)| key)
+        .filter(|key| key.starts_with("thread.c."))
+        .collect();
+    let referenced: std::collections::HashSet<String> =
+        chunk_keys(&tree, "thread").into_iter().collect();
+    assert_eq!(stored_chunks, referenced, "no stale chunks");
+    assert!(stored_view(&tree, "thread").len() < big);
 
-    let db = sled::open(&views).expect("open the store's sled db");
-    let tree = db.open_tree("views").expect("views tree");
-    tree.remove("thread.part.00000000").expect("remove a part");
-    db.flush().expect("flush");
-    drop((tree, db));
+    let first = chunk_keys(&tree, "thread").remove(0);
+    tree.remove(first.as_str()).expect("remove a chunk");
+    tree.flush().expect("flush");
+    drop(tree);
     let store = reopen(&views).await;
     let err = store
         .load::<ThreadView>()
-        .expect_err("a view with a missing part is refused");
+        .expect_err("a view with a missing chunk is refused");
     assert!(
         matches!(
             err,

@@ -32,6 +32,7 @@
 //! # Ok(()) }
 //! ```
 
+mod chunks;
 mod error;
 mod handle;
 pub mod neo4j;

@@ -1,27 +1,40 @@
 //! [`ViewStore`]: views and their checkpoints in a sled database of their own.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use orchestrata_projections::{Checkpoint, View, ViewName};
 use orchestrata_schemas::events::Stream;
 use serde::{Deserialize, Serialize};
 
+use super::chunks::{self, ChunkId};
 use super::ProjectionError;
 use crate::config::{Backend, LogConfig, DEFAULT_SLED_CACHE_BYTES};
 
-/// The largest value the store writes: views are cut into parts of this size.
+/// The largest value the store writes (view chunks, manifest pages).
 ///
 /// sled 0.34 writes any page larger than a quarter of its 512 KiB segment to a blob
 /// file of its own, and an I/O error while writing a blob leaves the log buffer with a
 /// writer that never leaves, so every later flush of that database waits forever (seen:
 /// a view store's last commit racing the removal of its directory hung a test run until
 /// CI's time ran out; a full disk does the same). A leaf page holds at most 17 entries,
-/// so parts of 4 KiB keep every page well inside the segment and off the blob path.
+/// so values of 4 KiB keep every page well inside the segment and off the blob path.
 pub const PART_BYTES: usize = 4096;
 
 fn part_key(name: &str, index: u32) -> String {
     format!("{name}.part.{index:08}")
+}
+
+fn page_key(name: &str, index: u32) -> String {
+    format!("{name}.m.{index:08}")
+}
+
+fn chunk_key(name: &str, id: &ChunkId) -> String {
+    format!("{name}.c.{}", hex(id))
+}
+
+fn hex(id: &ChunkId) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The log epoch of each stream a stored view was folded from.
@@ -58,11 +71,14 @@ struct Stored<V> {
     view: V,
 }
 
-/// The store: one sled tree; for each view, written together in one atomic batch, the
-/// view (epochs + the view as MessagePack) cut into parts of at most [`PART_BYTES`]
-/// under `<name>.part.<i>`, their count under `<name>.parts`, and `<name>.checkpoint`
-/// (epochs + checkpoint as JSON, so status reads are cheap). A view stored whole under
-/// `<name>` by an earlier version is still read, and replaced by parts at its next save.
+/// The store: one sled tree; for each view, written together in one atomic batch: the
+/// view (epochs + the view as MessagePack) cut by content into chunks of at most 4 KiB,
+/// each under `<name>.c.<id>` (`id`: its hash), the list of chunk ids (the manifest) in
+/// pages under `<name>.m.<i>` with their count in `<name>.manifest`, and
+/// `<name>.checkpoint` (epochs + checkpoint as JSON, so status reads are cheap). A
+/// commit writes only chunks not stored yet and removes those the view no longer has.
+/// Views stored by earlier versions (whole under `<name>`, or in fixed parts) are still
+/// read, and replaced at their next save.
 ///
 /// Views are stored as MessagePack in serde's compact (not human-readable) form: the
 /// same encoding choices as the Avro log (timestamps as microseconds, JSON payloads as
@@ -121,6 +137,11 @@ impl ViewStore {
     }
 
     /// Writes `view` with its checkpoint and `epochs` in one atomic, durable write.
+    ///
+    /// Only the chunks of the encoded view that are not stored yet are written, and
+    /// the chunks it no longer has are removed (see [`chunks`](super::chunks)): a
+    /// commit after a few events writes a few chunks and the manifest, whatever the
+    /// size of the view.
     pub fn save<V: View>(
         &self,
         view: &V,
@@ -134,17 +155,45 @@ impl ViewStore {
             view: view.checkpoint(),
         })
         .map_err(|e| self.error(format!("encoding checkpoint of {name}: {e}")))?;
-        let stale = self.part_count(V::NAME)?.unwrap_or(0);
+        let ranges = chunks::cut(&body);
+        let ids: Vec<ChunkId> = ranges
+            .iter()
+            .map(|r| chunks::id(&body[r.clone()]))
+            .collect();
+        let stored: HashSet<ChunkId> = self
+            .manifest(V::NAME)?
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let kept: HashSet<ChunkId> = ids.iter().copied().collect();
         let mut batch = sled::Batch::default();
-        let mut parts = 0u32;
-        for part in body.chunks(PART_BYTES) {
-            batch.insert(part_key(name, parts).as_bytes(), part);
-            parts += 1;
+        let mut written = HashSet::new();
+        for (range, id) in ranges.into_iter().zip(&ids) {
+            if !stored.contains(id) && written.insert(*id) {
+                batch.insert(chunk_key(name, id).as_bytes(), &body[range]);
+            }
         }
-        for old in parts..stale {
+        for gone in stored.difference(&kept) {
+            batch.remove(chunk_key(name, gone).as_bytes());
+        }
+        let manifest: Vec<u8> = ids.concat();
+        let old_pages = self
+            .count(&format!("{name}.manifest"), V::NAME)?
+            .unwrap_or(0);
+        let mut pages = 0u32;
+        for page in manifest.chunks(PART_BYTES) {
+            batch.insert(page_key(name, pages).as_bytes(), page);
+            pages += 1;
+        }
+        for old in pages..old_pages {
+            batch.remove(page_key(name, old).as_bytes());
+        }
+        batch.insert(format!("{name}.manifest").as_bytes(), &pages.to_be_bytes());
+        // Formats of earlier versions: the view whole, or in fixed parts.
+        for old in 0..self.part_count(V::NAME)?.unwrap_or(0) {
             batch.remove(part_key(name, old).as_bytes());
         }
-        batch.insert(format!("{name}.parts").as_bytes(), &parts.to_be_bytes());
+        batch.remove(format!("{name}.parts").as_bytes());
         batch.remove(name.as_bytes());
         batch.insert(format!("{name}.checkpoint").as_bytes(), checkpoint);
         self.apply(batch)
@@ -153,29 +202,41 @@ impl ViewStore {
     /// The stored view and the epochs it was folded from, if any.
     pub fn load<V: View>(&self) -> Result<Option<(V, Epochs)>, ProjectionError> {
         let name = V::NAME.as_str();
-        let bytes = match self.part_count(V::NAME)? {
-            Some(parts) => {
-                let mut body = Vec::new();
-                for i in 0..parts {
-                    let part = self
-                        .tree
-                        .get(part_key(name, i))
-                        .map_err(|e| store_error(&self.path, e))?
-                        .ok_or_else(|| {
-                            self.corrupt(V::NAME, format!("part {i} of {parts} is missing"))
-                        })?;
-                    body.extend_from_slice(&part);
-                }
-                body
+        let bytes = if let Some(ids) = self.manifest(V::NAME)? {
+            let mut body = Vec::with_capacity(ids.len() * 2048);
+            for id in &ids {
+                let chunk = self
+                    .tree
+                    .get(chunk_key(name, id))
+                    .map_err(|e| store_error(&self.path, e))?
+                    .ok_or_else(|| {
+                        self.corrupt(V::NAME, format!("chunk {} is missing", hex(id)))
+                    })?;
+                body.extend_from_slice(&chunk);
             }
-            None => match self
+            body
+        } else if let Some(parts) = self.part_count(V::NAME)? {
+            let mut body = Vec::new();
+            for i in 0..parts {
+                let part = self
+                    .tree
+                    .get(part_key(name, i))
+                    .map_err(|e| store_error(&self.path, e))?
+                    .ok_or_else(|| {
+                        self.corrupt(V::NAME, format!("part {i} of {parts} is missing"))
+                    })?;
+                body.extend_from_slice(&part);
+            }
+            body
+        } else {
+            match self
                 .tree
                 .get(name)
                 .map_err(|e| store_error(&self.path, e))?
             {
                 Some(whole) => whole.to_vec(),
                 None => return Ok(None),
-            },
+            }
         };
         let decoded = if bytes.first() == Some(&b'{') {
             // JSON, as stored before views were MessagePack (whose top-level array
@@ -188,20 +249,45 @@ impl ViewStore {
         Ok(Some((stored.view, stored.epochs)))
     }
 
-    /// How many parts view `name` is stored in; `None` when it is not stored in parts.
-    fn part_count(&self, name: ViewName) -> Result<Option<u32>, ProjectionError> {
-        let Some(bytes) = self
-            .tree
-            .get(format!("{name}.parts"))
-            .map_err(|e| store_error(&self.path, e))?
-        else {
+    /// The chunk ids of view `name`, in order; `None` when it has no manifest.
+    fn manifest(&self, name: ViewName) -> Result<Option<Vec<ChunkId>>, ProjectionError> {
+        let Some(pages) = self.count(&format!("{name}.manifest"), name)? else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        for i in 0..pages {
+            let page = self
+                .tree
+                .get(page_key(name.as_str(), i))
+                .map_err(|e| store_error(&self.path, e))?
+                .ok_or_else(|| {
+                    self.corrupt(name, format!("manifest page {i} of {pages} is missing"))
+                })?;
+            bytes.extend_from_slice(&page);
+        }
+        let (ids, rest) = bytes.as_chunks::<16>();
+        if !rest.is_empty() {
+            return Err(self.corrupt(name, format!("a manifest of {} bytes", bytes.len())));
+        }
+        Ok(Some(ids.to_vec()))
+    }
+
+    /// A stored `u32` count under `key`.
+    fn count(&self, key: &str, view: ViewName) -> Result<Option<u32>, ProjectionError> {
+        let Some(bytes) = self.tree.get(key).map_err(|e| store_error(&self.path, e))? else {
             return Ok(None);
         };
         let count: [u8; 4] = bytes
             .as_ref()
             .try_into()
-            .map_err(|_| self.corrupt(name, format!("a part count of {} bytes", bytes.len())))?;
+            .map_err(|_| self.corrupt(view, format!("{key} holds {} bytes", bytes.len())))?;
         Ok(Some(u32::from_be_bytes(count)))
+    }
+
+    /// How many fixed parts view `name` is stored in (the format before chunks);
+    /// `None` when it is not stored so.
+    fn part_count(&self, name: ViewName) -> Result<Option<u32>, ProjectionError> {
+        self.count(&format!("{name}.parts"), name)
     }
 
     /// Applies `batch` atomically and flushes it to disk.
@@ -242,14 +328,25 @@ impl ViewStore {
 
     /// Removes view `name` and its checkpoint (atomically, durably).
     pub fn remove(&self, name: ViewName) -> Result<(), ProjectionError> {
-        let parts = self.part_count(name)?.unwrap_or(0);
+        let view = name.as_str();
         let mut batch = sled::Batch::default();
-        for i in 0..parts {
-            batch.remove(part_key(name.as_str(), i).as_bytes());
+        for id in self.manifest(name)?.unwrap_or_default() {
+            batch.remove(chunk_key(view, &id).as_bytes());
         }
-        batch.remove(format!("{name}.parts").as_bytes());
-        batch.remove(name.as_str().as_bytes());
-        batch.remove(format!("{name}.checkpoint").as_bytes());
+        for i in 0..self.count(&format!("{view}.manifest"), name)?.unwrap_or(0) {
+            batch.remove(page_key(view, i).as_bytes());
+        }
+        for i in 0..self.part_count(name)?.unwrap_or(0) {
+            batch.remove(part_key(view, i).as_bytes());
+        }
+        for key in [
+            format!("{view}.manifest"),
+            format!("{view}.parts"),
+            view.to_owned(),
+            format!("{view}.checkpoint"),
+        ] {
+            batch.remove(key.as_bytes());
+        }
         self.apply(batch)
     }
 
