@@ -16,8 +16,8 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use orchestrata::config::{FsyncPolicy, LogConfig};
 use orchestrata::governance::audit::{self, AuditLog, RecordedDecision};
 use orchestrata::governance::{
-    Evaluator, Fact, FactsView, Governance, GovernanceConfig, Policy, RecordedQuery, Request,
-    DEFAULT_INFERENCE_LIMIT,
+    Evaluator, Fact, FactChange, FactsView, Governance, GovernanceConfig, Policy, RecordedQuery,
+    Request, DEFAULT_INFERENCE_LIMIT,
 };
 use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
 use orchestrata_schemas::events::cxp_traffic::PacketSent;
@@ -164,9 +164,14 @@ fn rss_kib() -> Option<u64> {
 /// budget of 100 and takes the whole allow path), the rest from 997 other Volks over
 /// ten sessions.
 fn traffic_100k() -> FactsView {
+    traffic(100_000)
+}
+
+/// `n` packets as [`traffic_100k`] builds them.
+fn traffic(n: u64) -> FactsView {
     let mut view = FactsView::new();
     let now = chrono::Utc::now();
-    for i in 0..100_000u64 {
+    for i in 0..n {
         let (from, session) = if i % 2_000 == 0 {
             ("U:Ox".to_owned(), "s1".to_owned())
         } else {
@@ -305,5 +310,42 @@ fn verify_100k(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, latency, latency_100k_packets, verify_100k);
+/// What one packet status change costs the engine (retract the old status fact,
+/// assert the new) as the number of packets it holds grows: the per-event cost of
+/// keeping governance's facts current.
+fn status_change(c: &mut Criterion) {
+    let mut group = c.benchmark_group("governance_status_change");
+    group.sample_size(20);
+    for n in [1_000u64, 10_000, 100_000] {
+        let mut loaded: Option<(Evaluator, Fact)> = None;
+        group.bench_function(format!("packets_{n}"), |b| {
+            let (ev, fact) = loaded.get_or_insert_with(|| {
+                let facts = traffic(n).facts();
+                let status = facts
+                    .iter()
+                    .find(|f| matches!(f, Fact::DeliveryStatus(..)))
+                    .cloned()
+                    .expect("a delivery status fact");
+                let mut ev =
+                    Evaluator::load(&bench_policy(), DEFAULT_INFERENCE_LIMIT).expect("load");
+                ev.load_facts(&facts).expect("facts");
+                (ev, status)
+            });
+            let change = [
+                FactChange::Retract(fact.clone()),
+                FactChange::Assert(fact.clone()),
+            ];
+            b.iter(|| ev.apply(&change).expect("apply"))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    latency,
+    latency_100k_packets,
+    verify_100k,
+    status_change
+);
 criterion_main!(benches);
