@@ -337,6 +337,31 @@ fn status_change(c: &mut Criterion) {
             ];
             b.iter(|| ev.apply(&change).expect("apply"))
         });
+        // The other half alone: asserting one more status fact (a fact store that
+        // appends statuses instead of replacing them would pay only this).
+        let mut appended: Option<(Evaluator, String)> = None;
+        let mut at = 0i64;
+        group.bench_function(format!("assert_only_packets_{n}"), |b| {
+            let (ev, id) = appended.get_or_insert_with(|| {
+                let facts = traffic(n).facts();
+                let id = facts
+                    .iter()
+                    .find_map(|f| match f {
+                        Fact::DeliveryStatus(id, ..) => Some(id.clone()),
+                        _ => None,
+                    })
+                    .expect("a packet");
+                let mut ev =
+                    Evaluator::load(&bench_policy(), DEFAULT_INFERENCE_LIMIT).expect("load");
+                ev.load_facts(&facts).expect("facts");
+                (ev, id)
+            });
+            b.iter(|| {
+                at += 1;
+                let fact = Fact::DeliveryStatus(id.clone(), "delivered".into(), at);
+                ev.apply(&[FactChange::Assert(fact)]).expect("apply")
+            })
+        });
     }
     group.finish();
 }
