@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use orchestrata_schemas::events::types::DecisionResult;
 use scryer_prolog::{LeafAnswer, Machine, MachineBuilder, Term};
 
+use super::fact_goals;
 use super::facts::{Fact, FactChange};
 use super::policy::Policy;
 use super::request::{Outcome, Request};
@@ -283,17 +284,11 @@ impl Evaluator {
         &self.rules
     }
 
-    /// Asserts and retracts facts, in order, a batch per goal.
+    /// Asserts and retracts facts, in order, a batch per goal (see [`fact_goals`]
+    /// for how packet facts are kept).
     pub fn apply(&mut self, changes: &[FactChange]) -> Result<(), GovernanceError> {
-        for chunk in changes.chunks(64) {
-            let goal = chunk
-                .iter()
-                .map(|c| match c {
-                    FactChange::Assert(f) => format!("assertz({})", f.term()),
-                    FactChange::Retract(f) => format!("(retract({}) -> true ; true)", f.term()),
-                })
-                .collect::<Vec<_>>()
-                .join(",");
+        for chunk in fact_goals::goals(changes).chunks(64) {
+            let goal = chunk.join(",");
             match run_caught(&mut self.machine, &goal) {
                 Ok(Some(_)) => {}
                 Ok(None) => return Err(GovernanceError::Prolog("asserting facts failed".into())),
@@ -311,8 +306,8 @@ impl Evaluator {
 
     /// Removes every fact.
     pub fn clear_facts(&mut self) -> Result<(), GovernanceError> {
-        let goal = "retractall(cxp_packet(_,_,_,_,_,_,_,_,_,_,_,_)), retractall(cxp_delivery_status(_,_,_)), \
-                    retractall(cxp_work_status(_,_,_)), retractall(volk(_,_,_,_)), \
+        let goal = "retractall(cxp_packet_base(_,_,_,_,_,_,_,_,_,_)), retractall(cxp_status(_,_,_,_)), \
+                    retractall(volk(_,_,_,_)), \
                     retractall(volk_capability(_,_)), retractall(volk_status(_,_)), retractall(session(_,_,_,_)), \
                     retractall(cxp_sends(_,_,_))";
         run_caught(&mut self.machine, goal)

@@ -17,6 +17,7 @@ pub mod audit;
 mod engine;
 mod error;
 mod evaluator;
+mod fact_goals;
 mod facts;
 pub mod kernel;
 mod policy;

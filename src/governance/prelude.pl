@@ -8,14 +8,39 @@
 :- use_module(library(lists)).
 :- use_module(library(iso_ext)).
 
-:- dynamic(cxp_packet/12).
-:- dynamic(cxp_delivery_status/3).
-:- dynamic(cxp_work_status/3).
+:- dynamic(cxp_packet_base/10).
+:- dynamic(cxp_status/4).
 :- dynamic(volk/4).
 :- dynamic(volk_capability/2).
 :- dynamic(volk_status/2).
 :- dynamic(session/4).
 :- dynamic(cxp_sends/3).
+
+%% A packet's facts: cxp_packet_base/10 holds what its statuses do not change
+%% (asserted once); cxp_status(Id, d|w, Status, TimestampMs) is appended at every
+%% status change and never retracted (scryer's retract visits every clause of a
+%% predicate, so its cost grows with history): a packet's status is the last one
+%% appended. Policies read the three predicates below as before
+%% (src/governance/fact_goals.rs).
+cxp_packet(M, From, To, Thread, Subject, Ts, Priority, D, W, Version, Payload, Session) :-
+    cxp_packet_base(M, From, To, Thread, Subject, Ts, Priority, Version, Payload, Session),
+    '$packet_status'(M, d, D, _),
+    '$packet_status'(M, w, W, _).
+
+cxp_delivery_status(M, S, T) :-
+    cxp_packet_base(M, _, _, _, _, _, _, _, _, _),
+    '$packet_status'(M, d, S, T).
+
+cxp_work_status(M, S, T) :-
+    cxp_packet_base(M, _, _, _, _, _, _, _, _, _),
+    '$packet_status'(M, w, S, T).
+
+'$packet_status'(M, Kind, S, T) :-
+    findall(S0-T0, cxp_status(M, Kind, S0, T0), All),
+    '$last'(All, S-T).
+
+'$last'([X], X) :- !.
+'$last'([_|Xs], X) :- '$last'(Xs, X).
 
 %% The gateway principals a site policy may register (policies/default/gateway.pl
 %% registers none). Declared here so that a policy defining none of them answers
