@@ -18,8 +18,7 @@
 //! over these, so policies and `governance.query` read exactly what they read before.
 //! The price: superseded statuses stay in the engine (a few per packet).
 
-use super::facts::{Fact, FactChange, PacketFact};
-use super::term::PlTerm;
+use super::facts::{Fact, FactChange};
 
 /// The Prolog goals that apply `changes`, in order.
 pub fn goals(changes: &[FactChange]) -> Vec<String> {
@@ -58,63 +57,25 @@ fn same_subject(old: &Fact, new: &Fact) -> bool {
     }
 }
 
-/// Whether replacing `old` by `new` changes nothing the engine stores.
+/// Whether replacing `old` by `new` changes nothing the engine stores (a packet's
+/// stored term leaves out its statuses).
 fn unchanged(old: &Fact, new: &Fact) -> bool {
-    match (old, new) {
-        (Fact::Packet(a), Fact::Packet(b)) => base(a) == base(b),
-        (a, b) => a == b,
-    }
+    old.term() == new.term()
 }
 
 fn goal(change: &FactChange) -> Option<String> {
-    Some(match change {
-        FactChange::Assert(Fact::Packet(p)) => format!("assertz({})", base(p)),
-        FactChange::Retract(Fact::Packet(p)) => format!("(retract({}) -> true ; true)", base(p)),
-        FactChange::Assert(Fact::DeliveryStatus(m, s, t)) => status("d", m, s, *t),
-        FactChange::Assert(Fact::WorkStatus(m, s, t)) => status("w", m, s, *t),
+    match change {
         // The status appended next supersedes it; without its base it is not visible.
-        FactChange::Retract(Fact::DeliveryStatus(..) | Fact::WorkStatus(..)) => return None,
-        FactChange::Assert(f) => format!("assertz({})", f.term()),
-        FactChange::Retract(f) => format!("(retract({}) -> true ; true)", f.term()),
-    })
-}
-
-/// `cxp_packet_base/10`: the fields of a packet that its statuses do not change.
-fn base(p: &PacketFact) -> PlTerm {
-    let a = |s: &String| PlTerm::atom(s.clone());
-    PlTerm::compound(
-        "cxp_packet_base",
-        vec![
-            a(&p.message_id),
-            a(&p.from),
-            a(&p.to),
-            a(&p.thread_id),
-            a(&p.subject),
-            PlTerm::Int(p.timestamp_ms),
-            PlTerm::Int(p.priority),
-            a(&p.protocol_version),
-            a(&p.payload_ref),
-            a(&p.session),
-        ],
-    )
-}
-
-fn status(kind: &str, message_id: &str, status: &str, at: i64) -> String {
-    let term = PlTerm::compound(
-        "cxp_status",
-        vec![
-            PlTerm::atom(message_id),
-            PlTerm::atom(kind),
-            PlTerm::atom(status),
-            PlTerm::Int(at),
-        ],
-    );
-    format!("assertz({term})")
+        FactChange::Retract(Fact::DeliveryStatus(..) | Fact::WorkStatus(..)) => None,
+        FactChange::Assert(f) => Some(format!("assertz({})", f.term())),
+        FactChange::Retract(f) => Some(format!("(retract({}) -> true ; true)", f.term())),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::governance::facts::PacketFact;
 
     fn packet(delivery: &str) -> PacketFact {
         PacketFact {

@@ -92,12 +92,22 @@ pub struct PacketFact {
 }
 
 impl Fact {
-    /// The fact as a Prolog term.
+    /// The fact as the engine stores it. A packet is stored as `cxp_packet_base/10`
+    /// (what its statuses do not change) and each status as an appended
+    /// `cxp_status(Id, d|w, Status, TimestampMs)`; policies read them through the
+    /// prelude's `cxp_packet/12`, `cxp_delivery_status/3` and `cxp_work_status/3`
+    /// (see `fact_goals.rs` for why).
     pub fn term(&self) -> PlTerm {
         let a = |s: &String| PlTerm::atom(s.clone());
+        let status = |m: &String, kind: &str, s: &String, t: i64| {
+            PlTerm::compound(
+                "cxp_status",
+                vec![a(m), PlTerm::atom(kind), a(s), PlTerm::Int(t)],
+            )
+        };
         match self {
             Fact::Packet(p) => PlTerm::compound(
-                "cxp_packet",
+                "cxp_packet_base",
                 vec![
                     a(&p.message_id),
                     a(&p.from),
@@ -106,19 +116,13 @@ impl Fact {
                     a(&p.subject),
                     PlTerm::Int(p.timestamp_ms),
                     PlTerm::Int(p.priority),
-                    a(&p.delivery),
-                    a(&p.work),
                     a(&p.protocol_version),
                     a(&p.payload_ref),
                     a(&p.session),
                 ],
             ),
-            Fact::DeliveryStatus(m, s, t) => {
-                PlTerm::compound("cxp_delivery_status", vec![a(m), a(s), PlTerm::Int(*t)])
-            }
-            Fact::WorkStatus(m, s, t) => {
-                PlTerm::compound("cxp_work_status", vec![a(m), a(s), PlTerm::Int(*t)])
-            }
+            Fact::DeliveryStatus(m, s, t) => status(m, "d", s, *t),
+            Fact::WorkStatus(m, s, t) => status(m, "w", s, *t),
             Fact::Volk(v, p, k, s) => PlTerm::compound("volk", vec![a(v), a(p), a(k), a(s)]),
             Fact::VolkCapability(v, c) => PlTerm::compound("volk_capability", vec![a(v), a(c)]),
             Fact::VolkStatus(v, s) => PlTerm::compound("volk_status", vec![a(v), a(s)]),
