@@ -21,8 +21,11 @@ use crate::config::{Backend, LogConfig, DEFAULT_SLED_CACHE_BYTES};
 /// so values of 4 KiB keep every page well inside the segment and off the blob path.
 pub const PART_BYTES: usize = 4096;
 
-fn part_key(name: &str, index: u32) -> String {
-    format!("{name}.part.{index:08}")
+/// A stored view's chunk ids, in order, and how many pages hold them.
+#[derive(Default)]
+struct Manifest {
+    ids: Vec<ChunkId>,
+    pages: u32,
 }
 
 fn page_key(name: &str, index: u32) -> String {
@@ -77,7 +80,7 @@ struct Stored<V> {
 /// pages under `<name>.m.<i>` with their count in `<name>.manifest`, and
 /// `<name>.checkpoint` (epochs + checkpoint as JSON, so status reads are cheap). A
 /// commit writes only chunks not stored yet and removes those the view no longer has.
-/// Views stored by earlier versions (whole under `<name>`, or in fixed parts) are still
+/// Views stored by earlier versions (whole under `<name>`) are still
 /// read, and replaced at their next save.
 ///
 /// Views are stored as MessagePack in serde's compact (not human-readable) form: the
@@ -160,11 +163,8 @@ impl ViewStore {
             .iter()
             .map(|r| chunks::id(&body[r.clone()]))
             .collect();
-        let stored: HashSet<ChunkId> = self
-            .manifest(V::NAME)?
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
+        let old = self.manifest(V::NAME)?.unwrap_or_default();
+        let stored: HashSet<ChunkId> = old.ids.into_iter().collect();
         let kept: HashSet<ChunkId> = ids.iter().copied().collect();
         let mut batch = sled::Batch::default();
         let mut written = HashSet::new();
@@ -177,23 +177,16 @@ impl ViewStore {
             batch.remove(chunk_key(name, gone).as_bytes());
         }
         let manifest: Vec<u8> = ids.concat();
-        let old_pages = self
-            .count(&format!("{name}.manifest"), V::NAME)?
-            .unwrap_or(0);
         let mut pages = 0u32;
         for page in manifest.chunks(PART_BYTES) {
             batch.insert(page_key(name, pages).as_bytes(), page);
             pages += 1;
         }
-        for old in pages..old_pages {
-            batch.remove(page_key(name, old).as_bytes());
+        for gone in pages..old.pages {
+            batch.remove(page_key(name, gone).as_bytes());
         }
         batch.insert(format!("{name}.manifest").as_bytes(), &pages.to_be_bytes());
-        // Formats of earlier versions: the view whole, or in fixed parts.
-        for old in 0..self.part_count(V::NAME)?.unwrap_or(0) {
-            batch.remove(part_key(name, old).as_bytes());
-        }
-        batch.remove(format!("{name}.parts").as_bytes());
+        // The format of earlier versions: the view whole under its name.
         batch.remove(name.as_bytes());
         batch.insert(format!("{name}.checkpoint").as_bytes(), checkpoint);
         self.apply(batch)
@@ -202,9 +195,9 @@ impl ViewStore {
     /// The stored view and the epochs it was folded from, if any.
     pub fn load<V: View>(&self) -> Result<Option<(V, Epochs)>, ProjectionError> {
         let name = V::NAME.as_str();
-        let bytes = if let Some(ids) = self.manifest(V::NAME)? {
-            let mut body = Vec::with_capacity(ids.len() * 2048);
-            for id in &ids {
+        let bytes = if let Some(manifest) = self.manifest(V::NAME)? {
+            let mut body = Vec::with_capacity(manifest.ids.len() * 2048);
+            for id in &manifest.ids {
                 let chunk = self
                     .tree
                     .get(chunk_key(name, id))
@@ -213,19 +206,6 @@ impl ViewStore {
                         self.corrupt(V::NAME, format!("chunk {} is missing", hex(id)))
                     })?;
                 body.extend_from_slice(&chunk);
-            }
-            body
-        } else if let Some(parts) = self.part_count(V::NAME)? {
-            let mut body = Vec::new();
-            for i in 0..parts {
-                let part = self
-                    .tree
-                    .get(part_key(name, i))
-                    .map_err(|e| store_error(&self.path, e))?
-                    .ok_or_else(|| {
-                        self.corrupt(V::NAME, format!("part {i} of {parts} is missing"))
-                    })?;
-                body.extend_from_slice(&part);
             }
             body
         } else {
@@ -249,8 +229,8 @@ impl ViewStore {
         Ok(Some((stored.view, stored.epochs)))
     }
 
-    /// The chunk ids of view `name`, in order; `None` when it has no manifest.
-    fn manifest(&self, name: ViewName) -> Result<Option<Vec<ChunkId>>, ProjectionError> {
+    /// The manifest of view `name`; `None` when it has none.
+    fn manifest(&self, name: ViewName) -> Result<Option<Manifest>, ProjectionError> {
         let Some(pages) = self.count(&format!("{name}.manifest"), name)? else {
             return Ok(None);
         };
@@ -269,7 +249,10 @@ impl ViewStore {
         if !rest.is_empty() {
             return Err(self.corrupt(name, format!("a manifest of {} bytes", bytes.len())));
         }
-        Ok(Some(ids.to_vec()))
+        Ok(Some(Manifest {
+            ids: ids.to_vec(),
+            pages,
+        }))
     }
 
     /// A stored `u32` count under `key`.
@@ -282,12 +265,6 @@ impl ViewStore {
             .try_into()
             .map_err(|_| self.corrupt(view, format!("{key} holds {} bytes", bytes.len())))?;
         Ok(Some(u32::from_be_bytes(count)))
-    }
-
-    /// How many fixed parts view `name` is stored in (the format before chunks);
-    /// `None` when it is not stored so.
-    fn part_count(&self, name: ViewName) -> Result<Option<u32>, ProjectionError> {
-        self.count(&format!("{name}.parts"), name)
     }
 
     /// Applies `batch` atomically and flushes it to disk.
@@ -330,18 +307,15 @@ impl ViewStore {
     pub fn remove(&self, name: ViewName) -> Result<(), ProjectionError> {
         let view = name.as_str();
         let mut batch = sled::Batch::default();
-        for id in self.manifest(name)?.unwrap_or_default() {
-            batch.remove(chunk_key(view, &id).as_bytes());
+        let manifest = self.manifest(name)?.unwrap_or_default();
+        for id in &manifest.ids {
+            batch.remove(chunk_key(view, id).as_bytes());
         }
-        for i in 0..self.count(&format!("{view}.manifest"), name)?.unwrap_or(0) {
+        for i in 0..manifest.pages {
             batch.remove(page_key(view, i).as_bytes());
-        }
-        for i in 0..self.part_count(name)?.unwrap_or(0) {
-            batch.remove(part_key(view, i).as_bytes());
         }
         for key in [
             format!("{view}.manifest"),
-            format!("{view}.parts"),
             view.to_owned(),
             format!("{view}.checkpoint"),
         ] {
