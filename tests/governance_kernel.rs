@@ -11,6 +11,10 @@ use orchestrata::kernel::{cmd, Kernel, KernelConfig, KernelError, TokioClock};
 use orchestrata::log::EventLog;
 use orchestrata_schemas::events::{Event, Stream};
 
+#[path = "support/faulty_log.rs"]
+mod faulty_log;
+use faulty_log::FaultyLog;
+
 async fn governed() -> (tempfile::TempDir, Arc<dyn EventLog>, Kernel) {
     let dir = tempfile::tempdir().unwrap();
     let log = orchestrata::log::open(&LogConfig::sled(dir.path()))
@@ -194,4 +198,91 @@ async fn concurrent_sends_of_one_volk_cannot_overrun_the_send_budget() {
         )
         .count();
     assert_eq!(sent, 100);
+}
+
+// ISSUE-15: one writer — governance decides inside the writer's batch, so a governed
+// command and its decision are one append (a batch per stream), and concurrent sends of
+// one Volk share a batch instead of waiting for each other's appends.
+#[tokio::test]
+async fn a_governed_send_and_its_decision_are_one_append_and_one_volks_sends_share_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = orchestrata::log::open(&LogConfig::sled(dir.path()))
+        .await
+        .unwrap();
+    let counted = FaultyLog::new(real);
+    let log: Arc<dyn EventLog> = counted.clone();
+    let (kernel, _) = Kernel::start(
+        log.clone(),
+        KernelConfig::default(),
+        Arc::new(TokioClock::new()),
+    )
+    .await
+    .unwrap();
+    let governance = Governance::start(log.clone(), GovernanceConfig::default())
+        .await
+        .unwrap();
+    let kernel = kernel.with_governance(governance);
+    let send = |n: usize| {
+        cmd::send(
+            "U:Ox",
+            cmd::packet("U:Ox", "U:Vz", "task", serde_json::json!({ "n": n })),
+        )
+    };
+
+    let before = counted.appends();
+    let outcome = kernel.execute(send(0)).await.unwrap();
+    assert_eq!(
+        counted.appends() - before,
+        2,
+        "one send: one batch on governance.decisions and one on cxp.traffic"
+    );
+    assert!(
+        outcome
+            .events
+            .iter()
+            .all(|a| a.stream == Stream::CxpTraffic),
+        "the answer lists the command's own events, not its decision: {:?}",
+        outcome.event_types()
+    );
+    let decisions = log
+        .read(Stream::GovernanceDecisions, 0, None, 1000)
+        .await
+        .unwrap();
+    let last = decisions.last().expect("the send's decision is on the log");
+    let Event::DecisionRecorded(d) = &last.record.event else {
+        panic!("last decision event is {:?}", last.record.event_type());
+    };
+    assert_eq!(
+        (d.action.as_str(), d.resource.as_str(), d.subject.as_str()),
+        ("cxp.send", "U:Vz", "U:Ox")
+    );
+
+    // Twenty sends of one Volk at once: decided one after another by the writer (each
+    // on facts holding the ones before it) and appended together.
+    let before = counted.appends();
+    let decided_before = decisions.len();
+    let tasks: Vec<_> = (1..=20)
+        .map(|n| {
+            let kernel = kernel.clone();
+            let command = send(n);
+            tokio::spawn(async move { kernel.execute(command).await })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    let used = counted.appends() - before;
+    assert!(
+        used <= 4,
+        "20 concurrent sends of one Volk took {used} appends: they did not share a batch"
+    );
+    let decisions = log
+        .read(Stream::GovernanceDecisions, 0, None, 1000)
+        .await
+        .unwrap();
+    assert_eq!(
+        decisions.len() - decided_before,
+        20,
+        "one decision per send"
+    );
 }

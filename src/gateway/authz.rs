@@ -109,6 +109,28 @@ pub async fn decide(
     resource: &str,
     record: bool,
 ) -> Result<(), RpcError> {
+    if let Some(allowed) =
+        decide_deferred(gw, client_id, have, need, action, resource, record).await?
+    {
+        // Fail closed: an allow that cannot be audited is not granted.
+        gw.append(&allowed).await?;
+    }
+    Ok(())
+}
+
+/// [`decide`], except that the record of an allowed call is returned instead of
+/// appended: the caller appends it before the call acts, or hands it to the kernel to
+/// append in the same batch as the command the call issues (one append per call). A
+/// denial is appended here, before the error is returned.
+pub async fn decide_deferred(
+    gw: &Shared,
+    client_id: &str,
+    have: Scope,
+    need: Scope,
+    action: &str,
+    resource: &str,
+    record: bool,
+) -> Result<Option<EventRecord>, RpcError> {
     let started = Instant::now();
     let mut verdict = match &gw.services.governance {
         Some(g) => by_policy(g, &request(client_id, have, need, action, resource)).await,
@@ -157,11 +179,13 @@ pub async fn decide(
             .and_then(|c| c.principal())
             .map(|p| p.name);
         let record = EventRecord::new("gateway", client_id, event, Utc::now()).by(principal);
-        // Fail closed: an allow that cannot be audited is not granted.
+        if allowed {
+            return Ok(Some(record));
+        }
         gw.append(&record).await?;
     }
     if allowed {
-        Ok(())
+        Ok(None)
     } else if let Some(error) = unavailable {
         Err(RpcError::new(ErrorCode::Unauthorized, "governance_unavailable").with("detail", error))
     } else {

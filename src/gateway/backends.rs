@@ -133,7 +133,11 @@ pub async fn execute(call: &Call, command: Command) -> Result<Outcome, RpcError>
         Some(p) => command.with_principal(p.name),
         None => command,
     };
-    kernel(call)?.execute(command).await.map_err(kernel_error)
+    let preface: Vec<_> = call.take_audit().into_iter().collect();
+    kernel(call)?
+        .execute_with(command, preface)
+        .await
+        .map_err(kernel_error)
 }
 
 /// Waits until `view` has applied `stream` up to `sequence` (an event the gateway

@@ -188,6 +188,7 @@ async fn call(
 ) -> Result<Value, RpcError> {
     let row = methods::find(&name);
     let scope = client.scope();
+    let mut audit = None;
     let row = match (row, scope) {
         (Some(row), _) if row.scope.is_none() => row,
         (_, None) => return Err(RpcError::authentication_required()),
@@ -201,7 +202,7 @@ async fn call(
         }
         (Some(row), Some(have)) => {
             if let Some(need) = row.scope {
-                authz::decide(
+                audit = authz::decide_deferred(
                     gw,
                     client.id(),
                     have,
@@ -215,9 +216,30 @@ async fn call(
             row
         }
     };
-    gw.schemas.validate(row.name, &params)?;
-    let call = Call::new(gw.clone(), client.clone(), params, after.clone());
-    (row.handler)(call).await
+    // A call that acts through a kernel command has its audit record appended in that
+    // command's batch (one append per call); any other call appends it before it acts.
+    if !(row.via_kernel() && gw.services.kernel.is_some()) {
+        if let Some(record) = audit.take() {
+            gw.append(&record).await?;
+        }
+    }
+    let pending = Arc::new(Mutex::new(audit));
+    let answer = match gw.schemas.validate(row.name, &params) {
+        Ok(()) => {
+            let call = Call::new(gw.clone(), client.clone(), params, after.clone())
+                .with_audit(pending.clone());
+            (row.handler)(call).await
+        }
+        Err(e) => Err(e),
+    };
+    // Refused before it issued its command: the allow is still recorded.
+    let unused = pending.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(record) = unused {
+        if let Err(e) = gw.append(&record).await {
+            tracing::warn!(client = %client.id(), method = row.name, error = %e.reason, "cannot record the audit of a call that issued no command");
+        }
+    }
+    answer
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! Handlers never see the difference: both answer an [`Outcome`] whose sequences the
 //! caller waits on to read its own write, and a refusal with the kernel's stable code.
 
-use orchestrata_schemas::events::Command;
+use orchestrata_schemas::events::{Command, EventRecord};
 
 use crate::kernel::{Kernel, KernelError, Outcome, RemoteKernel};
 
@@ -24,6 +24,25 @@ impl KernelPort {
         match self {
             KernelPort::Local(kernel) => kernel.execute(command).await,
             KernelPort::Remote(remote) => remote.execute(command).await,
+        }
+    }
+
+    /// [`KernelPort::execute`], recording `preface` (the call's audit) with it: in the
+    /// command's append batch in-process; appended before the command when the
+    /// command travels through the log.
+    pub async fn execute_with(
+        &self,
+        command: Command,
+        preface: Vec<EventRecord>,
+    ) -> Result<Outcome, KernelError> {
+        match self {
+            KernelPort::Local(kernel) => kernel.execute_with(command, preface).await,
+            KernelPort::Remote(remote) => {
+                for record in &preface {
+                    remote.log().append(record).await?;
+                }
+                remote.execute(command).await
+            }
         }
     }
 

@@ -75,6 +75,26 @@ macro_rules! methods {
     };
 }
 
+/// Methods whose first effect is one kernel command (through `backends::execute`):
+/// their audit record joins that command's append batch instead of an append of its
+/// own. A method added here must issue its command before anything else it does.
+const VIA_KERNEL: &[&str] = &[
+    "cxp.send",
+    "cxp.ack",
+    "cxp.work",
+    "volk.register",
+    "volk.deregister",
+    "session.open",
+    "session.close",
+];
+
+impl Method {
+    /// Whether the call acts through one kernel command first (see [`VIA_KERNEL`]).
+    pub fn via_kernel(&self) -> bool {
+        VIA_KERNEL.contains(&self.name)
+    }
+}
+
 const RO: Option<Scope> = Some(Scope::ReadOnly);
 const RW: Option<Scope> = Some(Scope::ReadWrite);
 const ADMIN: Option<Scope> = Some(Scope::Admin);

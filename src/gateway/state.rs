@@ -13,10 +13,12 @@ use tokio::sync::watch;
 use super::client::Client;
 use super::config::GatewayConfig;
 use super::error::RpcError;
+use super::kernel_port::KernelPort;
 use super::metrics::Metrics;
 use super::schema::ParamsSchemas;
 use super::topic::facts::FilterIndex;
 use super::topic::hub::Hub;
+use crate::kernel::KernelError;
 use crate::log::EventLog;
 
 /// The components the gateway serves. Build it with [`Services::new`] and add the
@@ -145,8 +147,22 @@ impl Shared {
         })
     }
 
-    /// Appends `record`, mapping a log failure to -32603 `log_unavailable`.
+    /// Appends `record`, mapping a log failure to -32603 `log_unavailable`. With a
+    /// kernel in this process the kernel's writer appends it in its next batch (one
+    /// appender, group commit); otherwise (a split gateway, or a kernel that has
+    /// already stopped during shutdown) the gateway appends it itself.
     pub async fn append(&self, record: &EventRecord) -> Result<u64, RpcError> {
+        if let Some(KernelPort::Local(kernel)) = &self.services.kernel {
+            match kernel.record(vec![record.clone()]).await {
+                Ok(landed) => {
+                    if let Some(first) = landed.first() {
+                        return Ok(first.sequence);
+                    }
+                }
+                Err(KernelError::Stopped) => {}
+                Err(e) => return Err(RpcError::internal("log_unavailable", e)),
+            }
+        }
         self.services
             .log
             .append(record)
@@ -165,6 +181,10 @@ pub struct Call {
     /// Validated params (`null` when none were given).
     pub params: Value,
     after: Arc<Mutex<Vec<BoxFuture<'static, ()>>>>,
+    /// The audit record of this (allowed, mutating) call, not appended yet: the first
+    /// kernel command the call issues appends it in its own batch
+    /// ([`Call::take_audit`]); dispatch appends it if the handler issued none.
+    audit: Arc<Mutex<Option<EventRecord>>>,
 }
 
 impl Call {
@@ -180,7 +200,21 @@ impl Call {
             client,
             params,
             after,
+            audit: Arc::default(),
         }
+    }
+
+    /// A call whose audit record (in `audit`, shared with the dispatcher, which
+    /// appends it if the handler issued no command) the kernel command it issues will
+    /// append.
+    pub fn with_audit(mut self, audit: Arc<Mutex<Option<EventRecord>>>) -> Self {
+        self.audit = audit;
+        self
+    }
+
+    /// The call's audit record, if not appended yet (taken: appended once).
+    pub fn take_audit(&self) -> Option<EventRecord> {
+        self.audit.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     /// Runs `work` after the response to this call has been queued.

@@ -29,7 +29,7 @@
 
 use std::collections::BTreeMap;
 
-use orchestrata_schemas::events::{Envelope, Event, Stream};
+use orchestrata_schemas::events::{Envelope, Event, EventRecord, Stream};
 use serde::{Deserialize, Serialize};
 
 use super::term::PlTerm;
@@ -266,15 +266,26 @@ impl FactsView {
     /// Folds one envelope; returns the fact changes, in order. Events of other streams
     /// and events already folded (sequence below the position) change nothing.
     pub fn apply(&mut self, envelope: &Envelope) -> Vec<FactChange> {
-        let stream = envelope.stream;
-        if !FACT_STREAMS.contains(&stream) || envelope.sequence < self.position(stream) {
+        self.apply_at(envelope.stream, envelope.sequence, &envelope.record)
+    }
+
+    /// Folds `record` as the event at `sequence` of `stream` ([`FactsView::apply`]
+    /// without an envelope: the kernel's writer folds its events at the sequences the
+    /// append will give them, before they are appended).
+    pub fn apply_at(
+        &mut self,
+        stream: Stream,
+        sequence: u64,
+        record: &EventRecord,
+    ) -> Vec<FactChange> {
+        if !FACT_STREAMS.contains(&stream) || sequence < self.position(stream) {
             return Vec::new();
         }
         self.positions
-            .insert(stream.as_str().to_owned(), envelope.sequence + 1);
-        let ts = envelope.record.timestamp.timestamp_millis();
+            .insert(stream.as_str().to_owned(), sequence + 1);
+        let ts = record.timestamp.timestamp_millis();
         let mut changes = Vec::new();
-        match &envelope.record.event {
+        match &record.event {
             Event::PacketSent(e) => {
                 let p = &e.packet;
                 let session = match &p.metadata.0 {
@@ -296,7 +307,7 @@ impl FactsView {
                     delivery: name(&p.delivery_status),
                     work: name(&p.work_status),
                     protocol_version: p.protocol_version.clone(),
-                    payload_ref: format!("cxp.traffic:{}", envelope.sequence),
+                    payload_ref: format!("cxp.traffic:{sequence}"),
                     session,
                 };
                 let id = packet.message_id.clone();

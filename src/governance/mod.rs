@@ -25,6 +25,7 @@ mod queries;
 mod request;
 mod rules;
 mod service;
+mod step;
 pub mod term;
 
 pub use engine::Engine;
@@ -36,3 +37,4 @@ pub use queries::PacketField;
 pub use request::{Decision, Outcome, RecordedQuery, Request};
 pub use rules::{filter_rules, RuleInfo};
 pub use service::{Governance, GovernanceConfig, Judgment};
+pub use step::BatchDecision;

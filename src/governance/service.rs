@@ -17,16 +17,14 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use lru::LruCache;
-use orchestrata_schemas::events::governance::{DecisionRecorded, PolicyLoaded};
-use orchestrata_schemas::events::types::DecisionResult;
+use orchestrata_schemas::events::governance::PolicyLoaded;
 use orchestrata_schemas::events::EventRecord;
-use uuid::Uuid;
 
 use super::engine::{poll_reply, Engine, Polled, REPLY_SPIN};
 use super::evaluator::DEFAULT_INFERENCE_LIMIT;
 use super::facts::{FactsView, FACT_STREAMS};
 use super::policy::Policy;
-use super::request::{Decision, Outcome, RecordedQuery, Request};
+use super::request::{Decision, Outcome, Request};
 use super::rules::{filter_rules, RuleInfo};
 use super::GovernanceError;
 use crate::log::{EventLog, Pager};
@@ -230,67 +228,27 @@ impl Governance {
         dry_run: bool,
     ) -> Result<Decision, GovernanceError> {
         request.validate()?;
-        let judgment = self.judge_with(&request, !dry_run).await;
-        let (result, trace, articles, error) = match &judgment.outcome {
-            Ok(o) => (o.result, o.trace.clone(), o.articles.clone(), None),
-            Err(e) => (
-                DecisionResult::Deny,
-                vec!["fail_closed".to_owned()],
-                Vec::new(),
-                Some(e.clone()),
-            ),
-        };
-        let decision_id = Uuid::new_v4();
-        let recorded_query = RecordedQuery {
-            goal: request.goal_text(),
-            subject_kind: request.subject_kind,
-            context: request.context.clone(),
-            facts_at: judgment.facts_at.clone(),
-            error_kind: judgment.error_kind.clone(),
-        };
-        let event = DecisionRecorded {
-            decision_id,
-            subject_kind: request.subject_kind,
-            subject: request.subject.clone(),
-            action: request.action.clone(),
-            resource: request.resource.clone(),
-            result,
-            rule_trace: trace.clone(),
-            articles_applied: articles.clone(),
-            policy_hash: judgment.policy_hash.clone(),
-            latency_us: i64::try_from(judgment.latency.as_micros()).unwrap_or(i64::MAX),
-            query: serde_json::to_string(&recorded_query).ok(),
-            dry_run,
-            reason: error.clone(),
-        };
-        let sequence = self
-            .inner
-            .log
-            .append(
-                &EventRecord::new("governance", request.subject.clone(), event, Utc::now())
-                    .by(request.principal.clone()),
-            )
-            .await?;
-        Ok(Decision {
-            decision_id,
-            result,
-            trace,
-            articles,
-            policy_hash: judgment.policy_hash,
-            latency: judgment.latency,
-            cached: judgment.cached,
-            error,
-            sequence,
-        })
+        let judgment = self.judge_with(&request, !dry_run, true).await;
+        let (mut decision, record) = super::step::recorded(&request, judgment, dry_run, Utc::now());
+        decision.sequence = self.inner.log.append(&record).await?;
+        Ok(decision)
     }
 
     /// Evaluates without recording (cache, then engine). `decide` records what this
     /// returns; benchmarks and tools use it to measure the engine alone.
     pub async fn judge(&self, request: &Request) -> Judgment {
-        self.judge_with(request, true).await
+        self.judge_with(request, true, true).await
     }
 
-    async fn judge_with(&self, request: &Request, use_cache: bool) -> Judgment {
+    /// Cache, else the engine. `catch_up`: fold fact events appended since the view's
+    /// positions first (when `sync_before_decide`); the kernel's writer passes `false`,
+    /// since it keeps the facts current itself ([`super::step`]).
+    pub(super) async fn judge_with(
+        &self,
+        request: &Request,
+        use_cache: bool,
+        catch_up: bool,
+    ) -> Judgment {
         let started = Instant::now();
         let policy_hash = self.policy_hash().unwrap_or_else(|| "none".into());
         let key = (policy_hash.clone(), cache_key(request));
@@ -314,7 +272,7 @@ impl Governance {
         }
         let (facts_at, submitted) = {
             let mut facts = self.inner.facts.lock().await;
-            if self.inner.config.sync_before_decide {
+            if catch_up && self.inner.config.sync_before_decide {
                 if let Err(e) = self.catch_up(&mut facts).await {
                     tracing::warn!(error = %e, "governance facts could not catch up with the log");
                 }
@@ -391,7 +349,17 @@ impl Governance {
         self.catch_up(&mut facts).await
     }
 
-    async fn catch_up(&self, facts: &mut FactsView) -> Result<(), GovernanceError> {
+    pub(super) async fn catch_up(&self, facts: &mut FactsView) -> Result<(), GovernanceError> {
+        self.fold_log(facts, true).await
+    }
+
+    /// Folds the fact events appended since `facts`' positions into `facts`; `to_engine`:
+    /// also queue each change for the engine (else the caller loads the engine itself).
+    pub(super) async fn fold_log(
+        &self,
+        facts: &mut FactsView,
+        to_engine: bool,
+    ) -> Result<(), GovernanceError> {
         for stream in FACT_STREAMS {
             let from = facts.position(stream);
             let mut pages = Pager::new(&*self.inner.log, stream, from, None).page_size(1024);
@@ -403,7 +371,7 @@ impl Governance {
                         .epochs
                         .insert(stream.as_str().to_owned(), envelope.epoch.clone());
                 }
-                if !changes.is_empty() {
+                if to_engine && !changes.is_empty() {
                     // Queued ahead of any later decision on the same channel.
                     if let Err(e) = self.inner.engine.apply_nowait(changes) {
                         tracing::warn!(error = %e, "facts not applied: engine unavailable");

@@ -11,11 +11,9 @@
 
 use std::time::Duration;
 
-use chrono::Utc;
 use futures::stream::FuturesOrdered;
 use futures::StreamExt;
-use orchestrata_schemas::events::kernel::CommandRejected;
-use orchestrata_schemas::events::{Command, Event, EventRecord, Stream};
+use orchestrata_schemas::events::{Event, Stream};
 use tokio::task::JoinHandle;
 
 use super::{Kernel, KernelError};
@@ -72,45 +70,6 @@ impl Kernel {
         })
     }
 
-    /// Governs a command read from the stream exactly as [`Kernel::execute`] governs an
-    /// in-process one. A command executed before (redelivered after a crash) is not
-    /// decided again: it reaches the writer, which answers it as a duplicate.
-    async fn govern_streamed(
-        &self,
-        command: &Command,
-        request: Option<crate::governance::Request>,
-    ) -> Result<(), KernelError> {
-        if request.is_none() {
-            return Ok(());
-        }
-        let id = command.id;
-        if self.read(move |s| s.is_executed(&id)).await? {
-            return Ok(());
-        }
-        self.precheck(command).await?;
-        self.judge(request).await
-    }
-
-    /// Records a governance refusal of a streamed command as `command_rejected` (code
-    /// `governance_denied` or `governance_unavailable`), so its issuer gets an answer
-    /// and the id counts as executed on the next start.
-    async fn reject(&self, command: &Command, refusal: &KernelError) -> Result<(), KernelError> {
-        let record = EventRecord::new(
-            "kernel",
-            command.id.to_string(),
-            CommandRejected {
-                code: refusal.code().into(),
-                message: refusal.to_string(),
-            },
-            super::writer::log_time(Utc::now()),
-        )
-        .caused_by(command.id)
-        .by(command.principal.clone());
-        self.log().append(&record).await?;
-        tracing::info!(command_id = %command.id, issuer = %command.issuer, code = refusal.code(), "streamed command refused by governance");
-        Ok(())
-    }
-
     async fn consume_once(&self) -> Result<(), KernelError> {
         let from = self.commands_checkpoint().await?;
         let mut tail = self.log().tail(Stream::Commands, from).await?;
@@ -133,26 +92,10 @@ impl Kernel {
                     let Some(envelope) = next else { return Ok(()) };
                     let envelope = envelope?;
                     if let Event::Command(command) = envelope.record.event {
-                        // The subject's turn is held until the writer answered, so
-                        // its next command is decided with this one's events on the log.
-                        // A spawned task releases it: the loop may itself be waiting for
-                        // that turn and cannot poll `pending` meanwhile.
-                        let request = self.governance_request(&command);
-                        let turn = self.turn(request.as_ref()).await;
-                        match self.govern_streamed(&command, request).await {
-                            Ok(()) => {
-                                let answer = self.submit(command, true).await?;
-                                let answered = tokio::spawn(async move {
-                                    let outcome = answer.await;
-                                    drop(turn);
-                                    outcome.map_err(|_| ())
-                                });
-                                pending.push_back(async move {
-                                    answered.await.unwrap_or(Err(()))
-                                });
-                            }
-                            Err(refusal) => self.reject(&command, &refusal).await?,
-                        }
+                        // Governed in the writer's batch like an in-process command; a
+                        // refusal is recorded there as `command_rejected`.
+                        let answer = self.submit(command, true, Vec::new()).await?;
+                        pending.push_back(async move { answer.await.map_err(|_| ()) });
                     }
                 }
             }

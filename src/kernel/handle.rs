@@ -1,17 +1,16 @@
 //! [`Kernel`]: the handle everyone else holds (gateway, CLI, tests).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use orchestrata_schemas::cxp::CxpPacket;
-use orchestrata_schemas::events::Command;
+use orchestrata_schemas::events::{Command, EventRecord};
 use tokio::sync::{mpsc, oneshot};
 
 use super::load;
-use super::outcome::{Inbox, Outcome};
+use super::outcome::{Appended, Inbox, Outcome};
 use super::postman::RetrySchedule;
 use super::roster;
 use super::state::KernelState;
-use super::turns::{Turn, Turns};
 use super::writer::{Request, Writer};
 use super::{Clock, KernelConfig, KernelError};
 use crate::log::EventLog;
@@ -21,8 +20,8 @@ use crate::log::EventLog;
 pub struct Kernel {
     tx: mpsc::Sender<Request>,
     log: Arc<dyn EventLog>,
-    governance: Option<crate::governance::Governance>,
-    turns: Turns,
+    /// Shared with the writer, which decides governed commands in its batches.
+    governance: Arc<OnceLock<crate::governance::Governance>>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -82,6 +81,7 @@ impl Kernel {
         let volks = state.volk_aliases().len();
         let retries = RetrySchedule::rebuild(&state, &config);
         let (tx, rx) = mpsc::channel(config.max_batch.max(1) * 4);
+        let governance = Arc::new(OnceLock::new());
         let writer = Writer {
             log: log.clone(),
             state,
@@ -89,14 +89,14 @@ impl Kernel {
             config,
             clock,
             stale: None,
+            governance: governance.clone(),
         };
         tokio::spawn(writer.run(rx));
         Ok((
             Kernel {
                 tx,
                 log,
-                governance: None,
-                turns: Turns::default(),
+                governance,
             },
             StartReport {
                 events_folded,
@@ -112,102 +112,43 @@ impl Kernel {
     }
 
     /// The same kernel, asking `governance` before every governed command
-    /// ([`crate::governance::kernel::request_for`]) it executes in-process.
-    pub fn with_governance(mut self, governance: crate::governance::Governance) -> Self {
-        self.governance = Some(governance);
+    /// ([`crate::governance::kernel::request_for`]) it executes, in-process or from the
+    /// `commands` stream: the writer decides it in its batch and appends the decision
+    /// with the events it allowed (see `govern`). Attaches once: every clone of this
+    /// kernel shares it, and a second call keeps the first governance.
+    pub fn with_governance(self, governance: crate::governance::Governance) -> Self {
+        if self.governance.set(governance).is_err() {
+            tracing::warn!("governance is already attached to this kernel; keeping the first");
+        }
         self
     }
 
     /// Validates `command` and appends the events it causes; on refusal appends nothing
-    /// and returns the reason. A command id executed before is not executed again
-    /// (`Outcome::duplicate`). With governance attached, a governed command is first
-    /// decided; anything but allow is [`KernelError::Denied`] with the decision id.
-    ///
-    /// Governed commands of one subject take turns ([`super::turns`]): the next is
-    /// decided only once this one's events are on the log, so traffic rules such as the
-    /// send budget count every earlier send.
+    /// of the command and returns the reason. A command id executed before is not
+    /// executed again (`Outcome::duplicate`). With governance attached, a governed
+    /// command is first decided in the writer's batch; anything but allow is
+    /// [`KernelError::Denied`] with the decision id (the decision is recorded either way).
     pub async fn execute(&self, command: Command) -> Result<Outcome, KernelError> {
-        let request = self.governance_request(&command);
-        let _turn = self.turn(request.as_ref()).await;
-        if request.is_some() {
-            self.precheck(&command).await?;
-        }
-        self.judge(request).await?;
-        self.submit(command, false)
+        self.execute_with(command, Vec::new()).await
+    }
+
+    /// [`Kernel::execute`], appending `preface` in the same batch before the command's
+    /// events whatever the command's answer: the gateway's audit record of the call
+    /// that issued the command, so a call costs one append.
+    pub async fn execute_with(
+        &self,
+        command: Command,
+        preface: Vec<EventRecord>,
+    ) -> Result<Outcome, KernelError> {
+        self.submit(command, false, preface)
             .await?
             .await
             .map_err(|_| KernelError::Stopped)?
     }
 
-    /// What governance is asked before `command` runs; `None` when no governance is
-    /// attached or the command is not governed. It carries the command's principal, so
-    /// the decision recorded names who acted.
-    pub(crate) fn governance_request(
-        &self,
-        command: &Command,
-    ) -> Option<crate::governance::Request> {
-        self.governance.as_ref()?;
-        crate::governance::kernel::request_for(command).map(|r| r.by(command.principal.clone()))
-    }
-
-    /// Waits for the turn of the request's subject; `None` for an ungoverned command
-    /// (nothing to order).
-    pub(crate) async fn turn(&self, request: Option<&crate::governance::Request>) -> Option<Turn> {
-        let request = request?;
-        let key = format!("{:?}:{}", request.subject_kind, request.subject);
-        Some(self.turns.take(key).await)
-    }
-
-    /// Asks governance (when attached) whether `command` may run: `Ok` for an allowed
-    /// or ungoverned command, [`KernelError::Denied`] with the recorded decision id for
-    /// deny or escalate, [`KernelError::GovernanceFailed`] when governance cannot answer
-    /// (fail closed).
-    pub async fn govern(&self, command: &Command) -> Result<(), KernelError> {
-        self.judge(self.governance_request(command)).await
-    }
-
-    /// Refuses, before governance is asked, a command that cannot run whatever
-    /// governance says (e.g. a send to an unknown target: ERR-006), so it is answered
-    /// as itself instead of as a denial ([`super::decide::Precheck`]).
-    pub(crate) async fn precheck(&self, command: &Command) -> Result<(), KernelError> {
-        let Some(check) = super::decide::Precheck::of(command) else {
-            return Ok(());
-        };
-        self.read(move |s| check.run(s)).await?
-    }
-
-    /// Decides `request` (from [`Kernel::governance_request`]); `None` passes.
-    pub(crate) async fn judge(
-        &self,
-        request: Option<crate::governance::Request>,
-    ) -> Result<(), KernelError> {
-        let (Some(governance), Some(request)) = (&self.governance, request) else {
-            return Ok(());
-        };
-        let decision = governance
-            .decide(request.clone())
-            .await
-            .map_err(|e| KernelError::GovernanceFailed(e.to_string()))?;
-        if decision.allowed() {
-            return Ok(());
-        }
-        // A policy that could not answer (engine down or restarting, Prolog error)
-        // denies, and says governance was unavailable rather than that it denied.
-        if let Some(error) = decision.error {
-            return Err(KernelError::GovernanceFailed(error));
-        }
-        Err(KernelError::Denied {
-            decision_id: decision.decision_id,
-            result: format!("{:?}", decision.result).to_lowercase(),
-            action: request.action,
-            resource: request.resource,
-            trace: decision.trace,
-        })
-    }
-
     /// Whether governance is attached.
     pub fn governed(&self) -> bool {
-        self.governance.is_some()
+        self.governance.get().is_some()
     }
 
     /// Queues `command` as if read from the `commands` stream and returns the receiver
@@ -216,17 +157,33 @@ impl Kernel {
         &self,
         command: Command,
         from_stream: bool,
+        preface: Vec<EventRecord>,
     ) -> Result<oneshot::Receiver<Result<Outcome, KernelError>>, KernelError> {
         let (reply, rx) = oneshot::channel();
         self.tx
             .send(Request::Execute {
                 command: Box::new(command),
                 from_stream,
+                preface,
                 reply,
             })
             .await
             .map_err(|_| KernelError::Stopped)?;
         Ok(rx)
+    }
+
+    /// Appends `records` in the writer's next batch (group commit with the commands
+    /// queued beside them) and returns where each landed. For records decided outside
+    /// the kernel — the gateway's presence and audit records, a session's context —
+    /// so that the writer stays the one appender: its governance facts and sequence
+    /// bookkeeping see them. Events of streams the kernel folds are folded like its own.
+    pub async fn record(&self, records: Vec<EventRecord>) -> Result<Vec<Appended>, KernelError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Request::Record { records, reply })
+            .await
+            .map_err(|_| KernelError::Stopped)?;
+        rx.await.map_err(|_| KernelError::Stopped)?
     }
 
     /// `alias` reads its inbox: the Postman first delivers queued packets (serving

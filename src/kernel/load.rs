@@ -78,10 +78,10 @@ impl Stored {
 /// governance decision before what it allowed), and `kernel.events` — whose
 /// `command_applied` tells a streamed command's issuer it is done — last.
 const APPEND_ORDER: [Stream; 6] = [
+    Stream::GovernanceDecisions,
     Stream::VolkLifecycle,
     Stream::SessionEvents,
     Stream::WorkflowEvents,
-    Stream::GovernanceDecisions,
     Stream::CxpTraffic,
     Stream::KernelEvents,
 ];

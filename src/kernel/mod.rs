@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! Command ──► Kernel::execute ──► writer task (one per kernel, the only appender)
+//!                                   │ govern: a governed command is decided by the
+//!                                   │         policy; its decision joins the batch
 //!                                   │ decide: validate against KernelState (CXP state
 //!                                   │         machines, threads, sessions, registry)
 //!                                   │ emit:   fold each event into KernelState, let
@@ -42,6 +44,7 @@ mod consumer;
 pub mod convert;
 mod decide;
 mod error;
+mod govern;
 mod handle;
 mod load;
 mod outcome;
@@ -49,7 +52,6 @@ pub mod postman;
 pub mod remote;
 pub mod roster;
 pub mod state;
-mod turns;
 mod writer;
 
 pub use clock::{Clock, TokioClock};

@@ -20,7 +20,7 @@
 //! See `docs/kernel.md` ("State never ahead of the log").
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use orchestrata_schemas::cxp::{CxpPacket, VolkAlias};
 use orchestrata_schemas::events::kernel::{CommandApplied, CommandRejected};
@@ -28,11 +28,13 @@ use orchestrata_schemas::events::{Command, EventRecord};
 use tokio::sync::{mpsc, oneshot};
 
 use super::decide;
+use super::govern::{self, Folded};
 use super::load;
 use super::outcome::{Appended, Inbox, Outcome};
 use super::postman::{Emitter, RetrySchedule};
 use super::state::KernelState;
 use super::{Clock, KernelConfig, KernelError};
+use crate::governance::Governance;
 use crate::log::EventLog;
 
 /// A read of the state, run on the writer task; `Err` while the state is unavailable
@@ -46,7 +48,17 @@ pub(crate) enum Request {
     Execute {
         command: Box<Command>,
         from_stream: bool,
+        /// Records appended in the same batch, before the command's own (the gateway's
+        /// audit of the call that issued it), whatever the command's answer.
+        preface: Vec<EventRecord>,
         reply: oneshot::Sender<Result<Outcome, KernelError>>,
+    },
+    /// Append records decided elsewhere (the gateway's presence and audit records, a
+    /// session's context): they join the next batch, so this task stays the one
+    /// appender; events of the streams the kernel folds are folded like its own.
+    Record {
+        records: Vec<EventRecord>,
+        reply: oneshot::Sender<Result<Vec<Appended>, KernelError>>,
     },
     /// A Volk reads its inbox.
     Inbox {
@@ -61,11 +73,18 @@ pub(crate) enum Request {
 }
 
 enum Answer {
+    /// The request's records, and how many of them come before the command's own
+    /// events (the preface and the governance decision, not reported as its events).
     Execute(
         oneshot::Sender<Result<Outcome, KernelError>>,
         uuid::Uuid,
         Range<usize>,
+        usize,
         Result<bool, KernelError>,
+    ),
+    Record(
+        oneshot::Sender<Result<Vec<Appended>, KernelError>>,
+        Range<usize>,
     ),
     Inbox(
         oneshot::Sender<Result<Inbox, KernelError>>,
@@ -83,6 +102,9 @@ pub(crate) struct Writer {
     /// `Some(why)` while the state could not be reloaded after a failed append: the
     /// state is then empty and every request first retries the reload.
     pub stale: Option<String>,
+    /// Governance, once attached ([`super::Kernel::with_governance`]): governed
+    /// commands are decided in the batch ([`super::govern`]).
+    pub governance: Arc<OnceLock<Governance>>,
 }
 
 impl Writer {
@@ -165,7 +187,7 @@ impl Writer {
                 em.retry_due(id, used);
             }
         }
-        let stored = self.append(&out).await;
+        let stored = self.append(&out, Folded::default()).await;
         if !stored.complete() {
             tracing::error!(error = %stored.reason(), "appending retries failed; state reloaded from the log");
         }
@@ -184,12 +206,23 @@ impl Writer {
                     Request::Inbox { reply, .. } => {
                         let _ = reply.send(Err(unavailable()));
                     }
+                    Request::Record { reply, .. } => {
+                        let _ = reply.send(Err(unavailable()));
+                    }
                     Request::Read(f) => f(Err(unavailable())),
                     Request::Stop(_) => {}
                 }
             }
             return;
         }
+        let governance = self.governance.get().cloned();
+        if let Some(g) = &governance {
+            // Normally nothing: this writer folds its own events as it emits them.
+            if let Err(e) = g.sync_facts().await {
+                tracing::warn!(error = %e, "governance facts could not catch up with the log");
+            }
+        }
+        let mut folded = Folded::default();
         let mut out: Vec<EventRecord> = Vec::new();
         let mut answers = Vec::with_capacity(batch.len());
         for request in batch {
@@ -198,10 +231,31 @@ impl Writer {
                 Request::Execute {
                     command,
                     from_stream,
+                    preface,
                     reply,
                 } => {
-                    let result = self.execute(&command, from_stream, &mut out);
-                    answers.push(Answer::Execute(reply, command.id, start..out.len(), result));
+                    out.extend(preface);
+                    if let Some(g) = &governance {
+                        folded.catch_up(g, &out).await;
+                    }
+                    let mut own_from = out.len();
+                    let result = self
+                        .execute(
+                            &command,
+                            from_stream,
+                            governance.as_ref(),
+                            &mut out,
+                            &mut own_from,
+                        )
+                        .await;
+                    let own = own_from - start;
+                    answers.push(Answer::Execute(
+                        reply,
+                        command.id,
+                        start..out.len(),
+                        own,
+                        result,
+                    ));
                 }
                 Request::Inbox {
                     alias,
@@ -211,14 +265,23 @@ impl Writer {
                     let result = self.pull(&alias, limit, &mut out);
                     answers.push(Answer::Inbox(reply, start..out.len(), result));
                 }
+                Request::Record { records, reply } => {
+                    for record in records {
+                        if load::FOLDED.contains(&record.stream()) {
+                            self.state.apply(&record);
+                        }
+                        out.push(record);
+                    }
+                    answers.push(Answer::Record(reply, start..out.len()));
+                }
                 Request::Read(_) | Request::Stop(_) => {}
             }
         }
-        let stored = self.append(&out).await;
+        let stored = self.append(&out, folded).await;
         let mut answers_from = Landing::new(&stored);
         for answer in answers {
             match answer {
-                Answer::Execute(reply, command_id, range, result) => {
+                Answer::Execute(reply, command_id, range, skip, result) => {
                     // A duplicate is one if the log (the reloaded state) says so.
                     let confirmed = self.stale.is_none() && self.state.is_executed(&command_id);
                     let doubtful = match &result {
@@ -228,11 +291,14 @@ impl Writer {
                     let answer = answers_from.events(range, doubtful).and_then(|events| {
                         result.map(|duplicate| Outcome {
                             command_id,
-                            events,
+                            events: events.into_iter().skip(skip).collect(),
                             duplicate,
                         })
                     });
                     let _ = reply.send(answer);
+                }
+                Answer::Record(reply, range) => {
+                    let _ = reply.send(answers_from.events(range, false));
                 }
                 Answer::Inbox(reply, range, result) => {
                     let doubtful = range.is_empty() || result.is_err();
@@ -246,17 +312,19 @@ impl Writer {
     }
 
     /// Decides `command` and emits its events; `Ok(true)` for an already executed id.
-    fn execute(
+    async fn execute(
         &mut self,
         command: &Command,
         from_stream: bool,
+        governance: Option<&Governance>,
         out: &mut Vec<EventRecord>,
+        own_from: &mut usize,
     ) -> Result<bool, KernelError> {
+        *own_from = out.len();
         if self.state.is_executed(&command.id) {
             return Ok(true);
         }
         let now = log_time(self.clock.now());
-        let start = out.len();
         if tracing::enabled!(tracing::Level::DEBUG) {
             let (message_id, thread_id, session_id) = super::cmd::ids(command);
             tracing::debug!(
@@ -269,7 +337,14 @@ impl Writer {
                 "executing command"
             );
         }
-        match decide::decide(&self.state, now, command) {
+        let governed = match governance {
+            Some(g) => govern::govern(g, &self.state, command, now, out).await,
+            None => Ok(()),
+        };
+        // The decision's record belongs to the request, not to the command's events.
+        *own_from = out.len();
+        let start = out.len();
+        match governed.and_then(|()| decide::decide(&self.state, now, command)) {
             Ok(records) => {
                 let mut em = self.emitter(out, Some(command));
                 for r in records {
@@ -337,11 +412,18 @@ impl Writer {
     /// Appends `out`. If any stream's append failed, reloads the state and the retry
     /// schedule from the log (see the module docs): the batch's folds are dropped and
     /// whatever did land is folded from the log.
-    async fn append(&mut self, out: &[EventRecord]) -> load::Stored {
+    async fn append(&mut self, out: &[EventRecord], mut folded: Folded) -> load::Stored {
         if out.is_empty() {
             return load::Stored::default();
         }
+        let governance = self.governance.get().cloned();
+        if let Some(g) = &governance {
+            folded.catch_up(g, out).await;
+        }
         let stored = load::append_each(&self.log, out).await;
+        if let Some(g) = &governance {
+            folded.settle(g, &*self.log, out, &stored).await;
+        }
         if !stored.complete() {
             tracing::error!(error = %stored.reason(), events = out.len(), "append failed; reloading the kernel state from the log");
             if let Err(e) = self.reload().await {

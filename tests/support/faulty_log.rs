@@ -26,6 +26,7 @@ pub struct FaultyLog {
     reads_fail: AtomicBool,
     refused_appends: AtomicU64,
     refused_reads: AtomicU64,
+    appends: AtomicU64,
 }
 
 impl FaultyLog {
@@ -37,6 +38,7 @@ impl FaultyLog {
             reads_fail: AtomicBool::new(false),
             refused_appends: AtomicU64::new(0),
             refused_reads: AtomicU64::new(0),
+            appends: AtomicU64::new(0),
         })
     }
 
@@ -76,6 +78,12 @@ impl FaultyLog {
         self.refused_appends.load(Ordering::SeqCst)
     }
 
+    /// How many append calls (`append` or `append_batch`, one per stream batch)
+    /// reached the real log so far.
+    pub fn appends(&self) -> u64 {
+        self.appends.load(Ordering::SeqCst)
+    }
+
     /// How many reads were refused so far.
     pub fn refused_reads(&self) -> u64 {
         self.refused_reads.load(Ordering::SeqCst)
@@ -113,6 +121,7 @@ impl FaultyLog {
 impl EventLog for FaultyLog {
     async fn append(&self, record: &EventRecord) -> Result<u64, LogError> {
         self.check_append(record.stream())?;
+        self.appends.fetch_add(1, Ordering::SeqCst);
         self.inner.append(record).await
     }
 
@@ -120,6 +129,7 @@ impl EventLog for FaultyLog {
         if let Some(head) = records.first() {
             self.check_append(head.stream())?;
         }
+        self.appends.fetch_add(1, Ordering::SeqCst);
         self.inner.append_batch(records).await
     }
 

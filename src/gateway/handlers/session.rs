@@ -220,12 +220,7 @@ async fn record_context(
     let record = EventRecord::new("gateway", session_id, event, at)
         .caused_by(outcome.command_id)
         .by(call.client.principal().map(|p| p.name));
-    call.gw
-        .services
-        .log
-        .append(&record)
-        .await
-        .map_err(|e| RpcError::internal("log_unavailable", e))
+    call.gw.append(&record).await
 }
 
 #[derive(Deserialize)]
