@@ -5,7 +5,7 @@
 
 mod support;
 
-use orchestrata::governance::term::quote_atom;
+use orchestrata::governance::term::{quote_atom, quote_string};
 use orchestrata::governance::{
     Evaluator, Fact, FactChange, GovernanceConfig, Policy, PolicyFile, Request,
     DEFAULT_INFERENCE_LIMIT,
@@ -154,6 +154,20 @@ fn any_text_round_trips_through_the_reader_as_the_same_atom() {
     }
 }
 
+// ISSUE-15: thread ids and payload references reach the engine as strings (no atom per
+// packet): every text is read back as the same string, never as code.
+#[test]
+fn any_text_round_trips_through_the_reader_as_the_same_string() {
+    let mut ev = default_evaluator();
+    for text in HOSTILE.iter().filter(|t| !t.is_empty()) {
+        let goal = format!("X = {}, atom_chars(A, X)", quote_string(text));
+        assert!(goal.is_ascii(), "{goal}");
+        let answer = ev.query(&goal).expect("the reader accepts it");
+        let bound = answer.and_then(|b| b.get("A").cloned());
+        assert_eq!(bound.as_deref(), Some(*text), "{text:?} via {goal}");
+    }
+}
+
 // ISSUE-14: a policy's non-ASCII atoms (written raw or escaped in its source) match the
 // same text asked by a client.
 #[test]
@@ -233,7 +247,7 @@ proptest! {
         ],
         resource in text(),
         context in prop::collection::btree_map(
-            prop_oneof![text(), prop::sample::select(vec!["scope", "required", "session", "priority", "parent"]).prop_map(str::to_owned)],
+            prop_oneof![text(), prop::sample::select(vec!["scope", "required", "session", "priority", "parent", "thread"]).prop_map(str::to_owned)],
             context_value(),
             0..4,
         ),

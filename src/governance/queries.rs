@@ -61,7 +61,10 @@ impl Governance {
             PacketField::MessageId => {
                 format!("findall(M, (M = {v}, cxp_packet(M,_,_,_,_,_,_,_,_,_,_,_)), Ms)")
             }
-            PacketField::Thread => format!("findall(M, cxp_packet(M,_,_,{v},_,_,_,_,_,_,_,_), Ms)"),
+            PacketField::Thread => {
+                let t = PlTerm::string(value).to_string();
+                format!("findall(M, cxp_packet(M,_,_,{t},_,_,_,_,_,_,_,_), Ms)")
+            }
             PacketField::Sender => format!("findall(M, cxp_packet(M,{v},_,_,_,_,_,_,_,_,_,_), Ms)"),
             PacketField::Recipient => {
                 format!("findall(M, cxp_packet(M,_,{v},_,_,_,_,_,_,_,_,_), Ms)")

@@ -115,7 +115,13 @@ impl Request {
         PlTerm::List(
             self.context
                 .iter()
-                .map(|(k, v)| PlTerm::pair(k.clone(), json_to_term(v)))
+                .map(|(k, v)| match (k.as_str(), v) {
+                    // One per thread: a string, as in `cxp_packet/12` (no atom per thread).
+                    ("thread", serde_json::Value::String(t)) => {
+                        PlTerm::pair(k.clone(), PlTerm::string(t.clone()))
+                    }
+                    _ => PlTerm::pair(k.clone(), json_to_term(v)),
+                })
                 .collect(),
         )
     }

@@ -16,6 +16,12 @@ use scryer_prolog::Term;
 pub enum PlTerm {
     /// An atom; written quoted and escaped.
     Atom(String),
+    /// A string (`"…"`, a list of characters to the policy); written escaped like an
+    /// atom. For values unique to one packet or thread (thread ids, payload
+    /// references): scryer 0.10 copies its whole atom table to add one atom, so an atom
+    /// per packet made every new packet cost more than the last (see
+    /// `docs/governance.md`, "Facts that do not grow the atom table").
+    Str(String),
     /// An integer.
     Int(i64),
     /// `name(args...)`; the functor is written quoted and escaped too.
@@ -32,6 +38,11 @@ impl PlTerm {
     /// An atom from any text.
     pub fn atom(text: impl Into<String>) -> Self {
         PlTerm::Atom(text.into())
+    }
+
+    /// A string from any text (see [`PlTerm::Str`]).
+    pub fn string(text: impl Into<String>) -> Self {
+        PlTerm::Str(text.into())
     }
 
     /// `name(args...)`.
@@ -108,22 +119,44 @@ fn quoted(text: &str) -> String {
 }
 
 fn push_quoted(out: &mut String, text: &str) {
-    out.push('\'');
+    push_delimited(out, text, '\'');
+}
+
+/// `text` between `quote`s in pure ASCII: printable ASCII stands for itself except the
+/// quote and `\`, everything else is the ISO escape `\xHH\` (see [`quote_atom`]).
+fn push_delimited(out: &mut String, text: &str, quote: char) {
+    out.push(quote);
     for c in text.chars() {
         match c {
-            ' '..='~' if c != '\'' && c != '\\' => out.push(c),
+            ' '..='~' if c != quote && c != '\\' => out.push(c),
             c => {
                 let _ = write!(out, "\\x{:x}\\", u32::from(c));
             }
         }
     }
-    out.push('\'');
+    out.push(quote);
+}
+
+/// Writes `text` as a double-quoted Prolog string in pure ASCII, escaped like
+/// [`quote_atom`]: no input can end the string early.
+///
+/// ```
+/// use orchestrata::governance::term::quote_string;
+///
+/// assert_eq!(quote_string("t-1"), "\"t-1\"");
+/// assert_eq!(quote_string("say \"hi\""), "\"say \\x22\\hi\\x22\\\"");
+/// ```
+pub fn quote_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    push_delimited(&mut out, text, '"');
+    out
 }
 
 impl fmt::Display for PlTerm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PlTerm::Atom(a) => f.write_str(&quote_atom(a)),
+            PlTerm::Str(s) => f.write_str(&quote_string(s)),
             PlTerm::Int(i) => {
                 // A negative literal directly after `(` or `,` parses as a number.
                 write!(f, "{i}")
