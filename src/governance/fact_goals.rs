@@ -8,23 +8,38 @@
 //! status changes several times in its life, so packet facts are kept in two parts
 //! (see `prelude.pl`):
 //!
-//! - `cxp_packet_base/10`, asserted once per packet: what its statuses do not change.
-//!   Retracted only when a packet is sent again under its id with other fields (rare).
-//! - `cxp_status(MessageId, d|w, Status, TimestampMs)`, appended at every change and
-//!   never retracted: a packet's status is the last one appended for it (clauses keep
-//!   their assertion order), found through first-argument indexing.
+//! - `cxp_packet_base/14`, asserted once per packet: what its statuses do not change,
+//!   then its delivery and work status as first stored. Retracted only when a packet is
+//!   sent again under its id with other fields (rare).
+//! - `cxp_status(MessageId, d|w, Status, TimestampMs)`, appended at every later change
+//!   and never retracted: a packet's status is the last one appended for it (clauses
+//!   keep their assertion order), found through first-argument indexing, or the base's
+//!   when none was appended.
 //!
 //! `cxp_packet/12`, `cxp_delivery_status/3` and `cxp_work_status/3` are prelude rules
 //! over these, so policies and `governance.query` read exactly what they read before.
 //! The price: superseded statuses stay in the engine (a few per packet).
 
+use std::collections::HashSet;
+
 use super::facts::{Fact, FactChange};
+use super::term::PlTerm;
 
 /// The Prolog goals that apply `changes`, in order.
+///
+/// Each goal is an `assertz` scryer compiles (~0.1 ms each on the project's machines,
+/// `docs/governance.md`), so the list is made as short as the engine's answers allow
+/// (one call applies the whole list before any query runs, so only its end state is
+/// visible):
+/// - a fact retracted and asserted again unchanged is left alone, and so is a packet's
+///   base when only its statuses changed;
+/// - a status asserted and superseded by a later one of the same packet and kind in
+///   the same list is not asserted;
+/// - a new packet's base carries its statuses as first stored, so a packet sent (and
+///   queued) costs one `assertz`, not three. Not for a packet sent again under its id:
+///   its earlier `cxp_status/4` facts stay, so its statuses are appended after them.
 pub fn goals(changes: &[FactChange]) -> Vec<String> {
     let mut skip = vec![false; changes.len()];
-    // A fact retracted and asserted again unchanged is left alone, and so is a packet's
-    // base when only its statuses changed.
     for (i, change) in changes.iter().enumerate() {
         let FactChange::Retract(old) = change else {
             continue;
@@ -39,12 +54,83 @@ pub fn goals(changes: &[FactChange]) -> Vec<String> {
             }
         }
     }
-    changes
+    // Statuses superseded within the list.
+    for i in 0..changes.len() {
+        if skip[i] {
+            continue;
+        }
+        let FactChange::Assert(status @ (Fact::DeliveryStatus(..) | Fact::WorkStatus(..))) =
+            &changes[i]
+        else {
+            continue;
+        };
+        let later = changes.iter().enumerate().skip(i + 1).any(|(j, c)| {
+            !skip[j] && matches!(c, FactChange::Assert(next) if same_subject(status, next))
+        });
+        skip[i] = later;
+    }
+    let resent: HashSet<&str> = changes
         .iter()
-        .zip(skip)
-        .filter(|(_, skipped)| !skipped)
-        .filter_map(|(change, _)| goal(change))
-        .collect()
+        .zip(&skip)
+        .filter_map(|(c, skipped)| match c {
+            FactChange::Retract(Fact::Packet(p)) if !skipped => Some(p.message_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::with_capacity(changes.len());
+    for i in 0..changes.len() {
+        if skip[i] {
+            continue;
+        }
+        match &changes[i] {
+            FactChange::Assert(Fact::Packet(p)) if !resent.contains(p.message_id.as_str()) => {
+                let d = take_status(changes, &mut skip, i, &p.message_id, true);
+                let w = take_status(changes, &mut skip, i, &p.message_id, false);
+                let base = p.base_term(
+                    d.unwrap_or_else(|| status_of(&p.delivery, p.timestamp_ms)),
+                    w.unwrap_or_else(|| status_of(&p.work, p.timestamp_ms)),
+                );
+                out.push(format!("assertz({base})"));
+            }
+            change => out.extend(goal(change)),
+        }
+    }
+    out
+}
+
+fn status_of(status: &str, ts: i64) -> (PlTerm, PlTerm) {
+    (PlTerm::atom(status), PlTerm::Int(ts))
+}
+
+/// The status of packet `id` (delivery or work) asserted after index `after` and not
+/// skipped: taken into its base (and skipped).
+fn take_status(
+    changes: &[FactChange],
+    skip: &mut [bool],
+    after: usize,
+    id: &str,
+    delivery: bool,
+) -> Option<(PlTerm, PlTerm)> {
+    let found = changes
+        .iter()
+        .enumerate()
+        .skip(after + 1)
+        .find(|(j, c)| {
+            !skip[*j]
+                && match c {
+                    FactChange::Assert(Fact::DeliveryStatus(m, ..)) => delivery && m == id,
+                    FactChange::Assert(Fact::WorkStatus(m, ..)) => !delivery && m == id,
+                    _ => false,
+                }
+        });
+    let (j, change) = found?;
+    skip[j] = true;
+    match change {
+        FactChange::Assert(Fact::DeliveryStatus(_, s, t) | Fact::WorkStatus(_, s, t)) => {
+            Some(status_of(s, *t))
+        }
+        _ => None,
+    }
 }
 
 /// Whether `new` is a later version of `old` (the same packet or status).
@@ -58,15 +144,22 @@ fn same_subject(old: &Fact, new: &Fact) -> bool {
 }
 
 /// Whether replacing `old` by `new` changes nothing the engine stores (a packet's
-/// stored term leaves out its statuses).
+/// base is compared without its statuses, which change through `cxp_status/4`).
 fn unchanged(old: &Fact, new: &Fact) -> bool {
-    old.term() == new.term()
+    match (old, new) {
+        (Fact::Packet(a), Fact::Packet(b)) => a.base_pattern() == b.base_pattern(),
+        _ => old.term() == new.term(),
+    }
 }
 
 fn goal(change: &FactChange) -> Option<String> {
     match change {
         // The status appended next supersedes it; without its base it is not visible.
         FactChange::Retract(Fact::DeliveryStatus(..) | Fact::WorkStatus(..)) => None,
+        FactChange::Retract(Fact::Packet(p)) => Some(format!(
+            "(retract({}) -> true ; true)",
+            p.base_pattern()
+        )),
         FactChange::Assert(f) => Some(format!("assertz({})", f.term())),
         FactChange::Retract(f) => Some(format!("(retract({}) -> true ; true)", f.term())),
     }
@@ -122,5 +215,44 @@ mod tests {
             goals[1].starts_with("assertz(cxp_packet_base("),
             "{goals:?}"
         );
+    }
+
+    // ISSUE-15: a packet sent and queued in one batch costs one assertz
+    #[test]
+    fn a_new_packet_is_one_base_carrying_its_latest_statuses() {
+        let changes = [
+            FactChange::Assert(Fact::Packet(packet("pending"))),
+            FactChange::Assert(Fact::DeliveryStatus("m-1".into(), "pending".into(), 1)),
+            FactChange::Assert(Fact::WorkStatus("m-1".into(), "pending".into(), 1)),
+            FactChange::Retract(Fact::Packet(packet("pending"))),
+            FactChange::Retract(Fact::DeliveryStatus("m-1".into(), "pending".into(), 1)),
+            FactChange::Retract(Fact::WorkStatus("m-1".into(), "pending".into(), 1)),
+            FactChange::Assert(Fact::Packet(packet("queued"))),
+            FactChange::Assert(Fact::DeliveryStatus("m-1".into(), "queued".into(), 2)),
+            FactChange::Assert(Fact::WorkStatus("m-1".into(), "pending".into(), 1)),
+        ];
+        let goals = goals(&changes);
+        assert_eq!(goals.len(), 1, "{goals:?}");
+        assert!(
+            goals[0].starts_with("assertz(cxp_packet_base('m-1',")
+                && goals[0].ends_with("('queued'),2,('pending'),1))"),
+            "{goals:?}"
+        );
+    }
+
+    // ISSUE-15: a packet sent again keeps its earlier statuses in the engine, so its
+    // new ones are appended after them rather than folded into its new base
+    #[test]
+    fn a_packet_sent_again_appends_its_statuses() {
+        let mut moved = packet("queued");
+        moved.to = "U:Qa".into();
+        let goals = goals(&[
+            FactChange::Retract(Fact::Packet(packet("acknowledged"))),
+            FactChange::Retract(Fact::DeliveryStatus("m-1".into(), "acknowledged".into(), 5)),
+            FactChange::Assert(Fact::Packet(moved)),
+            FactChange::Assert(Fact::DeliveryStatus("m-1".into(), "queued".into(), 6)),
+        ]);
+        assert_eq!(goals.len(), 3, "{goals:?}");
+        assert_eq!(goals[2], "assertz(cxp_status('m-1',('d'),('queued'),6))");
     }
 }

@@ -91,8 +91,43 @@ pub struct PacketFact {
     pub session: String,
 }
 
+impl PacketFact {
+    /// `cxp_packet_base/14`: what does not change about the packet, then its delivery
+    /// and work status as first stored (`Status`, `TimestampMs` each; later changes are
+    /// `cxp_status/4` facts, see `prelude.pl`). `d` and `w` may be variables (a pattern).
+    pub(super) fn base_term(&self, d: (PlTerm, PlTerm), w: (PlTerm, PlTerm)) -> PlTerm {
+        let a = |s: &String| PlTerm::atom(s.clone());
+        PlTerm::compound(
+            "cxp_packet_base",
+            vec![
+                a(&self.message_id),
+                a(&self.from),
+                a(&self.to),
+                PlTerm::string(self.thread_id.clone()),
+                a(&self.subject),
+                PlTerm::Int(self.timestamp_ms),
+                PlTerm::Int(self.priority),
+                a(&self.protocol_version),
+                PlTerm::string(self.payload_ref.clone()),
+                a(&self.session),
+                d.0,
+                d.1,
+                w.0,
+                w.1,
+            ],
+        )
+    }
+
+    /// The base with its statuses left open: matches the stored base whatever statuses
+    /// it was first stored with (to retract it, or to compare two versions of a packet).
+    pub(super) fn base_pattern(&self) -> PlTerm {
+        let var = |name: &str| PlTerm::Var(name.to_owned());
+        self.base_term((var("D0"), var("DT0")), (var("W0"), var("WT0")))
+    }
+}
+
 impl Fact {
-    /// The fact as the engine stores it. A packet is stored as `cxp_packet_base/10`
+    /// The fact as the engine stores it. A packet is stored as `cxp_packet_base/14`
     /// (what its statuses do not change) and each status as an appended
     /// `cxp_status(Id, d|w, Status, TimestampMs)`; policies read them through the
     /// prelude's `cxp_packet/12`, `cxp_delivery_status/3` and `cxp_work_status/3`
@@ -106,20 +141,9 @@ impl Fact {
             )
         };
         match self {
-            Fact::Packet(p) => PlTerm::compound(
-                "cxp_packet_base",
-                vec![
-                    a(&p.message_id),
-                    a(&p.from),
-                    a(&p.to),
-                    PlTerm::string(p.thread_id.clone()),
-                    a(&p.subject),
-                    PlTerm::Int(p.timestamp_ms),
-                    PlTerm::Int(p.priority),
-                    a(&p.protocol_version),
-                    PlTerm::string(p.payload_ref.clone()),
-                    a(&p.session),
-                ],
+            Fact::Packet(p) => p.base_term(
+                (a(&p.delivery), PlTerm::Int(p.timestamp_ms)),
+                (a(&p.work), PlTerm::Int(p.timestamp_ms)),
             ),
             Fact::DeliveryStatus(m, s, t) => status(m, "d", s, *t),
             Fact::WorkStatus(m, s, t) => status(m, "w", s, *t),

@@ -8,7 +8,7 @@
 :- use_module(library(lists)).
 :- use_module(library(iso_ext)).
 
-:- dynamic(cxp_packet_base/10).
+:- dynamic(cxp_packet_base/14).
 :- dynamic(cxp_status/4).
 :- dynamic(volk/4).
 :- dynamic(volk_capability/2).
@@ -16,28 +16,30 @@
 :- dynamic(session/4).
 :- dynamic(cxp_sends/3).
 
-%% A packet's facts: cxp_packet_base/10 holds what its statuses do not change
-%% (asserted once); cxp_status(Id, d|w, Status, TimestampMs) is appended at every
-%% status change and never retracted (scryer's retract visits every clause of a
-%% predicate, so its cost grows with history): a packet's status is the last one
-%% appended. Policies read the three predicates below as before
+%% A packet's facts: cxp_packet_base/14 holds what its statuses do not change, then
+%% its delivery and work status as first stored (Status, TimestampMs each), asserted
+%% once; cxp_status(Id, d|w, Status, TimestampMs) is appended at every later status
+%% change and never retracted (scryer's retract visits every clause of a predicate, so
+%% its cost grows with history): a packet's status is the last one appended, or its
+%% base's if none was. Policies read the three predicates below
 %% (src/governance/fact_goals.rs).
 cxp_packet(M, From, To, Thread, Subject, Ts, Priority, D, W, Version, Payload, Session) :-
-    cxp_packet_base(M, From, To, Thread, Subject, Ts, Priority, Version, Payload, Session),
-    '$packet_status'(M, d, D, _),
-    '$packet_status'(M, w, W, _).
+    cxp_packet_base(M, From, To, Thread, Subject, Ts, Priority, Version, Payload, Session,
+                    D0, DT0, W0, WT0),
+    '$packet_status'(M, d, D0-DT0, D, _),
+    '$packet_status'(M, w, W0-WT0, W, _).
 
 cxp_delivery_status(M, S, T) :-
-    cxp_packet_base(M, _, _, _, _, _, _, _, _, _),
-    '$packet_status'(M, d, S, T).
+    cxp_packet_base(M, _, _, _, _, _, _, _, _, _, S0, T0, _, _),
+    '$packet_status'(M, d, S0-T0, S, T).
 
 cxp_work_status(M, S, T) :-
-    cxp_packet_base(M, _, _, _, _, _, _, _, _, _),
-    '$packet_status'(M, w, S, T).
+    cxp_packet_base(M, _, _, _, _, _, _, _, _, _, _, _, S0, T0),
+    '$packet_status'(M, w, S0-T0, S, T).
 
-'$packet_status'(M, Kind, S, T) :-
+'$packet_status'(M, Kind, First, S, T) :-
     findall(S0-T0, cxp_status(M, Kind, S0, T0), All),
-    '$last'(All, S-T).
+    (   All == [] -> First = S-T ; '$last'(All, S-T) ).
 
 '$last'([X], X) :- !.
 '$last'([_|Xs], X) :- '$last'(Xs, X).
