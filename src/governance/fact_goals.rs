@@ -111,18 +111,14 @@ fn take_status(
     id: &str,
     delivery: bool,
 ) -> Option<(PlTerm, PlTerm)> {
-    let found = changes
-        .iter()
-        .enumerate()
-        .skip(after + 1)
-        .find(|(j, c)| {
-            !skip[*j]
-                && match c {
-                    FactChange::Assert(Fact::DeliveryStatus(m, ..)) => delivery && m == id,
-                    FactChange::Assert(Fact::WorkStatus(m, ..)) => !delivery && m == id,
-                    _ => false,
-                }
-        });
+    let found = changes.iter().enumerate().skip(after + 1).find(|(j, c)| {
+        !skip[*j]
+            && match c {
+                FactChange::Assert(Fact::DeliveryStatus(m, ..)) => delivery && m == id,
+                FactChange::Assert(Fact::WorkStatus(m, ..)) => !delivery && m == id,
+                _ => false,
+            }
+    });
     let (j, change) = found?;
     skip[j] = true;
     match change {
@@ -156,10 +152,9 @@ fn goal(change: &FactChange) -> Option<String> {
     match change {
         // The status appended next supersedes it; without its base it is not visible.
         FactChange::Retract(Fact::DeliveryStatus(..) | Fact::WorkStatus(..)) => None,
-        FactChange::Retract(Fact::Packet(p)) => Some(format!(
-            "(retract({}) -> true ; true)",
-            p.base_pattern()
-        )),
+        FactChange::Retract(Fact::Packet(p)) => {
+            Some(format!("(retract({}) -> true ; true)", p.base_pattern()))
+        }
         FactChange::Assert(f) => Some(format!("assertz({})", f.term())),
         FactChange::Retract(f) => Some(format!("(retract({}) -> true ; true)", f.term())),
     }

@@ -46,6 +46,7 @@ mod decide;
 mod error;
 mod govern;
 mod handle;
+mod landing;
 mod load;
 mod outcome;
 pub mod postman;

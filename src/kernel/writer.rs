@@ -29,6 +29,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::decide;
 use super::govern::{self, Folded};
+use super::landing::Landing;
 use super::load;
 use super::outcome::{Appended, Inbox, Outcome};
 use super::postman::{Emitter, RetrySchedule};
@@ -36,6 +37,9 @@ use super::state::KernelState;
 use super::{Clock, KernelConfig, KernelError};
 use crate::governance::Governance;
 use crate::log::EventLog;
+
+/// Most requests in one batch while governance is attached (see `Writer::batch_limit`).
+pub(crate) const GOVERNED_BATCH: usize = 64;
 
 /// A read of the state, run on the writer task; `Err` while the state is unavailable
 /// (see [`KernelError::Unavailable`]).
@@ -143,7 +147,8 @@ impl Writer {
                 }
                 Some(first) => {
                     let mut batch = vec![first];
-                    while batch.len() < self.config.max_batch.max(1) {
+                    let limit = self.batch_limit();
+                    while batch.len() < limit {
                         match rx.try_recv() {
                             Ok(r @ (Request::Read(_) | Request::Stop(_))) => {
                                 deferred = Some(r);
@@ -156,6 +161,20 @@ impl Writer {
                     self.process(batch).await;
                 }
             }
+        }
+    }
+
+    /// Requests taken into one batch. With governance attached every governed command
+    /// waits for a policy evaluation on the engine thread before the batch is appended,
+    /// so a batch of `max_batch` (1,024) commands would hold every answer for that many
+    /// evaluations (seconds under load) and the log would see one append per such
+    /// batch; [`GOVERNED_BATCH`] keeps appends flowing while still sharing each fsync.
+    fn batch_limit(&self) -> usize {
+        let limit = self.config.max_batch.max(1);
+        if self.governance.get().is_some() {
+            limit.min(GOVERNED_BATCH)
+        } else {
+            limit
         }
     }
 
@@ -461,60 +480,6 @@ impl Writer {
             return Ok(());
         }
         self.reload().await.map_err(|e| e.to_string())
-    }
-}
-
-/// Turns what the append stored into each request's answer, in batch order.
-///
-/// A request whose records all landed is answered with their positions. One with a
-/// record that did not land is `append_failed`, naming those of its events that did.
-/// A request decided *after* such a request was decided on a state that held events
-/// the log does not: a refusal, an empty inbox read, or a `duplicate` the reloaded
-/// state does not confirm may be wrong, so it is answered `append_failed` too (a retry
-/// decides it again on the reloaded state).
-struct Landing<'a> {
-    stored: &'a load::Stored,
-    reason: String,
-    /// Whether an earlier request of the batch has a record that did not land.
-    tainted: bool,
-}
-
-impl<'a> Landing<'a> {
-    fn new(stored: &'a load::Stored) -> Self {
-        Landing {
-            stored,
-            reason: stored.reason(),
-            tainted: false,
-        }
-    }
-
-    /// The positions of a request's records `range`, or why it is not answered as
-    /// decided; `doubtful`: the decision read the state without causing events that
-    /// prove it (a refusal, a duplicate the log does not confirm, an empty inbox read).
-    fn events(
-        &mut self,
-        range: Range<usize>,
-        doubtful: bool,
-    ) -> Result<Vec<Appended>, KernelError> {
-        let mine = self.stored.positions.get(range).unwrap_or_default();
-        let landed: Vec<Appended> = mine.iter().flatten().copied().collect();
-        if landed.len() < mine.len() {
-            self.tainted = true;
-            return Err(KernelError::AppendFailed {
-                reason: self.reason.clone(),
-                stored: landed,
-            });
-        }
-        if self.tainted && doubtful {
-            return Err(KernelError::AppendFailed {
-                reason: format!(
-                    "decided after a request of the same batch whose events did not land ({})",
-                    self.reason
-                ),
-                stored: landed,
-            });
-        }
-        Ok(landed)
     }
 }
 
