@@ -20,7 +20,8 @@
 //! over these, so policies and `governance.query` read exactly what they read before.
 //! The price: superseded statuses stay in the engine (a few per packet).
 
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::facts::{Fact, FactChange};
 use super::term::PlTerm;
@@ -39,35 +40,52 @@ use super::term::PlTerm;
 ///   queued) costs one `assertz`, not three. Not for a packet sent again under its id:
 ///   its earlier `cxp_status/4` facts stay, so its statuses are appended after them.
 pub fn goals(changes: &[FactChange]) -> Vec<String> {
+    // Linear in the list (a fresh engine loads every fact of the history through here).
     let mut skip = vec![false; changes.len()];
+    // Asserts by subject, in order, to pair each retract with the next assert of the
+    // same subject.
+    let mut asserts: HashMap<Subject<'_>, VecDeque<usize>> = HashMap::new();
+    for (j, change) in changes.iter().enumerate() {
+        if let FactChange::Assert(new) = change {
+            asserts.entry(subject(new)).or_default().push_back(j);
+        }
+    }
     for (i, change) in changes.iter().enumerate() {
         let FactChange::Retract(old) = change else {
             continue;
         };
-        let again = changes.iter().enumerate().skip(i + 1).find(|(j, c)| {
-            !skip[*j] && matches!(c, FactChange::Assert(new) if same_subject(old, new))
-        });
-        if let Some((j, FactChange::Assert(new))) = again {
-            if unchanged(old, new) {
-                skip[i] = true;
-                skip[j] = true;
+        let Some(queue) = asserts.get_mut(&subject(old)) else {
+            continue;
+        };
+        while queue.front().is_some_and(|&j| j < i || skip[j]) {
+            queue.pop_front();
+        }
+        if let Some(&j) = queue.front() {
+            if let FactChange::Assert(new) = &changes[j] {
+                if unchanged(old, new) {
+                    skip[i] = true;
+                    skip[j] = true;
+                    queue.pop_front();
+                }
             }
         }
     }
-    // Statuses superseded within the list.
-    for i in 0..changes.len() {
+    // Statuses superseded within the list: only the last of a packet and kind stays.
+    let mut latest: HashMap<Subject<'_>, usize> = HashMap::new();
+    for i in (0..changes.len()).rev() {
         if skip[i] {
             continue;
         }
-        let FactChange::Assert(status @ (Fact::DeliveryStatus(..) | Fact::WorkStatus(..))) =
+        if let FactChange::Assert(status @ (Fact::DeliveryStatus(..) | Fact::WorkStatus(..))) =
             &changes[i]
-        else {
-            continue;
-        };
-        let later = changes.iter().enumerate().skip(i + 1).any(|(j, c)| {
-            !skip[j] && matches!(c, FactChange::Assert(next) if same_subject(status, next))
-        });
-        skip[i] = later;
+        {
+            match latest.entry(subject(status)) {
+                Entry::Occupied(_) => skip[i] = true,
+                Entry::Vacant(slot) => {
+                    slot.insert(i);
+                }
+            }
+        }
     }
     let resent: HashSet<&str> = changes
         .iter()
@@ -84,8 +102,21 @@ pub fn goals(changes: &[FactChange]) -> Vec<String> {
         }
         match &changes[i] {
             FactChange::Assert(Fact::Packet(p)) if !resent.contains(p.message_id.as_str()) => {
-                let d = take_status(changes, &mut skip, i, &p.message_id, true);
-                let w = take_status(changes, &mut skip, i, &p.message_id, false);
+                let mut take = |key: Subject<'_>| {
+                    let j = *latest.get(&key)?;
+                    if j <= i || skip[j] {
+                        return None;
+                    }
+                    skip[j] = true;
+                    match &changes[j] {
+                        FactChange::Assert(
+                            Fact::DeliveryStatus(_, s, t) | Fact::WorkStatus(_, s, t),
+                        ) => Some(status_of(s, *t)),
+                        _ => None,
+                    }
+                };
+                let d = take(Subject::Status('d', &p.message_id));
+                let w = take(Subject::Status('w', &p.message_id));
                 let base = p.base_term(
                     d.unwrap_or_else(|| status_of(&p.delivery, p.timestamp_ms)),
                     w.unwrap_or_else(|| status_of(&p.work, p.timestamp_ms)),
@@ -98,45 +129,26 @@ pub fn goals(changes: &[FactChange]) -> Vec<String> {
     out
 }
 
+/// What a fact is a version of: a packet (by id), one of its statuses (by kind and
+/// id), or any other fact (itself).
+#[derive(Debug, PartialEq, Eq, Hash)]
+enum Subject<'a> {
+    Packet(&'a str),
+    Status(char, &'a str),
+    Other(&'a Fact),
+}
+
+fn subject(fact: &Fact) -> Subject<'_> {
+    match fact {
+        Fact::Packet(p) => Subject::Packet(&p.message_id),
+        Fact::DeliveryStatus(m, ..) => Subject::Status('d', m),
+        Fact::WorkStatus(m, ..) => Subject::Status('w', m),
+        other => Subject::Other(other),
+    }
+}
+
 fn status_of(status: &str, ts: i64) -> (PlTerm, PlTerm) {
     (PlTerm::atom(status), PlTerm::Int(ts))
-}
-
-/// The status of packet `id` (delivery or work) asserted after index `after` and not
-/// skipped: taken into its base (and skipped).
-fn take_status(
-    changes: &[FactChange],
-    skip: &mut [bool],
-    after: usize,
-    id: &str,
-    delivery: bool,
-) -> Option<(PlTerm, PlTerm)> {
-    let found = changes.iter().enumerate().skip(after + 1).find(|(j, c)| {
-        !skip[*j]
-            && match c {
-                FactChange::Assert(Fact::DeliveryStatus(m, ..)) => delivery && m == id,
-                FactChange::Assert(Fact::WorkStatus(m, ..)) => !delivery && m == id,
-                _ => false,
-            }
-    });
-    let (j, change) = found?;
-    skip[j] = true;
-    match change {
-        FactChange::Assert(Fact::DeliveryStatus(_, s, t) | Fact::WorkStatus(_, s, t)) => {
-            Some(status_of(s, *t))
-        }
-        _ => None,
-    }
-}
-
-/// Whether `new` is a later version of `old` (the same packet or status).
-fn same_subject(old: &Fact, new: &Fact) -> bool {
-    match (old, new) {
-        (Fact::Packet(a), Fact::Packet(b)) => a.message_id == b.message_id,
-        (Fact::DeliveryStatus(a, ..), Fact::DeliveryStatus(b, ..))
-        | (Fact::WorkStatus(a, ..), Fact::WorkStatus(b, ..)) => a == b,
-        (a, b) => a == b,
-    }
 }
 
 /// Whether replacing `old` by `new` changes nothing the engine stores (a packet's

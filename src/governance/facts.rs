@@ -42,7 +42,7 @@ pub const FACT_STREAMS: [Stream; 3] = [
 ];
 
 /// One Prolog fact.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Fact {
     /// `cxp_packet/12`.
     Packet(PacketFact),
@@ -63,7 +63,7 @@ pub enum Fact {
 }
 
 /// The twelve fields of `cxp_packet/12`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PacketFact {
     /// Message id.
     pub message_id: String,
