@@ -20,6 +20,12 @@ async fn governed() -> (tempfile::TempDir, Arc<dyn EventLog>, Kernel) {
     let log = orchestrata::log::open(&LogConfig::sled(dir.path()))
         .await
         .unwrap();
+    let kernel = governed_on(log.clone()).await;
+    (dir, log, kernel)
+}
+
+/// A kernel with governance attached, both on `log`.
+async fn governed_on(log: Arc<dyn EventLog>) -> Kernel {
     let (kernel, _) = Kernel::start(
         log.clone(),
         KernelConfig::default(),
@@ -27,10 +33,10 @@ async fn governed() -> (tempfile::TempDir, Arc<dyn EventLog>, Kernel) {
     )
     .await
     .unwrap();
-    let governance = Governance::start(log.clone(), GovernanceConfig::default())
+    let governance = Governance::start(log, GovernanceConfig::default())
         .await
         .unwrap();
-    (dir, log.clone(), kernel.with_governance(governance))
+    kernel.with_governance(governance)
 }
 
 async fn denied(log: &Arc<dyn EventLog>, err: KernelError, result: &str, last_rule: &str) {
@@ -211,17 +217,7 @@ async fn a_governed_send_and_its_decision_are_one_append_and_one_volks_sends_sha
         .unwrap();
     let counted = FaultyLog::new(real);
     let log: Arc<dyn EventLog> = counted.clone();
-    let (kernel, _) = Kernel::start(
-        log.clone(),
-        KernelConfig::default(),
-        Arc::new(TokioClock::new()),
-    )
-    .await
-    .unwrap();
-    let governance = Governance::start(log.clone(), GovernanceConfig::default())
-        .await
-        .unwrap();
-    let kernel = kernel.with_governance(governance);
+    let kernel = governed_on(log.clone()).await;
     let send = |n: usize| {
         cmd::send(
             "U:Ox",

@@ -98,31 +98,12 @@ fn by_table(client_id: &str, have: Scope, need: Scope, action: &str) -> Verdict 
 /// Decides whether a client with `have` may do `action` (a method, or
 /// `subscribe:<topic>`) needing `need` by the method table: through the governance
 /// policy when the gateway has one (the policy may tighten the table, never loosen
-/// it), else by the table. Records the decision when `record` (or when denied) and
-/// answers -32001 `insufficient_scope` on denial.
+/// it), else by the table; answers -32001 `insufficient_scope` on denial. A denial is
+/// recorded here, before the error is returned. The record of an allowed call (when
+/// `record`) is returned, not appended: the caller appends it before the call acts, or
+/// hands it to the kernel to append in the same batch as the command the call issues
+/// (one append per call). Fail closed: an allow that cannot be recorded is not granted.
 pub async fn decide(
-    gw: &Shared,
-    client_id: &str,
-    have: Scope,
-    need: Scope,
-    action: &str,
-    resource: &str,
-    record: bool,
-) -> Result<(), RpcError> {
-    if let Some(allowed) =
-        decide_deferred(gw, client_id, have, need, action, resource, record).await?
-    {
-        // Fail closed: an allow that cannot be audited is not granted.
-        gw.append(&allowed).await?;
-    }
-    Ok(())
-}
-
-/// [`decide`], except that the record of an allowed call is returned instead of
-/// appended: the caller appends it before the call acts, or hands it to the kernel to
-/// append in the same batch as the command the call issues (one append per call). A
-/// denial is appended here, before the error is returned.
-pub async fn decide_deferred(
     gw: &Shared,
     client_id: &str,
     have: Scope,

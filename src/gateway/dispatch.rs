@@ -202,7 +202,7 @@ async fn call(
         }
         (Some(row), Some(have)) => {
             if let Some(need) = row.scope {
-                audit = authz::decide_deferred(
+                audit = authz::decide(
                     gw,
                     client.id(),
                     have,

@@ -102,7 +102,7 @@ pub async fn authorize_topic(
     let have = client
         .scope()
         .ok_or_else(RpcError::authentication_required)?;
-    authz::decide(
+    let allowed = authz::decide(
         gw,
         client.id(),
         have,
@@ -111,7 +111,11 @@ pub async fn authorize_topic(
         stream.as_str(),
         true,
     )
-    .await
+    .await?;
+    if let Some(record) = allowed {
+        gw.append(&record).await?;
+    }
+    Ok(())
 }
 
 async fn open(call: Call, stream: Stream, p: SubscribeParams) -> RpcResult {
