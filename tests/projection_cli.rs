@@ -72,6 +72,11 @@ async fn rebuild_status_and_show_work_on_a_sled_data_dir() {
     let cols = status_line(&before, "thread", "cxp.traffic");
     assert_eq!(cols[2], "-", "nothing built yet:\n{before}");
     assert_eq!(cols[4], (last + 1).to_string(), "lag = whole stream");
+    assert_eq!(
+        (cols[5], cols[6]),
+        ("0B", "0"),
+        "nothing stored yet:\n{before}"
+    );
     assert!(before.contains("not built"));
 
     let out = orchestrata(&["projections", "rebuild"], dir.path());
@@ -93,6 +98,17 @@ async fn rebuild_status_and_show_work_on_a_sled_data_dir() {
         (last.to_string().as_str(), last.to_string().as_str(), "0"),
         "{after}"
     );
+    // ISSUE-18: each view's stored size and key count, and the store's size on disk.
+    assert!(
+        cols[5].ends_with("KiB") || cols[5].ends_with("MiB"),
+        "the thread view of {last} events takes KiBs or MiBs:\n{after}"
+    );
+    let keys: u64 = cols[6].parse().expect("key count");
+    assert!(
+        keys > 3,
+        "chunks, manifest and checkpoint: {keys} keys\n{after}"
+    );
+    assert!(after.contains("store on disk: "), "{after}");
 
     let out = orchestrata(
         &["projections", "show", "--view", "thread", "--id", &thread],

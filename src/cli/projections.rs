@@ -263,9 +263,10 @@ async fn status(args: StoreArgs, log_args: &LogArgs) -> anyhow::Result<()> {
         log.location()
     );
     println!(
-        "{:<10} {:<22} {:>12} {:>12} {:>10}  NOTE",
-        "VIEW", "STREAM", "CHECKPOINT", "LOG LAST", "LAG"
+        "{:<10} {:<22} {:>12} {:>12} {:>10} {:>12} {:>8}  NOTE",
+        "VIEW", "STREAM", "CHECKPOINT", "LOG LAST", "LAG", "STORED", "KEYS"
     );
+    let mut live = 0u64;
     for name in ViewName::ALL {
         let streams = match name {
             ViewName::Thread => ThreadView::STREAMS,
@@ -277,6 +278,8 @@ async fn status(args: StoreArgs, log_args: &LogArgs) -> anyhow::Result<()> {
             ViewName::Workflow => WorkflowView::STREAMS,
         };
         let stored = store.checkpoint(name)?;
+        let usage = store.usage(name)?;
+        live += usage.bytes;
         for stream in streams {
             let last = log.last_sequence(*stream).await?;
             let epoch = log.epoch(*stream).await?;
@@ -290,16 +293,40 @@ async fn status(args: StoreArgs, log_args: &LogArgs) -> anyhow::Result<()> {
             };
             let show = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
             println!(
-                "{:<10} {:<22} {:>12} {:>12} {:>10}  {note}",
+                "{:<10} {:<22} {:>12} {:>12} {:>10} {:>12} {:>8}  {note}",
                 name.as_str(),
                 stream.as_str(),
                 show(checkpoint),
                 show(last),
-                lag
+                lag,
+                human_bytes(usage.bytes),
+                usage.keys
             );
         }
     }
+    let disk = store.size_on_disk()?;
+    println!(
+        "store on disk: {} for {} of views; the rest is superseded pages sled reclaims as it writes",
+        human_bytes(disk),
+        human_bytes(live)
+    );
     Ok(())
+}
+
+/// `812.3KiB`, `1.4GiB`: one word, so the status table splits on whitespace.
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes}B")
+    } else {
+        format!("{value:.1}{}", UNITS[unit])
+    }
 }
 
 /// The view as stored, caught up with the log in memory; or folded up to `as_of`.

@@ -62,6 +62,15 @@ pub struct StoredCheckpoint {
     pub checkpoint: Checkpoint,
 }
 
+/// Space a view takes in the store ([`ViewStore::usage`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreUsage {
+    /// Bytes of its keys and values.
+    pub bytes: u64,
+    /// Keys (chunks, manifest pages, manifest, checkpoint).
+    pub keys: u64,
+}
+
 #[derive(Serialize)]
 struct StoredRef<'a, V> {
     epochs: &'a BTreeMap<Stream, String>,
@@ -301,6 +310,38 @@ impl ViewStore {
             epochs: owned.epochs,
             checkpoint: owned.view,
         }))
+    }
+
+    /// What view `name` takes in the store: the bytes of its keys and values (chunks,
+    /// manifest, checkpoint; a view stored whole by an earlier version included) and
+    /// how many keys hold them. Reads keys only under the view's prefix.
+    pub fn usage(&self, name: ViewName) -> Result<StoreUsage, ProjectionError> {
+        let view = name.as_str();
+        let mut usage = StoreUsage::default();
+        let mut count = |k: &[u8], v: &[u8]| {
+            usage.bytes += (k.len() + v.len()) as u64;
+            usage.keys += 1;
+        };
+        if let Some(whole) = self
+            .tree
+            .get(view)
+            .map_err(|e| store_error(&self.path, e))?
+        {
+            count(view.as_bytes(), &whole);
+        }
+        for entry in self.tree.scan_prefix(format!("{view}.")) {
+            let (k, v) = entry.map_err(|e| store_error(&self.path, e))?;
+            count(&k, &v);
+        }
+        Ok(usage)
+    }
+
+    /// The store's files on disk, superseded pages sled has not reclaimed yet included
+    /// (compare with the sum of [`ViewStore::usage`]).
+    pub fn size_on_disk(&self) -> Result<u64, ProjectionError> {
+        self.db
+            .size_on_disk()
+            .map_err(|e| store_error(&self.path, e))
     }
 
     /// Removes view `name` and its checkpoint (atomically, durably).
