@@ -335,3 +335,66 @@ async fn policy_principals_act_as_the_policy_says_and_fail_closed_without_it() {
         "nothing more was sent"
     );
 }
+
+// ISSUE-15: one writer, one append per command, seen from the front door — the spec's
+// `cxp.send` example (no `from`) costs one append per stream: the gateway's audit of
+// the call and governance's decision together on `governance.decisions`, the packet's
+// events on `cxp.traffic`. (Before: the audit, the decision and the events were three
+// appends one after another.)
+#[tokio::test]
+async fn a_cxp_send_through_the_gateway_is_one_append_per_stream() {
+    let counted: std::sync::Mutex<Option<Arc<support::faulty_log::FaultyLog>>> =
+        std::sync::Mutex::new(None);
+    let stack = Governed::start_wrapped(default_config(), GovernanceConfig::default(), |log| {
+        let wrapped = support::faulty_log::FaultyLog::new(log);
+        *counted.lock().unwrap() = Some(wrapped.clone());
+        wrapped
+    })
+    .await;
+    let counted = counted.lock().unwrap().clone().expect("wrapped");
+    let mut ws = stack.client(OPERATOR).await;
+    let decided_before = stack
+        .log
+        .read(Stream::GovernanceDecisions, 0, None, 10_000)
+        .await
+        .unwrap()
+        .len();
+    let before = counted.appends();
+    let sent = ws
+        .ok(
+            "cxp.send",
+            json!({"target": "U:Vz", "subject": "review_request", "payload": {"file": "main.py"}, "priority": 7}),
+        )
+        .await;
+    assert_eq!(
+        counted.appends() - before,
+        2,
+        "one batch on governance.decisions, one on cxp.traffic: {sent}"
+    );
+    let decisions = stack
+        .log
+        .read(Stream::GovernanceDecisions, 0, None, 10_000)
+        .await
+        .unwrap();
+    let new: Vec<(String, String)> = decisions[decided_before..]
+        .iter()
+        .filter_map(|e| match &e.record.event {
+            Event::DecisionRecorded(d) => Some((d.subject.clone(), d.action.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        new.len(),
+        2,
+        "the call's audit and the kernel's decision: {new:?}"
+    );
+    assert_eq!(
+        new[0].1, "cxp.send",
+        "the gateway's audit comes first: {new:?}"
+    );
+    assert_eq!(
+        new[1],
+        ("U:GW".to_owned(), "cxp.send".to_owned()),
+        "then governance's decision on the operator Volk: {new:?}"
+    );
+}

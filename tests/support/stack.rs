@@ -26,10 +26,17 @@ pub struct Core {
 impl Core {
     /// Starts log, kernel and projections in a fresh temp dir.
     pub async fn start() -> Core {
+        Core::start_wrapped(|log| log).await
+    }
+
+    /// [`Core::start`] with everything on `wrap(log)` (a counting or fault-injecting
+    /// wrapper around the real sled log, [`super::faulty_log::FaultyLog`]).
+    pub async fn start_wrapped(wrap: impl FnOnce(Arc<dyn EventLog>) -> Arc<dyn EventLog>) -> Core {
         let dir = tempfile::tempdir().expect("temp dir");
         let log = orchestrata::log::open(&LogConfig::sled(dir.path().join("log")))
             .await
             .expect("open sled log");
+        let log = wrap(log);
         let (kernel, _) = Kernel::start(
             log.clone(),
             KernelConfig::default(),
@@ -80,12 +87,21 @@ impl Governed {
         config: orchestrata::gateway::GatewayConfig,
         governance: orchestrata::governance::GovernanceConfig,
     ) -> Governed {
+        Governed::start_wrapped(config, governance, |log| log).await
+    }
+
+    /// [`Governed::start`] on `wrap(log)` (see [`Core::start_wrapped`]).
+    pub async fn start_wrapped(
+        config: orchestrata::gateway::GatewayConfig,
+        governance: orchestrata::governance::GovernanceConfig,
+        wrap: impl FnOnce(Arc<dyn EventLog>) -> Arc<dyn EventLog>,
+    ) -> Governed {
         let Core {
             dir,
             log,
             kernel,
             projections,
-        } = Core::start().await;
+        } = Core::start_wrapped(wrap).await;
         let governance = orchestrata::governance::Governance::start(log.clone(), governance)
             .await
             .expect("governance starts");
