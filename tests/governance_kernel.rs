@@ -39,6 +39,13 @@ async fn governed_on(log: Arc<dyn EventLog>) -> Kernel {
     kernel.with_governance(governance)
 }
 
+/// Every event of `governance.decisions`.
+async fn decisions_on(log: &Arc<dyn EventLog>) -> Vec<orchestrata_schemas::events::Envelope> {
+    log.read(Stream::GovernanceDecisions, 0, None, 1000)
+        .await
+        .unwrap()
+}
+
 async fn denied(log: &Arc<dyn EventLog>, err: KernelError, result: &str, last_rule: &str) {
     let KernelError::Denied {
         decision_id,
@@ -55,10 +62,7 @@ async fn denied(log: &Arc<dyn EventLog>, err: KernelError, result: &str, last_ru
         (result, last_rule),
         "{err}"
     );
-    let decisions = log
-        .read(Stream::GovernanceDecisions, 0, None, 1000)
-        .await
-        .unwrap();
+    let decisions = decisions_on(log).await;
     assert!(
         decisions.iter().any(|e| matches!(&e.record.event,
         Event::DecisionRecorded(d) if d.decision_id == *decision_id)),
@@ -240,10 +244,7 @@ async fn a_governed_send_and_its_decision_are_one_append_and_one_volks_sends_sha
         "the answer lists the command's own events, not its decision: {:?}",
         outcome.event_types()
     );
-    let decisions = log
-        .read(Stream::GovernanceDecisions, 0, None, 1000)
-        .await
-        .unwrap();
+    let decisions = decisions_on(&log).await;
     let last = decisions.last().expect("the send's decision is on the log");
     let Event::DecisionRecorded(d) = &last.record.event else {
         panic!("last decision event is {:?}", last.record.event_type());
@@ -272,10 +273,7 @@ async fn a_governed_send_and_its_decision_are_one_append_and_one_volks_sends_sha
         used <= 4,
         "20 concurrent sends of one Volk took {used} appends: they did not share a batch"
     );
-    let decisions = log
-        .read(Stream::GovernanceDecisions, 0, None, 1000)
-        .await
-        .unwrap();
+    let decisions = decisions_on(&log).await;
     assert_eq!(
         decisions.len() - decided_before,
         20,

@@ -187,16 +187,27 @@ mod tests {
         }
     }
 
+    /// The facts of packet `m-1` delivered as `delivery` at `ts` (work pending since 1),
+    /// as the facts view emits them.
+    fn facts(delivery: &str, ts: i64) -> [Fact; 3] {
+        [
+            Fact::Packet(packet(delivery)),
+            Fact::DeliveryStatus("m-1".into(), delivery.into(), ts),
+            Fact::WorkStatus("m-1".into(), "pending".into(), 1),
+        ]
+    }
+
+    /// What the facts view emits when the packet's delivery goes from `old` to `new`.
+    fn change(old: [Fact; 3], new: [Fact; 3]) -> Vec<FactChange> {
+        old.into_iter()
+            .map(FactChange::Retract)
+            .chain(new.into_iter().map(FactChange::Assert))
+            .collect()
+    }
+
     #[test]
     fn a_status_change_appends_one_status_and_retracts_nothing() {
-        let changes = [
-            FactChange::Retract(Fact::Packet(packet("queued"))),
-            FactChange::Retract(Fact::DeliveryStatus("m-1".into(), "queued".into(), 1)),
-            FactChange::Retract(Fact::WorkStatus("m-1".into(), "pending".into(), 1)),
-            FactChange::Assert(Fact::Packet(packet("delivered"))),
-            FactChange::Assert(Fact::DeliveryStatus("m-1".into(), "delivered".into(), 2)),
-            FactChange::Assert(Fact::WorkStatus("m-1".into(), "pending".into(), 1)),
-        ];
+        let changes = change(facts("queued", 1), facts("delivered", 2));
         let goals = goals(&changes);
         assert_eq!(
             goals,
@@ -227,17 +238,12 @@ mod tests {
     // ISSUE-15: a packet sent and queued in one batch costs one assertz
     #[test]
     fn a_new_packet_is_one_base_carrying_its_latest_statuses() {
-        let changes = [
-            FactChange::Assert(Fact::Packet(packet("pending"))),
-            FactChange::Assert(Fact::DeliveryStatus("m-1".into(), "pending".into(), 1)),
-            FactChange::Assert(Fact::WorkStatus("m-1".into(), "pending".into(), 1)),
-            FactChange::Retract(Fact::Packet(packet("pending"))),
-            FactChange::Retract(Fact::DeliveryStatus("m-1".into(), "pending".into(), 1)),
-            FactChange::Retract(Fact::WorkStatus("m-1".into(), "pending".into(), 1)),
-            FactChange::Assert(Fact::Packet(packet("queued"))),
-            FactChange::Assert(Fact::DeliveryStatus("m-1".into(), "queued".into(), 2)),
-            FactChange::Assert(Fact::WorkStatus("m-1".into(), "pending".into(), 1)),
-        ];
+        // Sent (asserted pending), then queued in the same batch.
+        let mut changes: Vec<FactChange> = facts("pending", 1)
+            .into_iter()
+            .map(FactChange::Assert)
+            .collect();
+        changes.extend(change(facts("pending", 1), facts("queued", 2)));
         let goals = goals(&changes);
         assert_eq!(goals.len(), 1, "{goals:?}");
         assert!(

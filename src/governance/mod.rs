@@ -37,4 +37,3 @@ pub use queries::PacketField;
 pub use request::{Decision, Outcome, RecordedQuery, Request};
 pub use rules::{filter_rules, RuleInfo};
 pub use service::{Governance, GovernanceConfig, Judgment};
-pub use step::BatchDecision;

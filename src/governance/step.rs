@@ -31,7 +31,7 @@ use super::GovernanceError;
 
 /// A decision taken inside the writer's batch, with the event that records it.
 #[derive(Debug, Clone)]
-pub struct BatchDecision {
+pub(crate) struct BatchDecision {
     /// The decision (its `sequence` is 0 until the batch is appended).
     pub decision: Decision,
     /// The `decision recorded` event, to append with the command's events.
@@ -99,7 +99,7 @@ impl Governance {
     /// Decides `request` on the facts as the writer keeps them (no log read) and
     /// returns the decision with its `decision recorded` event, stamped `at`, for the
     /// caller to append in its own batch.
-    pub async fn decide_in_batch(
+    pub(crate) async fn decide_in_batch(
         &self,
         request: &Request,
         at: DateTime<Utc>,
@@ -114,7 +114,7 @@ impl Governance {
     /// take — each fact stream's next position — and queues the changes for the engine
     /// ahead of any later decision. Returns, per record of a fact stream, its index in
     /// `records` and the sequence assumed, for the writer to check after its append.
-    pub async fn fold_provisional(&self, records: &[EventRecord]) -> Vec<(usize, u64)> {
+    pub(crate) async fn fold_provisional(&self, records: &[EventRecord]) -> Vec<(usize, u64)> {
         let mut assumed = Vec::new();
         let mut changes = Vec::new();
         {
@@ -139,7 +139,7 @@ impl Governance {
 
     /// Sets the epoch of fact streams the facts view has none for yet (a log that had
     /// no event on them when governance started), so its checkpoint names them.
-    pub async fn note_epochs(&self, epochs: BTreeMap<Stream, String>) {
+    pub(crate) async fn note_epochs(&self, epochs: BTreeMap<Stream, String>) {
         let mut facts = self.inner.facts.lock().await;
         for (stream, epoch) in epochs {
             facts
@@ -150,7 +150,7 @@ impl Governance {
     }
 
     /// Whether the facts view lacks the epoch of `stream`.
-    pub async fn lacks_epoch(&self, stream: Stream) -> bool {
+    pub(crate) async fn lacks_epoch(&self, stream: Stream) -> bool {
         !self
             .inner
             .facts
@@ -163,7 +163,7 @@ impl Governance {
     /// Makes the facts what the log says: a fresh fold of the fact streams, loaded into
     /// the engine in place of what it held. After a failed append (the provisional
     /// folds may name events that never landed) or a sequence another appender took.
-    pub async fn resync(&self) -> Result<(), GovernanceError> {
+    pub(crate) async fn resync(&self) -> Result<(), GovernanceError> {
         let mut facts = self.inner.facts.lock().await;
         let mut fresh = FactsView::new();
         self.fold_log(&mut fresh, false).await?;

@@ -7,9 +7,9 @@
 //! [`crate::governance`]'s `step` module). A command costs one append, and under group
 //! commit a share of one fsync, instead of a decision append and then its events.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use orchestrata_schemas::events::{Command, EventRecord};
+use orchestrata_schemas::events::{Command, EventRecord, Stream};
 
 use super::decide::Precheck;
 use super::load::Stored;
@@ -70,10 +70,12 @@ impl Folded {
             }
             return;
         }
+        // At most the three fact streams: checked once each, not once per record.
+        let streams: BTreeSet<Stream> =
+            self.assumed.iter().map(|(i, _)| out[*i].stream()).collect();
         let mut epochs = BTreeMap::new();
-        for (i, _) in &self.assumed {
-            let stream = out[*i].stream();
-            if !epochs.contains_key(&stream) && governance.lacks_epoch(stream).await {
+        for stream in streams {
+            if governance.lacks_epoch(stream).await {
                 if let Ok(epoch) = log.epoch(stream).await {
                     epochs.insert(stream, epoch);
                 }

@@ -178,9 +178,18 @@ impl Kernel {
     /// so that the writer stays the one appender: its governance facts and sequence
     /// bookkeeping see them. Events of streams the kernel folds are folded like its own.
     pub async fn record(&self, records: Vec<EventRecord>) -> Result<Vec<Appended>, KernelError> {
+        self.ask(|reply| Request::Record { records, reply }).await
+    }
+
+    /// Sends the request `make` builds around a reply channel to the writer and waits
+    /// for its answer; [`KernelError::Stopped`] if the writer is gone.
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T, KernelError>>) -> Request,
+    ) -> Result<T, KernelError> {
         let (reply, rx) = oneshot::channel();
         self.tx
-            .send(Request::Record { records, reply })
+            .send(make(reply))
             .await
             .map_err(|_| KernelError::Stopped)?;
         rx.await.map_err(|_| KernelError::Stopped)?
@@ -191,16 +200,13 @@ impl Kernel {
     /// returns up to `limit` of them. The Volk acknowledges each with an `acknowledge`
     /// command.
     pub async fn inbox(&self, alias: &str, limit: usize) -> Result<Inbox, KernelError> {
-        let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(Request::Inbox {
-                alias: alias.to_owned(),
-                limit,
-                reply,
-            })
-            .await
-            .map_err(|_| KernelError::Stopped)?;
-        rx.await.map_err(|_| KernelError::Stopped)?
+        let alias = alias.to_owned();
+        self.ask(|reply| Request::Inbox {
+            alias,
+            limit,
+            reply,
+        })
+        .await
     }
 
     /// Runs `f` on the state between batches (it sees only appended events);
@@ -209,15 +215,12 @@ impl Kernel {
         &self,
         f: impl FnOnce(&KernelState) -> R + Send + 'static,
     ) -> Result<R, KernelError> {
-        let (reply, rx) = oneshot::channel();
-        let job: super::writer::ReadFn = Box::new(move |state| {
-            let _ = reply.send(state.map(f));
-        });
-        self.tx
-            .send(Request::Read(job))
-            .await
-            .map_err(|_| KernelError::Stopped)?;
-        rx.await.map_err(|_| KernelError::Stopped)?
+        self.ask(|reply| {
+            Request::Read(Box::new(move |state| {
+                let _ = reply.send(state.map(f));
+            }))
+        })
+        .await
     }
 
     /// The packet `message_id` as the kernel holds it.
