@@ -51,6 +51,36 @@ async fn a_streamed_command_answers_its_events_and_sequences() {
     }
 }
 
+// ISSUE-17: a command id the kernel executed before (a client retrying with an
+// idempotency key through the `commands` stream) is answered, not left to time out:
+// applied with no event, `duplicate`, and nothing is sent twice.
+#[tokio::test]
+async fn a_repeated_streamed_command_is_answered_as_a_duplicate() {
+    let h = harness(config()).await;
+    let _consumer = h.kernel.consume_commands();
+    let client = remote(&h, Duration::from_secs(10)).await;
+    let packet = cmd::packet("U:Ox", "U:Vz", "plan", serde_json::json!({"n": 1}));
+    let command = cmd::send("U:Ox", packet.clone());
+    let first = client
+        .execute(command.clone())
+        .await
+        .expect("the kernel applies the command");
+    assert!(!first.duplicate);
+    let again = client
+        .execute(command)
+        .await
+        .expect("the repeat is answered");
+    assert!(again.duplicate, "{again:?}");
+    assert!(again.events.is_empty(), "{again:?}");
+    assert_eq!(again.command_id, first.command_id);
+    let sent = events(&h.log, Stream::CxpTraffic)
+        .await
+        .iter()
+        .filter(|e| matches!(e.record.event, Event::PacketSent(_)))
+        .count();
+    assert_eq!(sent, 1, "one packet_sent");
+}
+
 // Issue 9: a refusal recorded as `command_rejected` comes back with the kernel's code.
 #[tokio::test]
 async fn a_refused_streamed_command_answers_the_kernels_code() {

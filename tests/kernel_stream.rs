@@ -27,13 +27,15 @@ async fn submit(log: &Arc<dyn EventLog>, command: &Command) {
     log.append(&record).await.expect("append command");
 }
 
-/// (applied, rejected) outcome events so far.
-async fn outcomes(log: &Arc<dyn EventLog>) -> (Vec<uuid::Uuid>, Vec<(uuid::Uuid, String)>) {
+/// (applied with their event counts, rejected) outcome events so far.
+async fn outcomes(log: &Arc<dyn EventLog>) -> (Vec<(uuid::Uuid, i32)>, Vec<(uuid::Uuid, String)>) {
     let mut applied = Vec::new();
     let mut rejected = Vec::new();
     for e in events(log, Stream::KernelEvents).await {
         match &e.record.event {
-            Event::CommandApplied(_) => applied.extend(e.record.command_id),
+            Event::CommandApplied(a) => {
+                applied.extend(e.record.command_id.map(|id| (id, a.event_count)))
+            }
             Event::CommandRejected(r) => {
                 rejected.extend(e.record.command_id.map(|id| (id, r.code.clone())))
             }
@@ -46,7 +48,7 @@ async fn outcomes(log: &Arc<dyn EventLog>) -> (Vec<uuid::Uuid>, Vec<(uuid::Uuid,
 async fn wait_outcomes(
     log: &Arc<dyn EventLog>,
     total: usize,
-) -> (Vec<uuid::Uuid>, Vec<(uuid::Uuid, String)>) {
+) -> (Vec<(uuid::Uuid, i32)>, Vec<(uuid::Uuid, String)>) {
     for _ in 0..300 {
         let (a, r) = outcomes(log).await;
         if a.len() + r.len() >= total {
@@ -78,8 +80,12 @@ async fn commands_from_the_stream_run_once(log: Arc<dyn EventLog>) {
     for c in [&register, &send, &bad, &send] {
         submit(&log, c).await;
     }
-    let (applied, rejected) = wait_outcomes(&log, 3).await;
-    assert_eq!(applied, [register.id, send.id]);
+    let (applied, rejected) = wait_outcomes(&log, 4).await;
+    let ids: Vec<_> = applied.iter().map(|(id, _)| *id).collect();
+    // The redelivered command id is answered (its issuer may be waiting) with no event.
+    assert_eq!(ids, [register.id, send.id, send.id]);
+    assert!(applied[1].1 > 0, "{applied:?}");
+    assert_eq!(applied[2].1, 0, "the repeat applies nothing: {applied:?}");
     assert_eq!(rejected, [(bad.id, "unknown_target_volk".to_owned())]);
     let sent: Vec<_> = events(&log, Stream::CxpTraffic)
         .await
@@ -97,8 +103,10 @@ async fn commands_from_the_stream_run_once(log: Arc<dyn EventLog>) {
     let start_work = cmd::work("U:Jr", packet.message_id, WorkStatus::InProgress);
     submit(&log, &send).await; // redelivered again: still a no-op
     submit(&log, &start_work).await;
-    let (applied, rejected) = wait_outcomes(&log, 4).await;
-    assert_eq!(applied, [register.id, send.id, start_work.id]);
+    let (applied, rejected) = wait_outcomes(&log, 6).await;
+    let ids: Vec<_> = applied.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, [register.id, send.id, send.id, send.id, start_work.id]);
+    assert_eq!(applied[3].1, 0, "still a no-op: {applied:?}");
     assert_eq!(rejected.len(), 1);
     let packet = kernel.packet(packet.message_id).await.expect("known");
     assert!(packet.is_in_progress());

@@ -7,6 +7,7 @@
 //! the kernel appended, so the caller's next read sees its own write. Kernel refusals
 //! keep the kernel's stable code as `data.reason`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use orchestrata_projections::{
@@ -15,9 +16,11 @@ use orchestrata_projections::{
 use orchestrata_schemas::events::{Command, Stream};
 
 use super::error::{ErrorCode, RpcError};
+use super::idempotency::IdempotencyKey;
 use super::kernel_port::KernelPort;
 use super::state::Call;
 use crate::kernel::{Fault, KernelError, Outcome};
+use crate::log::EventLog;
 use crate::projection::{Projections, ViewHandle};
 
 /// How long a mutating method waits for its view to catch up before answering -32603
@@ -45,6 +48,10 @@ pub struct Views {
     /// How long [`settle`] waits for a view to apply the caller's write: the gateway's
     /// `read_your_write_timeout` once [`views`] handed these out.
     pub read_your_write: Duration,
+    /// The log the views fold, once [`views`] handed these out: a repeated command
+    /// (nothing appended now) settles at the stream's end as of the answer, where the
+    /// first attempt's events are.
+    pub log: Option<Arc<dyn EventLog>>,
 }
 
 impl Views {
@@ -56,6 +63,18 @@ impl Views {
         outcome: &Outcome,
         stream: Stream,
     ) -> Result<(), RpcError> {
+        if let (true, Some(log)) = (outcome.duplicate, &self.log) {
+            // The kernel answers a duplicate only once the first attempt's events are in
+            // the log (its state is never ahead of it): they are at or below the end.
+            let end = log
+                .last_sequence(stream)
+                .await
+                .map_err(|e| RpcError::internal("log_unavailable", e.to_string()))?;
+            return match end {
+                Some(sequence) => self.settle_at(view, stream, sequence).await,
+                None => Ok(()),
+            };
+        }
         settle(view, outcome, stream, self.read_your_write).await
     }
 
@@ -80,6 +99,7 @@ impl Views {
             packets: projections.packets().clone(),
             workflows: projections.workflows().clone(),
             read_your_write: READ_YOUR_WRITE,
+            log: None,
         }
     }
 }
@@ -104,6 +124,7 @@ pub fn views(call: &Call) -> Result<Views, RpcError> {
         )
     })?;
     views.read_your_write = call.gw.config.read_your_write_timeout;
+    views.log = Some(call.gw.services.log.clone());
     Ok(views)
 }
 
@@ -127,12 +148,17 @@ pub fn kernel_error(e: KernelError) -> RpcError {
 }
 
 /// Executes `command` as the kernel's caller, attributed to the caller's principal
-/// (recorded on every event the command causes).
+/// (recorded on every event the command causes). A call with an `idempotency_key`
+/// issues the command under the key's command id, so a repeat is the kernel's
+/// duplicate (`outcome.duplicate`, nothing appended; see [`super::idempotency`]).
 pub async fn execute(call: &Call, command: Command) -> Result<Outcome, RpcError> {
-    let command = match call.client.principal() {
+    let mut command = match call.client.principal() {
         Some(p) => command.with_principal(p.name),
         None => command,
     };
+    if let Some(key) = IdempotencyKey::of(call)? {
+        command.id = key.command_id();
+    }
     let preface: Vec<_> = call.take_audit().into_iter().collect();
     kernel(call)?
         .execute_with(command, preface)

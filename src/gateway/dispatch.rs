@@ -227,6 +227,7 @@ async fn call(
     let answer = match gw.schemas.validate(row.name, &params) {
         Ok(()) => {
             let call = Call::new(gw.clone(), client.clone(), params, after.clone())
+                .of_method(row.name)
                 .with_audit(pending.clone());
             (row.handler)(call).await
         }

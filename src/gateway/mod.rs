@@ -44,6 +44,7 @@ pub mod cypher;
 pub mod dispatch;
 pub mod error;
 pub mod handlers;
+pub mod idempotency;
 pub mod inflight;
 pub mod kernel_port;
 pub mod launch;

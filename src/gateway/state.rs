@@ -185,6 +185,8 @@ pub struct Call {
     /// kernel command the call issues appends it in its own batch
     /// ([`Call::take_audit`]); dispatch appends it if the handler issued none.
     audit: Arc<Mutex<Option<EventRecord>>>,
+    /// The method called (`""` for a call built outside dispatch).
+    method: &'static str,
 }
 
 impl Call {
@@ -201,7 +203,19 @@ impl Call {
             params,
             after,
             audit: Arc::default(),
+            method: "",
         }
+    }
+
+    /// The call of `method` (what idempotency keys are scoped by).
+    pub fn of_method(mut self, method: &'static str) -> Self {
+        self.method = method;
+        self
+    }
+
+    /// The method called.
+    pub fn method(&self) -> &'static str {
+        self.method
     }
 
     /// A call whose audit record (in `audit`, shared with the dispatcher, which

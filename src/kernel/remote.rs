@@ -49,11 +49,13 @@ impl Waiter {
         }
         let mut events = std::mem::take(&mut self.events);
         events.sort_by_key(|a| (a.stream != Stream::KernelEvents, a.sequence));
+        // A command the kernel had executed before is applied with no event.
+        let duplicate = count == 0 && events.is_empty();
         if let Some(reply) = self.reply.take() {
             let _ = reply.send(Ok(Outcome {
                 command_id,
                 events,
-                duplicate: false,
+                duplicate,
             }));
         }
         true

@@ -340,10 +340,22 @@ impl Writer {
         own_from: &mut usize,
     ) -> Result<bool, KernelError> {
         *own_from = out.len();
+        let now = log_time(self.clock.now());
         if self.state.is_executed(&command.id) {
+            if from_stream {
+                // Its issuer (a remote kernel client retrying with an idempotency key)
+                // waits for an answer: applied, nothing new.
+                let record = EventRecord::new(
+                    "kernel",
+                    command.id.to_string(),
+                    CommandApplied { event_count: 0 },
+                    now,
+                )
+                .caused_by(command.id);
+                self.emitter(out, Some(command)).emit(record);
+            }
             return Ok(true);
         }
-        let now = log_time(self.clock.now());
         if tracing::enabled!(tracing::Level::DEBUG) {
             let (message_id, thread_id, session_id) = super::cmd::ids(command);
             tracing::debug!(

@@ -36,7 +36,16 @@ impl Core {
         let log = orchestrata::log::open(&LogConfig::sled(dir.path().join("log")))
             .await
             .expect("open sled log");
-        let log = wrap(log);
+        Core::start_in(dir, wrap(log)).await
+    }
+
+    /// Kernel and projections on `log` (any backend, e.g. a Kafka log on a private
+    /// broker); the views live in a fresh temp dir.
+    pub async fn start_on(log: Arc<dyn EventLog>) -> Core {
+        Core::start_in(tempfile::tempdir().expect("temp dir"), log).await
+    }
+
+    async fn start_in(dir: tempfile::TempDir, log: Arc<dyn EventLog>) -> Core {
         let (kernel, _) = Kernel::start(
             log.clone(),
             KernelConfig::default(),

@@ -7,7 +7,7 @@
 
 use orchestrata_schemas::cxp::WorkStatus;
 use orchestrata_schemas::events::fields::Json;
-use orchestrata_schemas::events::types::PacketPayload;
+use orchestrata_schemas::events::types::{Packet, PacketPayload};
 use orchestrata_schemas::events::{CommandKind, Stream};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -16,6 +16,7 @@ use uuid::Uuid;
 use crate::gateway::acting;
 use crate::gateway::backends::{self, Views};
 use crate::gateway::error::RpcError;
+use crate::gateway::idempotency::{self, IdempotencyKey};
 use crate::gateway::methods::RpcResult;
 use crate::gateway::state::Call;
 use crate::kernel::cmd;
@@ -68,12 +69,35 @@ pub async fn send(call: Call) -> RpcResult {
         packet.thread_id = thread_id;
     }
     packet.in_reply_to = p.in_reply_to;
+    let key = IdempotencyKey::of(&call)?;
+    if let Some(key) = key {
+        packet.message_id = key.derive("message_id");
+    }
     let message_id = packet.message_id;
+    let sent = packet.clone();
     let outcome = backends::execute(&call, cmd::send(from, packet)).await?;
     views
         .settle(&views.threads, &outcome, Stream::CxpTraffic)
         .await?;
+    if outcome.duplicate {
+        same_packet(&views, &sent)?;
+    }
     let state = packet_json(&views, &message_id)?;
+    if outcome.duplicate {
+        tracing::info!(%message_id, from, to = %p.target, "packet send repeated (idempotency key): nothing sent now");
+        // The first attempt's packet as it stands now; `sequence` is its `packet_sent`.
+        return Ok(json!({
+            "status": contract_send_status(&state["delivery_status"]),
+            "delivery_status": state["delivery_status"],
+            "work_status": state["work_status"],
+            "thread_id": state["packet"]["thread_id"],
+            "message_id": message_id,
+            "routed_via": POSTMAN_ALIAS,
+            "sequence": state["sequence"],
+            "events": [],
+            "duplicate": true,
+        }));
+    }
     tracing::info!(
         %message_id,
         thread_id = %state["packet"]["thread_id"].as_str().unwrap_or_default(),
@@ -92,6 +116,36 @@ pub async fn send(call: Call) -> RpcResult {
         "sequence": outcome.last_sequence(Stream::CxpTraffic),
         "events": outcome.event_types(),
     }))
+}
+
+/// A repeated `cxp.send` (same idempotency key) must ask for the packet the first one
+/// sent: same sender, recipient, subject, payload, priority and reply; else -32602
+/// `idempotency_key_reused` (the key names another call, which this one cannot undo).
+fn same_packet(views: &Views, asked: &Packet) -> Result<(), RpcError> {
+    let threads = views.threads.read();
+    let first = threads.packet(&asked.message_id).map(|s| &s.packet);
+    let same = first.is_some_and(|first| {
+        first.from_agent == asked.from_agent
+            && first.to_agent == asked.to_agent
+            && first.subject == asked.subject
+            && first.payload == asked.payload
+            && first.priority == asked.priority
+            && first.in_reply_to == asked.in_reply_to
+            && (asked.thread_id.is_empty() || first.thread_id == asked.thread_id)
+    });
+    if same {
+        return Ok(());
+    }
+    Err(RpcError::invalid_params(
+        "idempotency_key_reused",
+        format!(
+            "params.{}: this key already sent a different packet ({}); use a new key for a new packet",
+            idempotency::FIELD,
+            asked.message_id
+        ),
+    )
+    .with("field", format!("params.{}", idempotency::FIELD))
+    .with("message_id", asked.message_id.to_string()))
 }
 
 /// The contract's `cxp.send` status (`sent | failed | queued`) for a delivery status:

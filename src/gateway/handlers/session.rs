@@ -20,6 +20,7 @@ use uuid::Uuid;
 
 use crate::gateway::backends::{self, Views};
 use crate::gateway::error::RpcError;
+use crate::gateway::idempotency::IdempotencyKey;
 use crate::gateway::methods::RpcResult;
 use crate::gateway::state::Call;
 use crate::kernel::cmd;
@@ -165,7 +166,11 @@ struct OpenParams {
 pub async fn open(call: Call) -> RpcResult {
     let p: OpenParams = call.parse()?;
     let views = backends::views(&call)?;
-    let session_id = p.session_id.unwrap_or_else(|| Uuid::new_v4().to_string());
+    let key = IdempotencyKey::of(&call)?;
+    let session_id = p.session_id.unwrap_or_else(|| {
+        key.map_or_else(Uuid::new_v4, |k| k.derive("session_id"))
+            .to_string()
+    });
     let portfolio_id = p.portfolio.unwrap_or_else(|| DEFAULT_PORTFOLIO.to_owned());
     let command = cmd::command(
         &call.client_id(),
@@ -180,7 +185,10 @@ pub async fn open(call: Call) -> RpcResult {
         .settle(&views.sessions, &outcome, Stream::SessionEvents)
         .await?;
     let mut last = outcome.last_sequence(Stream::SessionEvents);
-    if let Some(context) = p.context.filter(|c| !c.is_empty()) {
+    // A repeat (same idempotency key) recorded nothing now: the first attempt's context
+    // is already the session's.
+    let context = p.context.filter(|c| !c.is_empty() && !outcome.duplicate);
+    if let Some(context) = context {
         let sequence = record_context(&call, &outcome, &session_id, context).await?;
         views
             .settle_at(&views.sessions, Stream::SessionEvents, sequence)
