@@ -63,6 +63,66 @@ async fn concurrent_appends(log: &Arc<dyn EventLog>, writers: u64, per_writer: u
     }
 }
 
+/// A pair like a governed command's: a `kernel.events` record and a `cxp.traffic` one.
+fn pair(n: u64) -> [EventRecord; 2] {
+    let partner = EventRecord::new(
+        "bench",
+        format!("thread-{n}"),
+        orchestrata_schemas::events::cxp_traffic::ThreadArchived {
+            thread_id: format!("thread-{n}"),
+            archived_by: "bench".into(),
+            reason: None,
+        },
+        chrono::Utc::now(),
+    );
+    [record(n), partner]
+}
+
+/// `writers` tasks each write `per_writer` pairs: across two streams as one unit
+/// (`atomic`), or stream by stream (two appends, what a log without atomic
+/// multi-stream writes does).
+async fn concurrent_pairs(log: &Arc<dyn EventLog>, writers: u64, per_writer: u64, atomic: bool) {
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let log = log.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..per_writer {
+                let [a, b] = pair(w * per_writer + i);
+                if atomic {
+                    log.append_streams(&[a, b]).await.expect("append pair");
+                } else {
+                    log.append(&a).await.expect("append");
+                    log.append(&b).await.expect("append");
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("writer");
+    }
+}
+
+/// Pairs across two streams, 256 writers, fsync on every group: one transaction across
+/// both trees versus two single-stream appends.
+fn sled_pairs(c: &mut Criterion) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("log/sled");
+    group.sample_size(10);
+    let (writers, per) = (256u64, 20u64);
+    for (name, atomic) in [
+        ("pairs_across_streams_one_transaction_256_writers", true),
+        ("pairs_across_streams_two_appends_256_writers", false),
+    ] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let log = rt.block_on(open_sled(dir.path(), FsyncPolicy::EveryAppend));
+        group.throughput(Throughput::Elements(writers * per));
+        group.bench_function(name, |b| {
+            b.iter(|| rt.block_on(concurrent_pairs(&log, writers, per, atomic)))
+        });
+    }
+    group.finish();
+}
+
 fn sled_appends(c: &mut Criterion) {
     let rt = runtime();
     let mut group = c.benchmark_group("log/sled");
@@ -294,5 +354,12 @@ fn kafka(c: &mut Criterion) {
     tail_latency_kernel(c, "kafka/append_to_tail", log, &rt);
 }
 
-criterion_group!(benches, sled_appends, sled_replay, sled_tail, kafka);
+criterion_group!(
+    benches,
+    sled_appends,
+    sled_pairs,
+    sled_replay,
+    sled_tail,
+    kafka
+);
 criterion_main!(benches);

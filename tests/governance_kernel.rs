@@ -211,8 +211,9 @@ async fn concurrent_sends_of_one_volk_cannot_overrun_the_send_budget() {
 }
 
 // ISSUE-15: one writer — governance decides inside the writer's batch, so a governed
-// command and its decision are one append (a batch per stream), and concurrent sends of
-// one Volk share a batch instead of waiting for each other's appends.
+// command and its decision are one append (ISSUE-17: one sled write across both
+// streams), and concurrent sends of one Volk share a batch instead of waiting for each
+// other's appends.
 #[tokio::test]
 async fn a_governed_send_and_its_decision_are_one_append_and_one_volks_sends_share_a_batch() {
     let dir = tempfile::tempdir().unwrap();
@@ -233,8 +234,8 @@ async fn a_governed_send_and_its_decision_are_one_append_and_one_volks_sends_sha
     let outcome = kernel.execute(send(0)).await.unwrap();
     assert_eq!(
         counted.appends() - before,
-        2,
-        "one send: one batch on governance.decisions and one on cxp.traffic"
+        1,
+        "one send: governance.decisions and cxp.traffic in one write"
     );
     assert!(
         outcome

@@ -29,8 +29,21 @@ struct Rig {
 }
 
 async fn rig() -> Rig {
+    rig_with(false).await
+}
+
+/// A rig whose multi-stream appends go stream by stream (`per_stream`): a log without
+/// atomic multi-stream writes (Kafka), where one stream can fail while another lands.
+async fn rig_per_stream() -> Rig {
+    rig_with(true).await
+}
+
+async fn rig_with(per_stream: bool) -> Rig {
     let dir = tempfile::tempdir().expect("temp dir");
     let faulty = FaultyLog::new(open_sled(dir.path()).await);
+    if per_stream {
+        faulty.per_stream();
+    }
     let log: Arc<dyn EventLog> = faulty.clone();
     let (kernel, _) = Kernel::start(log, config(), Arc::new(TokioClock::new()))
         .await
@@ -178,12 +191,13 @@ async fn a_command_whose_append_failed_is_executed_when_retried() {
     r.assert_state_is_the_log().await;
 }
 
-// ISSUE-15: state never ahead of the log — one stream failing while another succeeds in
-// the same batch: each command is answered from what its own events did, none is half
-// applied, and the state is what the log holds.
+// ISSUE-15: state never ahead of the log — on a log without atomic multi-stream writes,
+// one stream failing while another succeeds in the same batch: each command is answered
+// from what its own events did, none is half applied, and the state is what the log
+// holds.
 #[tokio::test]
 async fn one_stream_failing_while_another_succeeds_in_the_same_batch() {
-    let r = rig().await;
+    let r = rig_per_stream().await;
     let register = cmd::register("U:Ox", "U:Nw", None);
     let (send_packet, message_id) = send("U:Ox", "U:Vz");
     let session = cmd::open_session("U:Ox", "s-1", "p-1");
@@ -380,12 +394,13 @@ async fn when_the_reload_fails_too_the_kernel_refuses_until_a_reload_succeeds() 
     r.assert_state_is_the_log().await;
 }
 
-// ISSUE-15: state never ahead of the log — a command whose events span two streams,
-// of which the later one fails: the answer names exactly the events that landed, and
-// the state counts those (it is what the log says).
+// ISSUE-15: state never ahead of the log — on a log without atomic multi-stream writes,
+// a command whose events span two streams, of which the later one fails: the answer
+// names exactly the events that landed, and the state counts those (it is what the log
+// says).
 #[tokio::test]
 async fn a_command_spanning_streams_is_answered_with_what_landed() {
-    let r = rig().await;
+    let r = rig_per_stream().await;
     let (queued, _) = send("U:Ox", "U:Qa");
     r.kernel.execute(queued).await.expect("send");
     // Deregistering U:Qa fails its queued packet: volk.lifecycle, then cxp.traffic.
@@ -401,6 +416,82 @@ async fn a_command_spanning_streams_is_answered_with_what_landed() {
         other => panic!("expected append_failed, got {other:?}"),
     }
     assert_truthful(r.log(), &deregister, &answer).await;
+    r.assert_state_is_the_log().await;
+}
+
+// ISSUE-17: commands atomic — on sled a batch spanning streams is one transaction
+// across their trees: a fault in one stream's part leaves nothing of the command
+// visible (not its `deregistered` on volk.lifecycle either), the state is the log, and
+// the retry is executed whole.
+#[tokio::test]
+async fn on_sled_a_command_spanning_streams_lands_whole_or_not_at_all() {
+    let r = rig().await;
+    let (queued, _) = send("U:Ox", "U:Qa");
+    r.kernel.execute(queued).await.expect("send");
+    // Deregistering U:Qa fails its queued packet: volk.lifecycle and cxp.traffic.
+    let deregister = cmd::deregister("U:Ox", "U:Qa", "retired");
+    r.faulty.fail_appends(Stream::CxpTraffic);
+    let answer = r.kernel.execute(deregister.clone()).await;
+    match &answer {
+        Err(KernelError::AppendFailed { stored, reason }) => {
+            assert!(stored.is_empty(), "{stored:?}");
+            assert!(reason.contains("nothing stored"), "{reason}");
+        }
+        other => panic!("expected append_failed, got {other:?}"),
+    }
+    assert!(
+        stored_of(r.log(), deregister.id).await.is_empty(),
+        "part of the command is visible"
+    );
+    r.assert_state_is_the_log().await;
+
+    r.faulty.heal();
+    let retried = r
+        .kernel
+        .execute(deregister.clone())
+        .await
+        .expect("the retry is executed");
+    assert!(!retried.duplicate);
+    let streams: BTreeSet<Stream> = stored_of(r.log(), deregister.id)
+        .await
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    assert_eq!(
+        streams,
+        BTreeSet::from([Stream::VolkLifecycle, Stream::CxpTraffic]),
+        "the whole command landed"
+    );
+    r.assert_state_is_the_log().await;
+}
+
+// ISSUE-17: commands atomic — on sled a batch is one write: one stream failing fails
+// every command of the batch, none is half applied or visible, and each retry runs.
+#[tokio::test]
+async fn on_sled_one_failing_stream_fails_the_whole_batch_and_nothing_is_visible() {
+    let r = rig().await;
+    let register = cmd::register("U:Ox", "U:Nw", None);
+    let (send_packet, _) = send("U:Ox", "U:Vz");
+    let session = cmd::open_session("U:Ox", "s-1", "p-1");
+    r.faulty.fail_appends(Stream::CxpTraffic);
+    let commands = vec![register.clone(), send_packet.clone(), session.clone()];
+    let answers = r.batch(commands.clone()).await;
+    assert!(r.faulty.refused_appends() > 0, "the fault was not hit");
+    for (command, answer) in commands.iter().zip(&answers) {
+        assert!(
+            append_failed_with_nothing_stored(answer),
+            "{:?}: {answer:?}",
+            command.action
+        );
+        assert!(stored_of(r.log(), command.id).await.is_empty());
+    }
+    r.assert_state_is_the_log().await;
+    r.faulty.heal();
+    for command in commands {
+        let retried = r.kernel.execute(command.clone()).await.expect("retry");
+        assert!(!retried.duplicate);
+        assert_truthful(r.log(), &command, &Ok(retried)).await;
+    }
     r.assert_state_is_the_log().await;
 }
 
@@ -468,8 +559,8 @@ mod props {
         })
     }
 
-    async fn run(steps: Vec<(Fault, Vec<Op>)>) {
-        let r = rig().await;
+    async fn run(per_stream: bool, steps: Vec<(Fault, Vec<Op>)>) {
+        let r = rig_with(per_stream).await;
         let mut history: Vec<Command> = Vec::new();
         for (fault, ops) in steps {
             match &fault {
@@ -570,13 +661,14 @@ mod props {
         // ISSUE-15: state never ahead of the log
         #[test]
         fn state_equals_the_log_after_any_failures(
+            per_stream in any::<bool>(),
             steps in prop::collection::vec((fault(), prop::collection::vec(op(), 1..6)), 1..7)
         ) {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .expect("runtime");
-            rt.block_on(run(steps));
+            rt.block_on(run(per_stream, steps));
         }
     }
 }

@@ -200,6 +200,49 @@ async fn batch_append_is_contiguous(h: Harness) {
     }
 }
 
+/// Several streams in one call: each part contiguous from its stream's next sequence,
+/// answered in part order, concurrent with single-stream appends (which never land
+/// inside a part); the backend says whether the parts are one unit.
+async fn multi_stream_append_is_contiguous_per_stream(h: Harness) {
+    let log = h.log();
+    append_n(&log, Stream::GatewayPresence, 2).await;
+    let parts = |from: u64| {
+        vec![
+            (
+                Stream::GatewayPresence,
+                (from..from + 3).map(entry).collect(),
+            ),
+            (
+                Stream::ProviderEvents,
+                (from..from + 2).map(entry).collect(),
+            ),
+        ]
+    };
+    let (together, alone) = tokio::join!(
+        log.append_raw_streams(parts(10)),
+        log.append_raw(Stream::GatewayPresence, vec![entry(99)])
+    );
+    let firsts = together.expect("multi-stream append");
+    let alone = alone.expect("single append");
+    assert_eq!(firsts.len(), 2);
+    assert_eq!(firsts[1], 0, "provider.events starts at 0");
+    let presence = log
+        .read_raw(Stream::GatewayPresence, 0, None, 100)
+        .await
+        .expect("read presence");
+    let keys: Vec<&str> = presence.iter().map(|e| e.key.as_str()).collect();
+    let at = usize::try_from(firsts[0]).expect("fits");
+    assert_eq!(keys[at..at + 3], ["key-10", "key-11", "key-12"], "{keys:?}");
+    assert!(alone < firsts[0] || alone >= firsts[0] + 3, "{keys:?}");
+    let provider = log
+        .read_raw(Stream::ProviderEvents, 0, None, 100)
+        .await
+        .expect("read provider");
+    let keys: Vec<&str> = provider.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(keys, ["key-10", "key-11"]);
+    assert_eq!(log.atomic_streams(), matches!(h.kind, Kind::Sled(_)));
+}
+
 async fn epoch_and_sequences_survive_reopen(mut h: Harness) {
     let log = h.log();
     append_n(&log, Stream::VolkLifecycle, 3).await;
@@ -355,6 +398,12 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn batch_append_is_contiguous() {
                 super::batch_append_is_contiguous($harness.await).await;
+            }
+
+            // ISSUE-17 REQ-014-131
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn multi_stream_append_is_contiguous_per_stream() {
+                super::multi_stream_append_is_contiguous_per_stream($harness.await).await;
             }
 
             // REQ-014-135

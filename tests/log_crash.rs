@@ -79,3 +79,78 @@ async fn acknowledged_appends_survive_sigkill_and_sequences_continue() {
         "appends continue after the last stored event"
     );
 }
+
+// ISSUE-17: commands atomic on sled — pairs of events on two streams (`kernel.events`
+// and `cxp.traffic`) appended as one unit by four concurrent writers, the process
+// SIGKILLed mid-stream: after reopening, every acknowledged pair is there and no pair is
+// found half stored (each stream's events have their partner in the other).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairs_across_streams_survive_sigkill_whole_or_not_at_all() {
+    use orchestrata_schemas::events::Event;
+    use std::collections::BTreeSet;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_orchestrata"))
+        .args([
+            "__crash-append",
+            "--writers",
+            "4",
+            "--across-streams",
+            "--data-dir",
+        ])
+        .arg(&data)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the appending child");
+    let stdout = child.stdout.take().expect("child stdout");
+    let mut acked: BTreeSet<String> = BTreeSet::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("read child output");
+        let event_id = line
+            .split_whitespace()
+            .nth(2)
+            .expect("ack <sequence> <event id>")
+            .to_owned();
+        acked.insert(event_id);
+        if acked.len() == 300 {
+            child.kill().expect("SIGKILL the child");
+            break;
+        }
+    }
+    child.wait().expect("reap the child");
+
+    let log = log::open(&{
+        let mut c = LogConfig::sled(&data);
+        c.fsync = FsyncPolicy::EveryAppend;
+        c
+    })
+    .await
+    .expect("reopen after the crash");
+    let kernel: BTreeSet<String> = log
+        .read(Stream::KernelEvents, 0, None, usize::MAX)
+        .await
+        .expect("read kernel.events")
+        .iter()
+        .map(|e| e.record.event_id.to_string())
+        .collect();
+    let partners: BTreeSet<String> = log
+        .read(Stream::CxpTraffic, 0, None, usize::MAX)
+        .await
+        .expect("read cxp.traffic")
+        .iter()
+        .filter_map(|e| match &e.record.event {
+            Event::ThreadArchived(t) => Some(t.thread_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        kernel.len() >= acked.len(),
+        "fewer events than acknowledged"
+    );
+    let lost: Vec<&String> = acked.difference(&kernel).collect();
+    assert!(lost.is_empty(), "acknowledged pairs lost: {lost:?}");
+    let half: Vec<&String> = kernel.symmetric_difference(&partners).collect();
+    assert!(half.is_empty(), "pairs stored half: {half:?}");
+}

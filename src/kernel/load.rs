@@ -51,6 +51,9 @@ pub(crate) struct Stored {
     pub failure: Option<(Stream, crate::log::LogError)>,
     /// Streams not attempted because an earlier one failed.
     pub skipped: Vec<Stream>,
+    /// The streams written as one unit that failed as one (the log writes streams
+    /// atomically): nothing of the batch landed.
+    pub atomic: Vec<Stream>,
 }
 
 impl Stored {
@@ -64,6 +67,13 @@ impl Stored {
         let Some((stream, e)) = &self.failure else {
             return String::new();
         };
+        if !self.atomic.is_empty() {
+            let names: Vec<String> = self.atomic.iter().map(|s| s.to_string()).collect();
+            return format!(
+                "{e} (one write across {}: nothing stored)",
+                names.join(", ")
+            );
+        }
         let mut reason = format!("{stream}: {e}");
         if !self.skipped.is_empty() {
             let names: Vec<String> = self.skipped.iter().map(|s| s.to_string()).collect();
@@ -93,27 +103,43 @@ fn rank(stream: Stream) -> usize {
         .unwrap_or(APPEND_ORDER.len())
 }
 
-/// Appends `records` (any mix of streams): one contiguous batch per stream, the
-/// streams one after another in [`APPEND_ORDER`], stopping at the first stream whose
-/// append fails. The log appends each stream on its own (no transaction spans two),
-/// so this order is what keeps a failure from leaving events in the log whose
-/// premises in an earlier stream are missing. The answer says exactly which records
-/// landed.
+/// Appends `records` (any mix of streams): one contiguous batch per stream. The answer
+/// says exactly which records landed.
+///
+/// On a log whose streams are written atomically ([`EventLog::atomic_streams`], sled)
+/// the whole batch is one write: every record lands, or none does. Otherwise the
+/// streams are appended one after another in [`APPEND_ORDER`], stopping at the first
+/// that fails; that order is what keeps a failure from leaving events in the log whose
+/// premises in an earlier stream are missing.
 pub(crate) async fn append_each(log: &Arc<dyn EventLog>, records: &[EventRecord]) -> Stored {
-    let mut by_stream: Vec<(Stream, Vec<usize>)> = Vec::new();
-    for (i, r) in records.iter().enumerate() {
-        let stream = r.stream();
-        match by_stream.iter_mut().find(|(s, _)| *s == stream) {
-            Some((_, idx)) => idx.push(i),
-            None => by_stream.push((stream, vec![i])),
-        }
-    }
+    let mut by_stream = crate::log::by_stream(records);
     by_stream.sort_by_key(|(s, _)| rank(*s));
     let mut stored = Stored {
         positions: vec![None; records.len()],
-        failure: None,
-        skipped: Vec::new(),
+        ..Stored::default()
     };
+    if log.atomic_streams() && by_stream.len() > 1 {
+        let ordered: Vec<usize> = by_stream.iter().flat_map(|(_, idx)| idx.clone()).collect();
+        let batch: Vec<EventRecord> = ordered.iter().map(|&i| records[i].clone()).collect();
+        match log.append_streams(&batch).await {
+            Ok(sequences) => {
+                for (&i, sequence) in ordered.iter().zip(sequences) {
+                    stored.positions[i] = Some(Appended {
+                        stream: records[i].stream(),
+                        sequence,
+                        event_type: records[i].event_type(),
+                    });
+                }
+            }
+            Err(e) => {
+                stored.atomic = by_stream.iter().map(|(s, _)| *s).collect();
+                if let Some(first) = stored.atomic.first() {
+                    stored.failure = Some((*first, e));
+                }
+            }
+        }
+        return stored;
+    }
     for (stream, idx) in by_stream {
         if stored.failure.is_some() {
             stored.skipped.push(stream);

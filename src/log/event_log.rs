@@ -27,6 +27,31 @@ pub trait EventLog: Send + Sync {
     /// different streams are refused with [`LogError::MixedStreams`].
     async fn append_batch(&self, records: &[EventRecord]) -> Result<u64, LogError>;
 
+    /// Whether [`append_streams`](EventLog::append_streams) stores all its records or
+    /// none (sled: yes, one transaction across the streams' trees; Kafka: not yet).
+    fn atomic_streams(&self) -> bool {
+        false
+    }
+
+    /// Appends records of any streams: each stream's records contiguously and in input
+    /// order, the streams in the order they first appear. Returns each record's
+    /// sequence, in input order. Where [`atomic_streams`](EventLog::atomic_streams)
+    /// holds, every record is stored or none is; otherwise (this default) the streams
+    /// are appended one after another, stopping at the first failure — the records of
+    /// earlier streams may then be stored.
+    async fn append_streams(&self, records: &[EventRecord]) -> Result<Vec<u64>, LogError> {
+        let parts = by_stream(records);
+        let mut sequences = vec![0; records.len()];
+        for (_, indices) in parts {
+            let batch: Vec<EventRecord> = indices.iter().map(|&i| records[i].clone()).collect();
+            let first = self.append_batch(&batch).await?;
+            for (k, &i) in indices.iter().enumerate() {
+                sequences[i] = first + k as u64;
+            }
+        }
+        Ok(sequences)
+    }
+
     /// Events with `from <= sequence <= to` (`to = None`: to the end), oldest first, at
     /// most `limit`. Below the first retained sequence: [`LogError::Truncated`]. Past the
     /// end: empty.
@@ -66,6 +91,19 @@ pub trait EventLog: Send + Sync {
 
     /// Where the log lives (a directory or brokers), for messages.
     fn location(&self) -> String;
+}
+
+/// The indices of `records` grouped by stream, streams in order of first appearance.
+pub fn by_stream(records: &[EventRecord]) -> Vec<(Stream, Vec<usize>)> {
+    let mut parts: Vec<(Stream, Vec<usize>)> = Vec::new();
+    for (i, record) in records.iter().enumerate() {
+        let stream = record.stream();
+        match parts.iter_mut().find(|(s, _)| *s == stream) {
+            Some((_, indices)) => indices.push(i),
+            None => parts.push((stream, vec![i])),
+        }
+    }
+    parts
 }
 
 /// [`EventLog`] over a byte-level backend: encodes with the Avro single-object codec.
@@ -147,6 +185,30 @@ impl EventLog for TypedLog {
             entries.push(encode(record)?);
         }
         self.raw.append_raw(stream, entries).await
+    }
+
+    fn atomic_streams(&self) -> bool {
+        self.raw.atomic_streams()
+    }
+
+    async fn append_streams(&self, records: &[EventRecord]) -> Result<Vec<u64>, LogError> {
+        let parts = by_stream(records);
+        let mut raw_parts = Vec::with_capacity(parts.len());
+        for (stream, indices) in &parts {
+            let mut entries = Vec::with_capacity(indices.len());
+            for &i in indices {
+                entries.push(encode(&records[i])?);
+            }
+            raw_parts.push((*stream, entries));
+        }
+        let firsts = self.raw.append_raw_streams(raw_parts).await?;
+        let mut sequences = vec![0; records.len()];
+        for ((_, indices), first) in parts.iter().zip(firsts) {
+            for (k, &i) in indices.iter().enumerate() {
+                sequences[i] = first + k as u64;
+            }
+        }
+        Ok(sequences)
     }
 
     async fn read(

@@ -82,6 +82,28 @@ pub trait RawLog: Send + Sync {
         entries: Vec<(String, Vec<u8>)>,
     ) -> Result<u64, LogError>;
 
+    /// Whether [`append_raw_streams`](RawLog::append_raw_streams) stores its parts as
+    /// one unit (all or none). `false` unless a backend says otherwise.
+    fn atomic_streams(&self) -> bool {
+        false
+    }
+
+    /// Appends every part (one stream's entries, in order; each stream at most once);
+    /// returns each part's first sequence, in order. Where
+    /// [`atomic_streams`](RawLog::atomic_streams) holds, the parts are stored together
+    /// or not at all; otherwise (this default) one after another, stopping at the first
+    /// failure, whose error is returned — earlier parts may then be stored.
+    async fn append_raw_streams(
+        &self,
+        parts: Vec<(Stream, Vec<(String, Vec<u8>)>)>,
+    ) -> Result<Vec<u64>, LogError> {
+        let mut firsts = Vec::with_capacity(parts.len());
+        for (stream, entries) in parts {
+            firsts.push(self.append_raw(stream, entries).await?);
+        }
+        Ok(firsts)
+    }
+
     /// Entries with `from <= sequence <= to` (`to = None`: up to the end), in order, at
     /// most `limit`. Asking below the first retained sequence is [`LogError::Truncated`];
     /// past the end is an empty answer.

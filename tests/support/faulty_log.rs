@@ -4,7 +4,11 @@
 //! call to it, except that
 //! - an append to a stream marked with [`FaultyLog::fail_appends`] fails, storing
 //!   nothing (the wrapped log is never called), until [`FaultyLog::heal_appends`];
-//! - while [`FaultyLog::fail_reads`] is on, `read`, `bounds`, `epoch` and `tail` fail.
+//! - while [`FaultyLog::fail_reads`] is on, `read`, `bounds`, `epoch` and `tail` fail;
+//! - `append_streams` (several streams in one write) is as atomic as the real log's
+//!   (sled: all or nothing, so one failing stream fails the whole write), unless
+//!   [`FaultyLog::per_stream`] made it write stream by stream, as a log without
+//!   atomic multi-stream appends (Kafka) does.
 //!
 //! Nothing else is simulated: what an append stores and what a read returns is what
 //! the real log does. Failures are injected as a sled I/O error, the error a full or
@@ -27,6 +31,7 @@ pub struct FaultyLog {
     refused_appends: AtomicU64,
     refused_reads: AtomicU64,
     appends: AtomicU64,
+    per_stream: AtomicBool,
 }
 
 impl FaultyLog {
@@ -39,7 +44,14 @@ impl FaultyLog {
             refused_appends: AtomicU64::new(0),
             refused_reads: AtomicU64::new(0),
             appends: AtomicU64::new(0),
+            per_stream: AtomicBool::new(false),
         })
+    }
+
+    /// Multi-stream appends go stream by stream from now on (each stream's batch can
+    /// fail on its own), as on a log without atomic multi-stream appends.
+    pub fn per_stream(&self) {
+        self.per_stream.store(true, Ordering::SeqCst);
     }
 
     /// The real log underneath (reads through it never fail).
@@ -78,8 +90,8 @@ impl FaultyLog {
         self.refused_appends.load(Ordering::SeqCst)
     }
 
-    /// How many append calls (`append` or `append_batch`, one per stream batch)
-    /// reached the real log so far.
+    /// How many append calls (`append`, `append_batch` — one per stream batch — or
+    /// `append_streams`, one per multi-stream write) reached the real log so far.
     pub fn appends(&self) -> u64 {
         self.appends.load(Ordering::SeqCst)
     }
@@ -131,6 +143,30 @@ impl EventLog for FaultyLog {
         }
         self.appends.fetch_add(1, Ordering::SeqCst);
         self.inner.append_batch(records).await
+    }
+
+    fn atomic_streams(&self) -> bool {
+        !self.per_stream.load(Ordering::SeqCst) && self.inner.atomic_streams()
+    }
+
+    async fn append_streams(&self, records: &[EventRecord]) -> Result<Vec<u64>, LogError> {
+        if !self.atomic_streams() {
+            // Stream by stream through this wrapper, each batch failing on its own.
+            let mut sequences = vec![0; records.len()];
+            for (_, indices) in orchestrata::log::by_stream(records) {
+                let batch: Vec<EventRecord> = indices.iter().map(|&i| records[i].clone()).collect();
+                let first = self.append_batch(&batch).await?;
+                for (k, &i) in indices.iter().enumerate() {
+                    sequences[i] = first + k as u64;
+                }
+            }
+            return Ok(sequences);
+        }
+        for record in records {
+            self.check_append(record.stream())?;
+        }
+        self.appends.fetch_add(1, Ordering::SeqCst);
+        self.inner.append_streams(records).await
     }
 
     async fn read(

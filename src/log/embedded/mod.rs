@@ -3,7 +3,8 @@
 //! - Tree keys are big-endian u64 sequences; values are laid out by [`record`].
 //! - The epoch is a UUID created with the database and stored in its `__meta` tree.
 //! - Every append goes through one writer thread that assigns sequences, writes whole
-//!   groups of concurrent appends as one batch and flushes once per group as the
+//!   groups of concurrent appends atomically (one batch, or one transaction across the
+//!   trees when the group spans streams) and flushes once per group as the
 //!   [`FsyncPolicy`](crate::log::config::FsyncPolicy) says ([`writer`]).
 //! - Retention deletes the oldest keys; the newest event of a stream is always kept, so
 //!   the next sequence can be recovered from the tree after a restart.
@@ -202,6 +203,17 @@ impl RawLog for SledLog {
         entries: Vec<(String, Vec<u8>)>,
     ) -> Result<u64, LogError> {
         self.inner.writer.append(stream, entries).await
+    }
+
+    fn atomic_streams(&self) -> bool {
+        true
+    }
+
+    async fn append_raw_streams(
+        &self,
+        parts: Vec<(Stream, Vec<(String, Vec<u8>)>)>,
+    ) -> Result<Vec<u64>, LogError> {
+        self.inner.writer.append_streams(parts).await
     }
 
     async fn read_raw(

@@ -3,9 +3,12 @@
 //! Appenders do not touch sled themselves. They send their entries to the writer thread
 //! and wait for its answer. The thread takes the first pending request, drains every
 //! other request already queued behind it (up to [`MAX_GROUP_EVENTS`]), assigns each
-//! request contiguous sequences, writes the whole group as one sled batch per stream,
-//! applies the [`FsyncPolicy`] once for the group, publishes the new stream ends to tails
-//! and only then answers every request of the group. While it flushes, new requests
+//! request contiguous sequences per stream, writes the whole group atomically — one sled
+//! batch when it touches one stream, one sled transaction across the streams' trees
+//! when it touches several (so a request spanning streams, [`Writer::append_streams`],
+//! is stored whole or not at all) — applies the [`FsyncPolicy`] once for the group,
+//! publishes the new stream ends to tails and only then answers every request of the
+//! group. While it flushes, new requests
 //! queue up and form the next group, so the more appenders wait, the more of them share
 //! one fsync — throughput grows with concurrency instead of being capped at one fsync
 //! per append.
@@ -32,6 +35,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use orchestrata_schemas::events::Stream;
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+use sled::Transactional;
 use tokio::sync::{oneshot, watch};
 
 use super::{now_ms, record};
@@ -52,11 +57,20 @@ pub(super) struct StreamSlot {
     pub(super) visible: Arc<watch::Sender<u64>>,
 }
 
+/// Entries of one stream, in order.
+pub(super) type StreamEntries = (Stream, Vec<(String, Vec<u8>)>);
+
 enum Request {
     Append {
         stream: Stream,
         entries: Vec<(String, Vec<u8>)>,
         reply: oneshot::Sender<Result<u64, LogError>>,
+    },
+    /// Several streams' entries, stored together or not at all; answered with each
+    /// part's first sequence.
+    AppendStreams {
+        parts: Vec<StreamEntries>,
+        reply: oneshot::Sender<Result<Vec<u64>, LogError>>,
     },
     Flush {
         reply: oneshot::Sender<Result<(), LogError>>,
@@ -134,6 +148,18 @@ impl Writer {
         answer.await.map_err(|_| self.stopped())?
     }
 
+    /// Appends every part (a stream's entries, in order; each stream at most once) in
+    /// one atomic write: all parts are stored, or none. Returns each part's first
+    /// sequence, in order.
+    pub(super) async fn append_streams(
+        &self,
+        parts: Vec<StreamEntries>,
+    ) -> Result<Vec<u64>, LogError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Request::AppendStreams { parts, reply })?;
+        answer.await.map_err(|_| self.stopped())?
+    }
+
     /// Flushes everything written so far (and every append sent before this call).
     pub(super) async fn flush(&self) -> Result<(), LogError> {
         let (reply, answer) = oneshot::channel();
@@ -154,13 +180,17 @@ impl Drop for Writer {
     }
 }
 
-/// An append of the current group, waiting for its answer.
+/// Where an append of the current group waits for its answer.
+enum Reply {
+    One(oneshot::Sender<Result<u64, LogError>>),
+    Streams(oneshot::Sender<Result<Vec<u64>, LogError>>),
+}
+
+/// An append of the current group, waiting for its answer: the first sequence of each
+/// of its parts.
 struct Pending {
-    stream: Stream,
-    first: u64,
-    reply: oneshot::Sender<Result<u64, LogError>>,
-    /// Set when its stream's batch could not be written.
-    failed: Option<sled::Error>,
+    firsts: Vec<u64>,
+    reply: Reply,
 }
 
 /// The writer thread's state.
@@ -225,6 +255,78 @@ impl GroupCommit {
         Ok(())
     }
 
+    /// Assigns `entries` the next sequences of `stream` and adds them to the group's
+    /// batch of that stream; the first sequence, or why the stream cannot be written.
+    fn stage(
+        &mut self,
+        batches: &mut HashMap<Stream, (sled::Batch, u64)>,
+        stored_at_ms: i64,
+        stream: Stream,
+        entries: &[(String, Vec<u8>)],
+    ) -> Result<u64, LogError> {
+        let slot = self.streams.get_mut(&stream).ok_or_else(|| {
+            LogError::Task(format!(
+                "stream {stream} has no tree in {}",
+                self.path.display()
+            ))
+        })?;
+        let (batch, _) = batches
+            .entry(stream)
+            .or_insert_with(|| (sled::Batch::default(), slot.next));
+        let first = slot.next;
+        for (i, (key, value)) in entries.iter().enumerate() {
+            batch.insert(
+                &(first + i as u64).to_be_bytes(),
+                record::encode_value(stored_at_ms, key, value),
+            );
+        }
+        slot.next += entries.len() as u64;
+        Ok(first)
+    }
+
+    /// Writes the group's batches atomically: one batch alone, several in one
+    /// transaction across their trees. On failure nothing was written and every
+    /// stream's next sequence is back where the group found it.
+    fn write(&mut self, batches: HashMap<Stream, (sled::Batch, u64)>) -> Result<(), sled::Error> {
+        let firsts: Vec<(Stream, u64)> = batches.iter().map(|(s, (_, f))| (*s, *f)).collect();
+        let mut parts: Vec<(&sled::Tree, sled::Batch)> = batches
+            .into_iter()
+            .filter_map(|(stream, (batch, _))| {
+                self.streams.get(&stream).map(|slot| (&slot.tree, batch))
+            })
+            .collect();
+        let written = if parts.len() <= 1 {
+            match parts.pop() {
+                Some((tree, batch)) => tree.apply_batch(batch),
+                None => Ok(()),
+            }
+        } else {
+            let trees: Vec<&sled::Tree> = parts.iter().map(|(tree, _)| *tree).collect();
+            trees
+                .as_slice()
+                .transaction(|views| {
+                    for (view, (_, batch)) in views.iter().zip(&parts) {
+                        view.apply_batch(batch)?;
+                    }
+                    Ok::<(), ConflictableTransactionError<()>>(())
+                })
+                .map_err(|e| match e {
+                    TransactionError::Storage(e) => e,
+                    TransactionError::Abort(()) => {
+                        sled::Error::Unsupported("the append transaction aborted".into())
+                    }
+                })
+        };
+        if written.is_err() {
+            for (stream, first) in firsts {
+                if let Some(slot) = self.streams.get_mut(&stream) {
+                    slot.next = first;
+                }
+            }
+        }
+        written
+    }
+
     /// Writes, flushes (as the policy says) and answers one group.
     fn commit(&mut self, group: Vec<Request>) {
         let stored_at_ms = now_ms();
@@ -238,49 +340,49 @@ impl GroupCommit {
                     stream,
                     entries,
                     reply,
-                } => {
-                    let Some(slot) = self.streams.get_mut(&stream) else {
+                } => match self.stage(&mut batches, stored_at_ms, stream, &entries) {
+                    Ok(first) => {
+                        written += entries.len() as u64;
+                        appends.push(Pending {
+                            firsts: vec![first],
+                            reply: Reply::One(reply),
+                        });
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                },
+                Request::AppendStreams { parts, reply } => {
+                    // Every part's stream must exist before any is staged: a part that
+                    // cannot be written fails the request without touching the group.
+                    if let Some((stream, _)) =
+                        parts.iter().find(|(s, _)| !self.streams.contains_key(s))
+                    {
                         let _ = reply.send(Err(LogError::Task(format!(
                             "stream {stream} has no tree in {}",
                             self.path.display()
                         ))));
                         continue;
-                    };
-                    let (batch, _) = batches
-                        .entry(stream)
-                        .or_insert_with(|| (sled::Batch::default(), slot.next));
-                    let first = slot.next;
-                    for (i, (key, value)) in entries.iter().enumerate() {
-                        batch.insert(
-                            &(first + i as u64).to_be_bytes(),
-                            record::encode_value(stored_at_ms, key, value),
-                        );
                     }
-                    slot.next += entries.len() as u64;
-                    written += entries.len() as u64;
+                    let mut firsts = Vec::with_capacity(parts.len());
+                    for (stream, entries) in &parts {
+                        if let Ok(first) = self.stage(&mut batches, stored_at_ms, *stream, entries)
+                        {
+                            firsts.push(first);
+                            written += entries.len() as u64;
+                        }
+                    }
                     appends.push(Pending {
-                        stream,
-                        first,
-                        reply,
-                        failed: None,
+                        firsts,
+                        reply: Reply::Streams(reply),
                     });
                 }
                 Request::Flush { reply } => flushes.push(reply),
             }
         }
-        for (stream, (batch, first)) in batches {
-            let Some(slot) = self.streams.get_mut(&stream) else {
-                continue;
-            };
-            if let Err(e) = slot.tree.apply_batch(batch) {
-                // The batch is atomic: none of it was written, so its sequences are free.
-                let count = slot.next - first;
-                slot.next = first;
-                written -= count;
-                for pending in appends.iter_mut().filter(|p| p.stream == stream) {
-                    pending.failed = Some(e.clone());
-                }
-            }
+        let failed = self.write(batches).err();
+        if failed.is_some() {
+            written = 0;
         }
         if written > 0 {
             self.unflushed += written;
@@ -306,15 +408,22 @@ impl GroupCommit {
             }
         }
         for pending in appends {
-            let answer = match (pending.failed, &flushed) {
-                (Some(e), _) => Err(LogError::sled(&self.path, e)),
+            let answer = match (&failed, &flushed) {
+                (Some(e), _) => Err(LogError::sled(&self.path, e.clone())),
                 (None, Err(e)) if self.policy_waits_for_flush() => {
                     Err(LogError::sled(&self.path, e.clone()))
                 }
-                (None, _) => Ok(pending.first),
+                (None, _) => Ok(pending.firsts),
             };
             // An appender that stopped waiting needs no answer.
-            let _ = pending.reply.send(answer);
+            match pending.reply {
+                Reply::One(reply) => {
+                    let _ = reply.send(answer.map(|firsts| firsts.first().copied().unwrap_or(0)));
+                }
+                Reply::Streams(reply) => {
+                    let _ = reply.send(answer);
+                }
+            }
         }
         for reply in flushes {
             let _ = reply.send(
@@ -338,6 +447,9 @@ fn group_events(requests: &[Request]) -> usize {
         .iter()
         .map(|r| match r {
             Request::Append { entries, .. } => entries.len().max(1),
+            Request::AppendStreams { parts, .. } => {
+                parts.iter().map(|(_, e)| e.len()).sum::<usize>().max(1)
+            }
             Request::Flush { .. } => 1,
         })
         .sum()
