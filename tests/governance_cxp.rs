@@ -296,3 +296,63 @@ async fn packet_facts_answer_queries_by_id_thread_sender_recipient_and_status() 
         ids(&[c, d])
     );
 }
+
+// ISSUE-15 (a send's cost must not grow with the history): a packet's message id is
+// written into the engine as `id(A, B, C)`, the UUID's bits as three integers — not an
+// atom (scryer copies its whole atom table to add an atom), a string (not indexed) or
+// one big integer (scryer 0.10's index does not find big integers: with three packets
+// stored, a lookup by one's big-integer id found none). Every packet is found by its
+// id, and the policy by the id a request names (`cxp.priority`: a party is allowed,
+// anyone else denied).
+#[test]
+fn message_ids_reach_the_engine_as_integer_triples_and_still_match_requests() {
+    use orchestrata::governance::term::{message_id_text, PlTerm};
+    use orchestrata::governance::{
+        Evaluator, Fact, FactChange, PacketFact, Policy, DEFAULT_INFERENCE_LIMIT,
+    };
+    let ids: Vec<uuid::Uuid> = (0..3).map(|_| uuid::Uuid::new_v4()).collect();
+    let id = ids[1];
+    let mut ev = Evaluator::load(&Policy::default_policy(), DEFAULT_INFERENCE_LIMIT).unwrap();
+    for (n, m) in ids.iter().enumerate() {
+        let packet = PacketFact {
+            message_id: m.to_string(),
+            from: if n == 1 { "U:Ox".into() } else { "U:Ar".into() },
+            to: "U:Vz".into(),
+            thread_id: "t-1".into(),
+            subject: "task".into(),
+            timestamp_ms: 1,
+            priority: 5,
+            delivery: "queued".into(),
+            work: "pending".into(),
+            protocol_version: "1.0.0".into(),
+            payload_ref: format!("cxp.traffic:{n}"),
+            session: "none".into(),
+        };
+        ev.apply(&[FactChange::Assert(Fact::Packet(packet))])
+            .unwrap();
+    }
+    for m in &ids {
+        let found = ev
+            .query(&format!(
+                "cxp_packet({}, F, _, _, _, _, _, _, _, _, _, _)",
+                PlTerm::message_id(&m.to_string())
+            ))
+            .unwrap();
+        assert!(found.is_some(), "packet {m} not found by its integer id");
+    }
+    let answer = ev
+        .query("cxp_packet(M, 'U:Ox', 'U:Vz', _, _, _, _, _, _, _, _, _), M = id(A, B, C), integer(A), integer(B), integer(C)")
+        .unwrap()
+        .expect("the packet, with an id of integers");
+    let text = answer.get("M").cloned().unwrap_or_default();
+    assert_eq!(message_id_text(&text), id.to_string(), "{text}");
+    // No atom anywhere in the stored facts of the packet but the aliases and words.
+    assert!(ev
+        .query("cxp_packet_base(A, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _), atom(A)")
+        .unwrap()
+        .is_none());
+    let priority =
+        |who: &str| Request::volk(who, "cxp.priority", &id.to_string()).with("priority", 6);
+    assert_eq!(ev.decide(&priority("U:Ox")).unwrap().result, Allow);
+    assert_eq!(ev.decide(&priority("U:Qa")).unwrap().result, Deny);
+}

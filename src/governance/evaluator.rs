@@ -306,7 +306,7 @@ impl Evaluator {
 
     /// Removes every fact.
     pub fn clear_facts(&mut self) -> Result<(), GovernanceError> {
-        let goal = "retractall(cxp_packet_base(_,_,_,_,_,_,_,_,_,_,_,_,_,_)), retractall(cxp_status(_,_,_,_)), \
+        let goal = "retractall(cxp_packet_base(_,_,_,_,_,_,_,_,_,_,_,_,_,_,_,_)), retractall(cxp_status(_,_,_,_,_,_)), \
                     retractall(volk(_,_,_,_)), \
                     retractall(volk_capability(_,_)), retractall(volk_status(_,_)), retractall(session(_,_,_,_)), \
                     retractall(cxp_sends(_,_,_))";
@@ -328,7 +328,7 @@ impl Evaluator {
             "'$od'({},{},{},{},O).",
             request.subject_term(),
             quote_atom(&request.action),
-            quote_atom(&request.resource),
+            request.resource_term(),
             request.context_term(),
         );
         let out = match run(&mut self.machine, &goal) {

@@ -8,10 +8,10 @@
 //! status changes several times in its life, so packet facts are kept in two parts
 //! (see `prelude.pl`):
 //!
-//! - `cxp_packet_base/14`, asserted once per packet: what its statuses do not change,
+//! - `cxp_packet_base/16`, asserted once per packet: its id, what its statuses do not change,
 //!   then its delivery and work status as first stored. Retracted only when a packet is
 //!   sent again under its id with other fields (rare).
-//! - `cxp_status(MessageId, d|w, Status, TimestampMs)`, appended at every later change
+//! - `cxp_status(A, B, C, d|w, Status, TimestampMs)` (`A, B, C`: the message id), appended at every later change
 //!   and never retracted: a packet's status is the last one appended for it (clauses
 //!   keep their assertion order), found through first-argument indexing, or the base's
 //!   when none was appended.
@@ -38,7 +38,7 @@ use super::term::PlTerm;
 ///   the same list is not asserted;
 /// - a new packet's base carries its statuses as first stored, so a packet sent (and
 ///   queued) costs one `assertz`, not three. Not for a packet sent again under its id:
-///   its earlier `cxp_status/4` facts stay, so its statuses are appended after them.
+///   its earlier `cxp_status/6` facts stay, so its statuses are appended after them.
 pub fn goals(changes: &[FactChange]) -> Vec<String> {
     // Linear in the list (a fresh engine loads every fact of the history through here).
     let mut skip = vec![false; changes.len()];
@@ -152,7 +152,7 @@ fn status_of(status: &str, ts: i64) -> (PlTerm, PlTerm) {
 }
 
 /// Whether replacing `old` by `new` changes nothing the engine stores (a packet's
-/// base is compared without its statuses, which change through `cxp_status/4`).
+/// base is compared without its statuses, which change through `cxp_status/6`).
 fn unchanged(old: &Fact, new: &Fact) -> bool {
     match (old, new) {
         (Fact::Packet(a), Fact::Packet(b)) => a.base_pattern() == b.base_pattern(),
@@ -211,7 +211,7 @@ mod tests {
         let goals = goals(&changes);
         assert_eq!(
             goals,
-            ["assertz(cxp_status('m-1',('d'),('delivered'),2))"],
+            ["assertz(cxp_status('m-1',0,0,('d'),('delivered'),2))"],
             "{goals:?}"
         );
     }
@@ -247,7 +247,7 @@ mod tests {
         let goals = goals(&changes);
         assert_eq!(goals.len(), 1, "{goals:?}");
         assert!(
-            goals[0].starts_with("assertz(cxp_packet_base('m-1',")
+            goals[0].starts_with("assertz(cxp_packet_base('m-1',0,0,")
                 && goals[0].ends_with("('queued'),2,('pending'),1))"),
             "{goals:?}"
         );
@@ -266,6 +266,9 @@ mod tests {
             FactChange::Assert(Fact::DeliveryStatus("m-1".into(), "queued".into(), 6)),
         ]);
         assert_eq!(goals.len(), 3, "{goals:?}");
-        assert_eq!(goals[2], "assertz(cxp_status('m-1',('d'),('queued'),6))");
+        assert_eq!(
+            goals[2],
+            "assertz(cxp_status('m-1',0,0,('d'),('queued'),6))"
+        );
     }
 }

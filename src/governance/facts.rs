@@ -92,29 +92,32 @@ pub struct PacketFact {
 }
 
 impl PacketFact {
-    /// `cxp_packet_base/14`: what does not change about the packet, then its delivery
+    /// `cxp_packet_base/16`: the message id's three parts (see
+    /// [`PlTerm::message_id`]), what does not change about the packet, then its delivery
     /// and work status as first stored (`Status`, `TimestampMs` each; later changes are
-    /// `cxp_status/4` facts, see `prelude.pl`). `d` and `w` may be variables (a pattern).
+    /// `cxp_status/6` facts, see `prelude.pl`). `d` and `w` may be variables (a pattern).
     pub(super) fn base_term(&self, d: (PlTerm, PlTerm), w: (PlTerm, PlTerm)) -> PlTerm {
         let a = |s: &String| PlTerm::atom(s.clone());
         PlTerm::compound(
             "cxp_packet_base",
-            vec![
-                a(&self.message_id),
-                a(&self.from),
-                a(&self.to),
-                PlTerm::string(self.thread_id.clone()),
-                a(&self.subject),
-                PlTerm::Int(self.timestamp_ms),
-                PlTerm::Int(self.priority),
-                a(&self.protocol_version),
-                PlTerm::string(self.payload_ref.clone()),
-                a(&self.session),
-                d.0,
-                d.1,
-                w.0,
-                w.1,
-            ],
+            super::term::message_id_parts(&self.message_id)
+                .into_iter()
+                .chain([
+                    a(&self.from),
+                    a(&self.to),
+                    PlTerm::string(self.thread_id.clone()),
+                    a(&self.subject),
+                    PlTerm::Int(self.timestamp_ms),
+                    PlTerm::Int(self.priority),
+                    a(&self.protocol_version),
+                    PlTerm::string(self.payload_ref.clone()),
+                    a(&self.session),
+                    d.0,
+                    d.1,
+                    w.0,
+                    w.1,
+                ])
+                .collect(),
         )
     }
 
@@ -127,9 +130,9 @@ impl PacketFact {
 }
 
 impl Fact {
-    /// The fact as the engine stores it. A packet is stored as `cxp_packet_base/14`
+    /// The fact as the engine stores it. A packet is stored as `cxp_packet_base/16`
     /// (what its statuses do not change) and each status as an appended
-    /// `cxp_status(Id, d|w, Status, TimestampMs)`; policies read them through the
+    /// `cxp_status(A, B, C, d|w, Status, TimestampMs)`; policies read them through the
     /// prelude's `cxp_packet/12`, `cxp_delivery_status/3` and `cxp_work_status/3`
     /// (see `fact_goals.rs` for why).
     pub fn term(&self) -> PlTerm {
@@ -137,7 +140,10 @@ impl Fact {
         let status = |m: &String, kind: &str, s: &String, t: i64| {
             PlTerm::compound(
                 "cxp_status",
-                vec![a(m), PlTerm::atom(kind), a(s), PlTerm::Int(t)],
+                super::term::message_id_parts(m)
+                    .into_iter()
+                    .chain([PlTerm::atom(kind), a(s), PlTerm::Int(t)])
+                    .collect(),
             )
         };
         match self {

@@ -8,37 +8,43 @@
 :- use_module(library(lists)).
 :- use_module(library(iso_ext)).
 
-:- dynamic(cxp_packet_base/14).
-:- dynamic(cxp_status/4).
+:- dynamic(cxp_packet_base/16).
+:- dynamic(cxp_status/6).
 :- dynamic(volk/4).
 :- dynamic(volk_capability/2).
 :- dynamic(volk_status/2).
 :- dynamic(session/4).
 :- dynamic(cxp_sends/3).
 
-%% A packet's facts: cxp_packet_base/14 holds what its statuses do not change, then
-%% its delivery and work status as first stored (Status, TimestampMs each), asserted
-%% once; cxp_status(Id, d|w, Status, TimestampMs) is appended at every later status
-%% change and never retracted (scryer's retract visits every clause of a predicate, so
-%% its cost grows with history): a packet's status is the last one appended, or its
-%% base's if none was. Policies read the three predicates below
+%% A packet's facts: cxp_packet_base/16 holds its message id, what its statuses do not
+%% change, then its delivery and work status as first stored (Status, TimestampMs
+%% each), asserted once; cxp_status(A, B, C, d|w, Status, TimestampMs) is appended at
+%% every later status change and never retracted (scryer's retract visits every clause
+%% of a predicate, so its cost grows with history): a packet's status is the last one
+%% appended, or its base's if none was. Policies read the three predicates below
 %% (src/governance/fact_goals.rs).
-cxp_packet(M, From, To, Thread, Subject, Ts, Priority, D, W, Version, Payload, Session) :-
-    cxp_packet_base(M, From, To, Thread, Subject, Ts, Priority, Version, Payload, Session,
-                    D0, DT0, W0, WT0),
-    '$packet_status'(M, d, D0-DT0, D, _),
-    '$packet_status'(M, w, W0-WT0, W, _).
+%%
+%% A message id is id(A, B, C): the UUID's 128 bits as three integers (48, 48, 32
+%% bits), stored as the facts' first three arguments so that a lookup by id is indexed
+%% on A and no packet adds an atom (see docs/governance.md, "Facts that do not grow
+%% the atom table").
+cxp_packet(id(A, B, C), From, To, Thread, Subject, Ts, Priority, D, W, Version, Payload,
+           Session) :-
+    cxp_packet_base(A, B, C, From, To, Thread, Subject, Ts, Priority, Version, Payload,
+                    Session, D0, DT0, W0, WT0),
+    '$packet_status'(A, B, C, d, D0-DT0, D, _),
+    '$packet_status'(A, B, C, w, W0-WT0, W, _).
 
-cxp_delivery_status(M, S, T) :-
-    cxp_packet_base(M, _, _, _, _, _, _, _, _, _, S0, T0, _, _),
-    '$packet_status'(M, d, S0-T0, S, T).
+cxp_delivery_status(id(A, B, C), S, T) :-
+    cxp_packet_base(A, B, C, _, _, _, _, _, _, _, _, _, S0, T0, _, _),
+    '$packet_status'(A, B, C, d, S0-T0, S, T).
 
-cxp_work_status(M, S, T) :-
-    cxp_packet_base(M, _, _, _, _, _, _, _, _, _, _, _, S0, T0),
-    '$packet_status'(M, w, S0-T0, S, T).
+cxp_work_status(id(A, B, C), S, T) :-
+    cxp_packet_base(A, B, C, _, _, _, _, _, _, _, _, _, _, _, S0, T0),
+    '$packet_status'(A, B, C, w, S0-T0, S, T).
 
-'$packet_status'(M, Kind, First, S, T) :-
-    findall(S0-T0, cxp_status(M, Kind, S0, T0), All),
+'$packet_status'(A, B, C, Kind, First, S, T) :-
+    findall(S0-T0, cxp_status(A, B, C, Kind, S0, T0), All),
     (   All == [] -> First = S-T ; '$last'(All, S-T) ).
 
 '$last'([X], X) :- !.

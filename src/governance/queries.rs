@@ -59,7 +59,8 @@ impl Governance {
         let v = PlTerm::atom(value).to_string();
         let goal = match field {
             PacketField::MessageId => {
-                format!("findall(M, (M = {v}, cxp_packet(M,_,_,_,_,_,_,_,_,_,_,_)), Ms)")
+                let m = PlTerm::message_id(value);
+                format!("findall(M, (M = {m}, cxp_packet(M,_,_,_,_,_,_,_,_,_,_,_)), Ms)")
             }
             PacketField::Thread => {
                 let t = PlTerm::string(value).to_string();
@@ -76,18 +77,33 @@ impl Governance {
         let text = answer
             .and_then(|b| b.get("Ms").cloned())
             .unwrap_or_default();
-        Ok(parse_list_text(&text))
+        Ok(parse_message_ids(&text))
     }
 }
 
-/// `[a, b]` as rendered by the evaluator, back into items.
-fn parse_list_text(text: &str) -> Vec<String> {
+/// A list of message ids as rendered by the evaluator (`[id(A, B, C), …]`), back into
+/// their texts.
+fn parse_message_ids(text: &str) -> Vec<String> {
     let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
-    inner
-        .split(", ")
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                items.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&inner[start..]);
+    items
+        .into_iter()
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(str::to_owned)
+        .map(super::term::message_id_text)
         .collect()
 }
 

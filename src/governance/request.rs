@@ -10,6 +10,9 @@ use uuid::Uuid;
 use super::term::{json_to_term, PlTerm};
 use super::GovernanceError;
 
+/// Actions whose resource is a message id (see [`Request::resource_term`]).
+pub const MESSAGE_ID_ACTIONS: &[&str] = &["cxp.priority"];
+
 /// May `subject` do `action` on `resource`?
 ///
 /// The action names what is asked (`cxp.send`, `volk.register`, `gateway.execute`...),
@@ -101,6 +104,16 @@ impl Request {
         Ok(())
     }
 
+    /// The resource as the policy sees it: an atom, except a message id (the resource of
+    /// `cxp.priority`), written as the packet facts write it ([`PlTerm::message_id`]).
+    pub fn resource_term(&self) -> PlTerm {
+        if MESSAGE_ID_ACTIONS.contains(&self.action.as_str()) {
+            PlTerm::message_id(&self.resource)
+        } else {
+            PlTerm::atom(self.resource.clone())
+        }
+    }
+
     /// The subject as the policy sees it: `client(Id)` or `volk(Alias)`.
     pub fn subject_term(&self) -> PlTerm {
         let functor = match self.subject_kind {
@@ -134,7 +147,7 @@ impl Request {
             vec![
                 self.subject_term(),
                 PlTerm::atom(self.action.clone()),
-                PlTerm::atom(self.resource.clone()),
+                self.resource_term(),
                 self.context_term(),
                 PlTerm::Var("Result".into()),
             ],

@@ -45,6 +45,18 @@ impl PlTerm {
         PlTerm::Str(text.into())
     }
 
+    /// A message id as policies see it: `id(A, B, C)`, the UUID's 128 bits as three
+    /// integers (48, 48 and 32 bits). One id per packet, so it must be neither an atom
+    /// (scryer 0.10 copies its whole atom table to add one: each packet would cost more
+    /// than the last), nor a string (scryer does not index strings: a lookup by id would
+    /// scan every packet), nor one big integer (scryer 0.10's clause index does not find
+    /// big integers). The facts store the three parts as their first arguments
+    /// ([`message_id_parts`]), so a lookup by id is indexed on `A`. Text that is not a
+    /// UUID is `id(Text, 0, 0)`. [`message_id_text`] reads it back.
+    pub fn message_id(text: &str) -> Self {
+        PlTerm::compound("id", message_id_parts(text).to_vec())
+    }
+
     /// `name(args...)`.
     pub fn compound(name: impl Into<String>, args: Vec<PlTerm>) -> Self {
         PlTerm::Compound(name.into(), args)
@@ -241,6 +253,42 @@ pub fn term_list(term: &Term) -> Option<&[Term]> {
     }
 }
 
+/// The three parts of a message id as the packet facts store them (see
+/// [`PlTerm::message_id`]).
+pub fn message_id_parts(text: &str) -> [PlTerm; 3] {
+    match uuid::Uuid::parse_str(text) {
+        Ok(id) => {
+            let v = id.as_u128();
+            let part = |shift: u32, bits: u32| {
+                let mask = (1u128 << bits) - 1;
+                PlTerm::Int(i64::try_from((v >> shift) & mask).unwrap_or_default())
+            };
+            [part(80, 48), part(32, 48), part(0, 32)]
+        }
+        Err(_) => [PlTerm::atom(text), PlTerm::Int(0), PlTerm::Int(0)],
+    }
+}
+
+/// A message id as an answer renders it (`id(A, B, C)`, see [`PlTerm::message_id`])
+/// back to its text; anything else is returned as it is.
+pub fn message_id_text(rendered: &str) -> String {
+    let parts: Option<Vec<&str>> = rendered
+        .strip_prefix("id(")
+        .and_then(|r| r.strip_suffix(')'))
+        .map(|r| r.split(',').map(str::trim).collect());
+    let Some(parts) = parts.filter(|p| p.len() == 3) else {
+        return rendered.to_owned();
+    };
+    let numbers: Option<Vec<u128>> = parts.iter().map(|p| p.parse::<u128>().ok()).collect();
+    match numbers.as_deref() {
+        Some([a, b, c]) if *a < 1 << 48 && *b < 1 << 48 && *c < 1 << 32 => {
+            uuid::Uuid::from_u128((a << 80) | (b << 32) | c).to_string()
+        }
+        _ if parts[1] == "0" && parts[2] == "0" => parts[0].trim_matches('\'').to_owned(),
+        _ => rendered.to_owned(),
+    }
+}
+
 /// A readable rendering of any answer term, e.g. for Prolog error messages.
 pub fn render(term: &Term) -> String {
     let mut out = String::new();
@@ -286,5 +334,30 @@ fn render_into(out: &mut String, term: &Term) {
         }
         Term::Var(v) => out.push_str(v),
         _ => out.push_str("<term>"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_id_is_three_integers_and_reads_back() {
+        for id in [
+            uuid::Uuid::nil(),
+            uuid::Uuid::max(),
+            uuid::Uuid::new_v4(),
+            uuid::Uuid::new_v4(),
+        ] {
+            let written = PlTerm::message_id(&id.to_string()).to_string();
+            assert!(written.starts_with("id("), "{written}");
+            // As an answer renders it: `id(A, B, C)`.
+            let rendered = written.replace(',', ", ");
+            assert_eq!(message_id_text(&rendered), id.to_string(), "{rendered}");
+        }
+        assert_eq!(PlTerm::message_id("m-1").to_string(), "id('m-1',0,0)");
+        assert_eq!(message_id_text("id(m-1, 0, 0)"), "m-1");
+        assert_eq!(message_id_text("not an id"), "not an id");
+        assert_eq!(message_id_text("id(1, 2)"), "id(1, 2)");
     }
 }
