@@ -3,7 +3,8 @@
 %% Reads the traffic and Volk facts the engine keeps in step with the log:
 %%   cxp_packet(MessageId, From, To, ThreadId, Subject, TimestampMs, Priority,
 %%              DeliveryStatus, WorkStatus, ProtocolVersion, PayloadRef, SessionId)
-%%     (ThreadId and PayloadRef are strings, every other value an atom)
+%%     (MessageId is id(A, B, C), the UUID's bits as three integers; ThreadId and
+%%      PayloadRef are strings; every other value an atom)
 %%   volk(Alias, Parent, Kind, SessionId)    Parent = none for a root, Kind senior|junior
 %%   volk_status(Alias, active|deregistered|terminated)
 %%   cxp_sends(From, SessionId, Count)       packets of From in that session (> 0)
