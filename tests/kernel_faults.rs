@@ -191,6 +191,21 @@ async fn a_command_whose_append_failed_is_executed_when_retried() {
     r.assert_state_is_the_log().await;
 }
 
+/// One batch — register `U:Nw`, a send `U:Ox` -> `U:Vz`, open session `s-1` — while
+/// appends to `cxp.traffic` fail: the commands, their answers, the send's message id.
+async fn batch_while_traffic_fails(
+    r: &Rig,
+) -> (Vec<Command>, Vec<Result<Outcome, KernelError>>, Uuid) {
+    let register = cmd::register("U:Ox", "U:Nw", None);
+    let (send_packet, message_id) = send("U:Ox", "U:Vz");
+    let session = cmd::open_session("U:Ox", "s-1", "p-1");
+    r.faulty.fail_appends(Stream::CxpTraffic);
+    let commands = vec![register, send_packet, session];
+    let answers = r.batch(commands.clone()).await;
+    assert!(r.faulty.refused_appends() > 0, "the fault was not hit");
+    (commands, answers, message_id)
+}
+
 // ISSUE-15: state never ahead of the log — on a log without atomic multi-stream writes,
 // one stream failing while another succeeds in the same batch: each command is answered
 // from what its own events did, none is half applied, and the state is what the log
@@ -198,13 +213,8 @@ async fn a_command_whose_append_failed_is_executed_when_retried() {
 #[tokio::test]
 async fn one_stream_failing_while_another_succeeds_in_the_same_batch() {
     let r = rig_per_stream().await;
-    let register = cmd::register("U:Ox", "U:Nw", None);
-    let (send_packet, message_id) = send("U:Ox", "U:Vz");
-    let session = cmd::open_session("U:Ox", "s-1", "p-1");
-    r.faulty.fail_appends(Stream::CxpTraffic);
-    let commands = vec![register.clone(), send_packet.clone(), session.clone()];
-    let answers = r.batch(commands.clone()).await;
-    assert!(r.faulty.refused_appends() > 0, "the fault was not hit");
+    let (commands, answers, message_id) = batch_while_traffic_fails(&r).await;
+    let send_packet = commands[1].clone();
 
     let applied = |a: &Result<Outcome, KernelError>| matches!(a, Ok(o) if !o.duplicate);
     assert!(applied(&answers[0]), "register: {:?}", answers[0]);
@@ -470,13 +480,7 @@ async fn on_sled_a_command_spanning_streams_lands_whole_or_not_at_all() {
 #[tokio::test]
 async fn on_sled_one_failing_stream_fails_the_whole_batch_and_nothing_is_visible() {
     let r = rig().await;
-    let register = cmd::register("U:Ox", "U:Nw", None);
-    let (send_packet, _) = send("U:Ox", "U:Vz");
-    let session = cmd::open_session("U:Ox", "s-1", "p-1");
-    r.faulty.fail_appends(Stream::CxpTraffic);
-    let commands = vec![register.clone(), send_packet.clone(), session.clone()];
-    let answers = r.batch(commands.clone()).await;
-    assert!(r.faulty.refused_appends() > 0, "the fault was not hit");
+    let (commands, answers, _) = batch_while_traffic_fails(&r).await;
     for (command, answer) in commands.iter().zip(&answers) {
         assert!(
             append_failed_with_nothing_stored(answer),

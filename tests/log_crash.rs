@@ -1,53 +1,69 @@
-//! Crash test: a child process appends with fsync on every append and is SIGKILLed
-//! mid-stream; every acknowledged event must be there after reopening.
+//! Crash tests: a child process appends with fsync on every append and is SIGKILLed
+//! mid-stream; every acknowledged event must be there after reopening, and events
+//! appended together across streams are found together or not at all.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 
 use orchestrata::config::{FsyncPolicy, LogConfig};
-use orchestrata::log;
+use orchestrata::log::{self, EventLog};
 use orchestrata_schemas::events::Stream;
 
-// REQ-014-135 REQ-014-131
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acknowledged_appends_survive_sigkill_and_sequences_continue() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let data = dir.path().join("data");
+/// Runs `orchestrata __crash-append --writers 4 [extra] --data-dir DATA`, reads its
+/// `ack <sequence> <event id>` lines until `until` acknowledgements, SIGKILLs it
+/// mid-stream (its four writers are appending right now) and returns the
+/// acknowledgements in the order printed.
+fn crash_child(data: &Path, extra: &[&str], until: usize) -> Vec<(u64, String)> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_orchestrata"))
-        .args(["__crash-append", "--writers", "4", "--data-dir"])
-        .arg(&data)
+        .args(["__crash-append", "--writers", "4"])
+        .args(extra)
+        .arg("--data-dir")
+        .arg(data)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start the appending child");
     let stdout = child.stdout.take().expect("child stdout");
-    let mut acked: BTreeMap<u64, String> = BTreeMap::new();
+    let mut acked = Vec::new();
     for line in BufReader::new(stdout).lines() {
         let line = line.expect("read child output");
         let mut words = line.split_whitespace();
         assert_eq!(words.next(), Some("ack"), "unexpected child line {line:?}");
         let sequence: u64 = words.next().and_then(|s| s.parse().ok()).expect("sequence");
         let event_id = words.next().expect("event id").to_owned();
-        assert!(
-            acked.insert(sequence, event_id).is_none(),
-            "sequence {sequence} acknowledged twice"
-        );
-        if acked.len() == 300 {
-            // SIGKILL mid-stream: the child is appending from four tasks right now.
+        acked.push((sequence, event_id));
+        if acked.len() == until {
             child.kill().expect("SIGKILL the child");
             break;
         }
     }
     child.wait().expect("reap the child");
+    acked
+}
 
-    let log = log::open(&{
-        let mut c = LogConfig::sled(&data);
-        c.fsync = FsyncPolicy::EveryAppend;
-        c
-    })
-    .await
-    .expect("reopen after the crash");
+/// The log in `data`, reopened after the crash.
+async fn reopen(data: &Path) -> Arc<dyn EventLog> {
+    let mut config = LogConfig::sled(data);
+    config.fsync = FsyncPolicy::EveryAppend;
+    log::open(&config).await.expect("reopen after the crash")
+}
+
+// REQ-014-135 REQ-014-131
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_appends_survive_sigkill_and_sequences_continue() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let mut acked: BTreeMap<u64, String> = BTreeMap::new();
+    for (sequence, event_id) in crash_child(&data, &[], 300) {
+        assert!(
+            acked.insert(sequence, event_id).is_none(),
+            "sequence {sequence} acknowledged twice"
+        );
+    }
+    let log = reopen(&data).await;
     let stream = Stream::KernelEvents;
     let bounds = log.bounds(stream).await.expect("bounds");
     let last = bounds.last.expect("events survived");
@@ -91,43 +107,11 @@ async fn pairs_across_streams_survive_sigkill_whole_or_not_at_all() {
 
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("data");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_orchestrata"))
-        .args([
-            "__crash-append",
-            "--writers",
-            "4",
-            "--across-streams",
-            "--data-dir",
-        ])
-        .arg(&data)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start the appending child");
-    let stdout = child.stdout.take().expect("child stdout");
-    let mut acked: BTreeSet<String> = BTreeSet::new();
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("read child output");
-        let event_id = line
-            .split_whitespace()
-            .nth(2)
-            .expect("ack <sequence> <event id>")
-            .to_owned();
-        acked.insert(event_id);
-        if acked.len() == 300 {
-            child.kill().expect("SIGKILL the child");
-            break;
-        }
-    }
-    child.wait().expect("reap the child");
-
-    let log = log::open(&{
-        let mut c = LogConfig::sled(&data);
-        c.fsync = FsyncPolicy::EveryAppend;
-        c
-    })
-    .await
-    .expect("reopen after the crash");
+    let acked: BTreeSet<String> = crash_child(&data, &["--across-streams"], 300)
+        .into_iter()
+        .map(|(_, event_id)| event_id)
+        .collect();
+    let log = reopen(&data).await;
     let kernel: BTreeSet<String> = log
         .read(Stream::KernelEvents, 0, None, usize::MAX)
         .await

@@ -83,20 +83,22 @@ pub async fn send(call: Call) -> RpcResult {
         same_packet(&views, &sent)?;
     }
     let state = packet_json(&views, &message_id)?;
+    let mut answer = json!({
+        "status": contract_send_status(&state["delivery_status"]),
+        "delivery_status": state["delivery_status"],
+        "work_status": state["work_status"],
+        "thread_id": state["packet"]["thread_id"],
+        "message_id": message_id,
+        "routed_via": POSTMAN_ALIAS,
+        "sequence": outcome.last_sequence(Stream::CxpTraffic),
+        "events": outcome.event_types(),
+    });
     if outcome.duplicate {
         tracing::info!(%message_id, from, to = %p.target, "packet send repeated (idempotency key): nothing sent now");
         // The first attempt's packet as it stands now; `sequence` is its `packet_sent`.
-        return Ok(json!({
-            "status": contract_send_status(&state["delivery_status"]),
-            "delivery_status": state["delivery_status"],
-            "work_status": state["work_status"],
-            "thread_id": state["packet"]["thread_id"],
-            "message_id": message_id,
-            "routed_via": POSTMAN_ALIAS,
-            "sequence": state["sequence"],
-            "events": [],
-            "duplicate": true,
-        }));
+        answer["sequence"] = state["sequence"].clone();
+        answer["duplicate"] = json!(true);
+        return Ok(answer);
     }
     tracing::info!(
         %message_id,
@@ -106,16 +108,7 @@ pub async fn send(call: Call) -> RpcResult {
         status = %state["delivery_status"].as_str().unwrap_or_default(),
         "packet sent"
     );
-    Ok(json!({
-        "status": contract_send_status(&state["delivery_status"]),
-        "delivery_status": state["delivery_status"],
-        "work_status": state["work_status"],
-        "thread_id": state["packet"]["thread_id"],
-        "message_id": message_id,
-        "routed_via": POSTMAN_ALIAS,
-        "sequence": outcome.last_sequence(Stream::CxpTraffic),
-        "events": outcome.event_types(),
-    }))
+    Ok(answer)
 }
 
 /// A repeated `cxp.send` (same idempotency key) must ask for the packet the first one
