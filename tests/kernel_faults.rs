@@ -404,6 +404,18 @@ async fn when_the_reload_fails_too_the_kernel_refuses_until_a_reload_succeeds() 
     r.assert_state_is_the_log().await;
 }
 
+/// Sends a packet to `U:Qa`, then deregisters `U:Qa` while appends to `cxp.traffic`
+/// fail: deregistering fails its queued packet, so the command's events span
+/// `volk.lifecycle` and `cxp.traffic`. The command and its answer.
+async fn deregister_while_traffic_fails(r: &Rig) -> (Command, Result<Outcome, KernelError>) {
+    let (queued, _) = send("U:Ox", "U:Qa");
+    r.kernel.execute(queued).await.expect("send");
+    let deregister = cmd::deregister("U:Ox", "U:Qa", "retired");
+    r.faulty.fail_appends(Stream::CxpTraffic);
+    let answer = r.kernel.execute(deregister.clone()).await;
+    (deregister, answer)
+}
+
 // ISSUE-15: state never ahead of the log — on a log without atomic multi-stream writes,
 // a command whose events span two streams, of which the later one fails: the answer
 // names exactly the events that landed, and the state counts those (it is what the log
@@ -411,12 +423,7 @@ async fn when_the_reload_fails_too_the_kernel_refuses_until_a_reload_succeeds() 
 #[tokio::test]
 async fn a_command_spanning_streams_is_answered_with_what_landed() {
     let r = rig_per_stream().await;
-    let (queued, _) = send("U:Ox", "U:Qa");
-    r.kernel.execute(queued).await.expect("send");
-    // Deregistering U:Qa fails its queued packet: volk.lifecycle, then cxp.traffic.
-    let deregister = cmd::deregister("U:Ox", "U:Qa", "retired");
-    r.faulty.fail_appends(Stream::CxpTraffic);
-    let answer = r.kernel.execute(deregister.clone()).await;
+    let (deregister, answer) = deregister_while_traffic_fails(&r).await;
     match &answer {
         Err(KernelError::AppendFailed { stored, .. }) => {
             assert_eq!(stored.len(), 1, "{stored:?}");
@@ -436,12 +443,7 @@ async fn a_command_spanning_streams_is_answered_with_what_landed() {
 #[tokio::test]
 async fn on_sled_a_command_spanning_streams_lands_whole_or_not_at_all() {
     let r = rig().await;
-    let (queued, _) = send("U:Ox", "U:Qa");
-    r.kernel.execute(queued).await.expect("send");
-    // Deregistering U:Qa fails its queued packet: volk.lifecycle and cxp.traffic.
-    let deregister = cmd::deregister("U:Ox", "U:Qa", "retired");
-    r.faulty.fail_appends(Stream::CxpTraffic);
-    let answer = r.kernel.execute(deregister.clone()).await;
+    let (deregister, answer) = deregister_while_traffic_fails(&r).await;
     match &answer {
         Err(KernelError::AppendFailed { stored, reason }) => {
             assert!(stored.is_empty(), "{stored:?}");
