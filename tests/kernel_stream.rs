@@ -95,18 +95,24 @@ async fn commands_from_the_stream_run_once(log: Arc<dyn EventLog>) {
     assert_eq!(sent.len(), 1, "the duplicate command id ran once");
     assert_eq!(sent[0].record.command_id, Some(send.id));
     // Restart: the consumer resumes after what it executed and runs only new commands.
+    // An executed command id found on the stream at resume (redelivered while no kernel
+    // consumed) is skipped there, not answered again.
     consumer.abort();
     kernel.stop().await;
     let kernel = start(&log).await;
     assert_eq!(kernel.commands_checkpoint().await.expect("checkpoint"), 4);
-    let consumer = kernel.consume_commands();
     let start_work = cmd::work("U:Jr", packet.message_id, WorkStatus::InProgress);
     submit(&log, &send).await; // redelivered again: still a no-op
     submit(&log, &start_work).await;
-    let (applied, rejected) = wait_outcomes(&log, 6).await;
+    assert_eq!(
+        kernel.commands_checkpoint().await.expect("checkpoint"),
+        5,
+        "the executed redelivery is skipped"
+    );
+    let consumer = kernel.consume_commands();
+    let (applied, rejected) = wait_outcomes(&log, 5).await;
     let ids: Vec<_> = applied.iter().map(|(id, _)| *id).collect();
-    assert_eq!(ids, [register.id, send.id, send.id, send.id, start_work.id]);
-    assert_eq!(applied[3].1, 0, "still a no-op: {applied:?}");
+    assert_eq!(ids, [register.id, send.id, send.id, start_work.id]);
     assert_eq!(rejected.len(), 1);
     let packet = kernel.packet(packet.message_id).await.expect("known");
     assert!(packet.is_in_progress());

@@ -345,13 +345,7 @@ impl Writer {
             if from_stream {
                 // Its issuer (a remote kernel client retrying with an idempotency key)
                 // waits for an answer: applied, nothing new.
-                let record = EventRecord::new(
-                    "kernel",
-                    command.id.to_string(),
-                    CommandApplied { event_count: 0 },
-                    now,
-                )
-                .caused_by(command.id);
+                let record = answer_record(command, CommandApplied { event_count: 0 }, now);
                 self.emitter(out, Some(command)).emit(record);
             }
             return Ok(true);
@@ -383,29 +377,21 @@ impl Writer {
                 }
                 if from_stream {
                     let count = i32::try_from(em.out.len() - start).unwrap_or(i32::MAX);
-                    let record = EventRecord::new(
-                        "kernel",
-                        command.id.to_string(),
+                    em.emit(answer_record(
+                        command,
                         CommandApplied { event_count: count },
                         now,
-                    )
-                    .caused_by(command.id);
-                    em.emit(record);
+                    ));
                 }
                 Ok(false)
             }
             Err(e) => {
                 if from_stream {
-                    let record = EventRecord::new(
-                        "kernel",
-                        command.id.to_string(),
-                        CommandRejected {
-                            code: e.code().into(),
-                            message: e.to_string(),
-                        },
-                        now,
-                    )
-                    .caused_by(command.id);
+                    let rejected = CommandRejected {
+                        code: e.code().into(),
+                        message: e.to_string(),
+                    };
+                    let record = answer_record(command, rejected, now);
                     self.emitter(out, Some(command)).emit(record);
                 }
                 Err(e)
@@ -493,6 +479,16 @@ impl Writer {
         }
         self.reload().await.map_err(|e| e.to_string())
     }
+}
+
+/// The kernel's answer to a streamed command (`command_applied` / `command_rejected`),
+/// keyed and caused by the command, so its issuer's watcher finds it.
+fn answer_record(
+    command: &Command,
+    answer: impl Into<orchestrata_schemas::events::Event>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> EventRecord {
+    EventRecord::new("kernel", command.id.to_string(), answer, now).caused_by(command.id)
 }
 
 /// `t` at the log's precision (microseconds): the state folded in memory must equal
