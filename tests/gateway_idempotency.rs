@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use orchestrata::config::LogConfig;
+use orchestrata::gateway::schema::ResultSchemas;
 use orchestrata::gateway::{self, GatewayConfig, Scope, Services, TokenGrant};
 use orchestrata::governance::GovernanceConfig;
 use orchestrata::log::EventLog;
@@ -61,6 +62,14 @@ async fn sent(log: &Arc<dyn EventLog>, message_id: &str) -> usize {
     sent_where(log, |p| p.message_id.to_string() == message_id).await
 }
 
+/// Asserts that `result` is a valid answer of `method` by the contract's result schema.
+fn contract_valid(method: &str, result: &Value) {
+    let schemas = ResultSchemas::compile().expect("result schemas compile");
+    if let Err(e) = schemas.validate(method, result) {
+        panic!("{method} answer breaks its result schema: {e}: {result}");
+    }
+}
+
 fn reason(error: &Value) -> &str {
     error["data"]["reason"].as_str().unwrap_or("")
 }
@@ -85,7 +94,9 @@ async fn a_repeated_send_with_the_same_key_sends_one_packet() {
     let again = ws.ok("cxp.send", spec_send("order-17")).await;
     let mut reconnected = stack.client(OPERATOR).await;
     let third = reconnected.ok("cxp.send", spec_send("order-17")).await;
+    contract_valid("cxp.send", &first);
     for repeat in [&again, &third] {
+        contract_valid("cxp.send", repeat);
         for field in ["message_id", "thread_id", "routed_via"] {
             assert_eq!(repeat[field], first[field], "{field}: {repeat} vs {first}");
         }
@@ -155,6 +166,8 @@ async fn keys_make_session_open_and_ack_repeatable() {
     let first = ws.ok("session.open", open.clone()).await;
     let again = ws.ok("session.open", open).await;
     assert_eq!(first["session_id"], again["session_id"], "{again}");
+    contract_valid("session.open", &first);
+    contract_valid("session.open", &again);
     assert_eq!(again["context"], json!({"a": 1}), "{again}");
     let opened = stack
         .log
@@ -189,6 +202,7 @@ async fn keys_make_session_open_and_ack_repeatable() {
     let again = cx.ok("cxp.ack", ack).await;
     assert_eq!(first["status"], "acknowledged", "{first}");
     assert_eq!(again["status"], "acknowledged", "{again}");
+    contract_valid("cxp.ack", &again);
     let plain = cx.err("cxp.ack", json!({"message_id": message_id})).await;
     assert_eq!(
         plain["code"], -32602,

@@ -119,11 +119,10 @@ pub(crate) async fn append_each(log: &Arc<dyn EventLog>, records: &[EventRecord]
         ..Stored::default()
     };
     if log.atomic_streams() && by_stream.len() > 1 {
-        let ordered: Vec<usize> = by_stream.iter().flat_map(|(_, idx)| idx.clone()).collect();
-        let batch: Vec<EventRecord> = ordered.iter().map(|&i| records[i].clone()).collect();
-        match log.append_streams(&batch).await {
+        // One write: the order of the streams within it does not matter.
+        match log.append_streams(records).await {
             Ok(sequences) => {
-                for (&i, sequence) in ordered.iter().zip(sequences) {
+                for (i, sequence) in sequences.into_iter().enumerate() {
                     stored.positions[i] = Some(Appended {
                         stream: records[i].stream(),
                         sequence,

@@ -40,16 +40,7 @@ pub trait EventLog: Send + Sync {
     /// are appended one after another, stopping at the first failure — the records of
     /// earlier streams may then be stored.
     async fn append_streams(&self, records: &[EventRecord]) -> Result<Vec<u64>, LogError> {
-        let parts = by_stream(records);
-        let mut sequences = vec![0; records.len()];
-        for (_, indices) in parts {
-            let batch: Vec<EventRecord> = indices.iter().map(|&i| records[i].clone()).collect();
-            let first = self.append_batch(&batch).await?;
-            for (k, &i) in indices.iter().enumerate() {
-                sequences[i] = first + k as u64;
-            }
-        }
-        Ok(sequences)
+        append_stream_by_stream(self, records).await
     }
 
     /// Events with `from <= sequence <= to` (`to = None`: to the end), oldest first, at
@@ -104,6 +95,38 @@ pub fn by_stream(records: &[EventRecord]) -> Vec<(Stream, Vec<usize>)> {
         }
     }
     parts
+}
+
+/// Each record's sequence, in input order, from the first sequence each part of
+/// [`by_stream`] was given (the part's records follow it by +1).
+pub fn scatter_sequences(
+    parts: &[(Stream, Vec<usize>)],
+    firsts: impl IntoIterator<Item = u64>,
+    len: usize,
+) -> Vec<u64> {
+    let mut sequences = vec![0; len];
+    for ((_, indices), first) in parts.iter().zip(firsts) {
+        for (k, &i) in indices.iter().enumerate() {
+            sequences[i] = first + k as u64;
+        }
+    }
+    sequences
+}
+
+/// [`EventLog::append_streams`] without atomicity: one [`EventLog::append_batch`] per
+/// stream, in order of first appearance, stopping at the first failure (the default,
+/// and what a wrapping log that must see each stream's batch calls).
+pub async fn append_stream_by_stream<L: EventLog + ?Sized>(
+    log: &L,
+    records: &[EventRecord],
+) -> Result<Vec<u64>, LogError> {
+    let parts = by_stream(records);
+    let mut firsts = Vec::with_capacity(parts.len());
+    for (_, indices) in &parts {
+        let batch: Vec<EventRecord> = indices.iter().map(|&i| records[i].clone()).collect();
+        firsts.push(log.append_batch(&batch).await?);
+    }
+    Ok(scatter_sequences(&parts, firsts, records.len()))
 }
 
 /// [`EventLog`] over a byte-level backend: encodes with the Avro single-object codec.
@@ -202,13 +225,7 @@ impl EventLog for TypedLog {
             raw_parts.push((*stream, entries));
         }
         let firsts = self.raw.append_raw_streams(raw_parts).await?;
-        let mut sequences = vec![0; records.len()];
-        for ((_, indices), first) in parts.iter().zip(firsts) {
-            for (k, &i) in indices.iter().enumerate() {
-                sequences[i] = first + k as u64;
-            }
-        }
-        Ok(sequences)
+        Ok(scatter_sequences(&parts, firsts, records.len()))
     }
 
     async fn read(

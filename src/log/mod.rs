@@ -22,7 +22,9 @@ mod tail;
 
 pub use embedded::SledLog;
 pub use error::LogError;
-pub use event_log::{by_stream, EnvelopeStream, EventLog, TypedLog};
+pub use event_log::{
+    append_stream_by_stream, by_stream, scatter_sequences, EnvelopeStream, EventLog, TypedLog,
+};
 pub use kafka::KafkaLog;
 pub use open::{open, open_raw, spawn_retention};
 pub use pager::{Pager, DEFAULT_PAGE};

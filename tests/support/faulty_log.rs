@@ -152,15 +152,7 @@ impl EventLog for FaultyLog {
     async fn append_streams(&self, records: &[EventRecord]) -> Result<Vec<u64>, LogError> {
         if !self.atomic_streams() {
             // Stream by stream through this wrapper, each batch failing on its own.
-            let mut sequences = vec![0; records.len()];
-            for (_, indices) in orchestrata::log::by_stream(records) {
-                let batch: Vec<EventRecord> = indices.iter().map(|&i| records[i].clone()).collect();
-                let first = self.append_batch(&batch).await?;
-                for (k, &i) in indices.iter().enumerate() {
-                    sequences[i] = first + k as u64;
-                }
-            }
-            return Ok(sequences);
+            return orchestrata::log::append_stream_by_stream(self, records).await;
         }
         for record in records {
             self.check_append(record.stream())?;
