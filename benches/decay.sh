@@ -2,7 +2,8 @@
 # Throughput against history on one live server: a release `orchestrata up` (sled,
 # defaults, its own temp dir), then ROUNDS consecutive rounds of SECS seconds of
 # `wsload pipe --conns CONNS` (real WebSocket clients in their own process); prints each
-# round's acknowledged sends/s, the sends so far and the server's resident memory.
+# round's acknowledged sends/s, the sends so far, the server's resident memory and the
+# sizes on disk of its log (`data/db`) and view store (`data/views`).
 #
 #   BIN=target/release/orchestrata WSLOAD=target/release/examples/wsload \
 #     ROUNDS=5 SECS=20 CONNS=4 benches/decay.sh
@@ -22,5 +23,6 @@ for r in $(seq 1 "$ROUNDS"); do
   out=$("$W" pipe "ws://127.0.0.1:$P/" --token decay --conns "$CONNS" --secs "$SECS" 2>/dev/null)
   acked=$(sed -n 's/^acked=//p' <<<"$out"); rate=$(sed -n 's/^acked_per_s=//p' <<<"$out")
   total=$((total + ${acked:-0}))
-  echo "round=$r acked_per_s=$rate sends_so_far=$total rss_mb=$(( $(ps -o rss= -p $PID) / 1024 ))"
+  mb() { echo $(( $(du -sk "$1" 2>/dev/null | cut -f1) / 1024 )); }
+  echo "round=$r acked_per_s=$rate sends_so_far=$total rss_mb=$(( $(ps -o rss= -p $PID) / 1024 )) log_mb=$(mb "$T/data/db") views_mb=$(mb "$T/data/views")"
 done

@@ -133,5 +133,64 @@ fn rebuild(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, folds, lookup, rebuild);
+/// Events folded between two commits in the commit benchmark.
+const COMMIT_BATCH: usize = 1_000;
+
+/// One live commit of the thread view after `COMMIT_BATCH` more events, at a history of
+/// 10 K, 100 K and 1 M events: take the changes (under the view's lock in the runner)
+/// and write them to the sled view store, durably. The cost should not follow the
+/// history (issue 18). Folding the batch is not timed.
+fn commit(c: &mut Criterion) {
+    let mut group = c.benchmark_group("commit");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    group.throughput(Throughput::Elements(COMMIT_BATCH as u64));
+    for history in [10_000usize, 100_000, 1_000_000] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = projection::ViewStore::open(dir.path().join("views")).expect("view store");
+        let mut workload = Workload::new(3);
+        let mut view = ThreadView::default();
+        let mut folded = false;
+        group.bench_function(format!("thread_{}k_history", history / 1_000), |b| {
+            if !folded {
+                let mut left = history;
+                while left > 0 {
+                    let n = left.min(100_000);
+                    for e in workload.envelopes(n) {
+                        view.apply_owned(e);
+                    }
+                    left -= n;
+                }
+                store
+                    .save(&mut view, &Default::default())
+                    .expect("full save");
+                folded = true;
+            }
+            b.iter_custom(|iters| {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iters {
+                    for e in workload.envelopes(COMMIT_BATCH) {
+                        view.apply_owned(e);
+                    }
+                    let started = std::time::Instant::now();
+                    let changes = view.take_changes(false).expect("changes");
+                    store
+                        .commit(
+                            ThreadView::NAME,
+                            &changes,
+                            view.checkpoint(),
+                            &Default::default(),
+                            false,
+                        )
+                        .expect("commit");
+                    spent += started.elapsed();
+                }
+                spent
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, folds, lookup, rebuild, commit);
 criterion_main!(benches);

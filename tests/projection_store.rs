@@ -11,7 +11,7 @@ use orchestrata_schemas::events::Stream;
 
 mod projection_support;
 
-use projection_support::{fill, json};
+use projection_support::{fill, json, rebuilt_json};
 
 async fn sled_log(dir: &std::path::Path) -> Arc<dyn EventLog> {
     let mut config = LogConfig::sled(dir);
@@ -133,12 +133,15 @@ async fn views_are_stored_compactly_and_read_back_byte_for_byte() {
     drop(store);
 
     let tree = raw(&views);
-    let body = stored_view(&tree, "thread");
+    let body = stored_view(&tree, "session");
     assert_ne!(body.first(), Some(&b'{'), "stored as MessagePack, not JSON");
+    let thread_bytes: usize = tree
+        .scan_prefix("thread.")
+        .map(|e| e.map(|(k, v)| k.len() + v.len()).expect("read"))
+        .sum();
     assert!(
-        body.len() * 2 < thread_json.len(),
-        "MessagePack ({} bytes) is well under half the JSON ({} bytes)",
-        body.len(),
+        thread_bytes * 2 < thread_json.len(),
+        "MessagePack entries ({thread_bytes} bytes) are well under half the JSON ({} bytes)",
         thread_json.len()
     );
     // The checkpoint entry stays JSON: `projections status` reads it without the view.
@@ -286,18 +289,48 @@ async fn rebuild_from_a_log_cut_by_retention_fails_with_the_log_error() {
     }
 }
 
-// ISSUE-18: a commit writes what changed. A view is stored as content-defined chunks
-// of at most `PART_BYTES` (so sled never takes its blob path, whose I/O errors wedge
-// every later flush); a save after a few more events writes a few new chunks; a smaller
-// view saved later leaves no stale chunk; a view stored whole by an earlier version is
-// replaced; a missing chunk is a typed error naming the fix.
+/// Every key of the raw store with its value.
+fn snapshot(tree: &sled::Tree) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    tree.iter()
+        .map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec())).expect("read"))
+        .collect()
+}
+
+/// How many keys were added or changed from `before` to `after`.
+fn written(
+    before: &std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+    after: &std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+) -> usize {
+    after
+        .iter()
+        .filter(|(k, v)| before.get(*k) != Some(v))
+        .count()
+}
+
+/// Folds the events of `log` past `view`'s checkpoint into it and commits what changed
+/// (an incremental commit, as the live runner writes it).
+async fn catch_up_and_commit<V: View>(log: &dyn EventLog, store: &ViewStore, view: &mut V) {
+    projection::catch_up(log, view, None, &mut |_| {})
+        .await
+        .expect("catch up");
+    let epochs = projection::stream_epochs::<V>(log).await.expect("epochs");
+    let changes = view.take_changes(false).expect("changes");
+    store
+        .commit(V::NAME, &changes, view.checkpoint(), &epochs, false)
+        .expect("commit");
+}
+
+// ISSUE-18: a commit writes what changed. A view that grows with the log (threads and
+// packets) is stored entry by entry, every value within `PART_BYTES` (so sled never
+// takes its blob path, whose I/O errors wedge every later flush); a commit after a few
+// more events writes a few entries and the head, whatever the history; a view stored
+// whole by an earlier version is replaced; a missing part is a typed error naming the
+// fix, and the rebuild it names restores the view.
 #[tokio::test]
-async fn views_are_stored_as_chunks_and_a_commit_writes_what_changed() {
+async fn keyed_views_are_stored_entry_by_entry_and_a_commit_writes_what_changed() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let big_log = sled_log(&dir.path().join("big")).await;
-    fill(&big_log, 5, 6_000).await;
-    let small_log = sled_log(&dir.path().join("small")).await;
-    fill(&small_log, 6, 300).await;
+    let log = sled_log(&dir.path().join("log")).await;
+    fill(&log, 5, 6_000).await;
     let views = dir.path().join("views");
     store_bytes(
         &views,
@@ -306,62 +339,64 @@ async fn views_are_stored_as_chunks_and_a_commit_writes_what_changed() {
     );
 
     let store = reopen(&views).await;
-    stored_round_trip::<ThreadView>(big_log.as_ref(), &store).await;
+    stored_round_trip::<ThreadView>(log.as_ref(), &store).await;
+    let mut view: ThreadView = store.load().expect("load").expect("stored").0;
+    let usage = store.usage(ViewName::Thread).expect("usage");
+    let expected = (view.thread_count() + view.packet_count()) as u64;
+    assert_eq!(usage.entries, expected, "one entry per thread and packet");
     drop(store);
     let tree = raw(&views);
-    let big = stored_view(&tree, "thread").len();
-    assert!(big > 20 * projection::PART_BYTES, "{big} bytes: chunked");
-    let sizes = stored_sizes(&tree);
+    let before = snapshot(&tree);
+    assert!(before.len() > 2_000, "{} keys", before.len());
     assert!(
-        sizes.iter().all(|(_, len)| *len <= projection::PART_BYTES),
-        "every value fits a part: {sizes:?}"
+        before.values().all(|v| v.len() <= projection::PART_BYTES),
+        "every value fits a part"
     );
     assert!(
-        sizes.iter().all(|(key, _)| key != "thread"),
+        !before.contains_key(b"thread".as_slice()),
         "the whole-view key of the earlier version is gone"
     );
-    let before: std::collections::HashSet<String> =
-        chunk_keys(&tree, "thread").into_iter().collect();
     drop(tree);
 
-    // A few more events: the next save writes a small share of the chunks.
-    fill(&big_log, 7, 20).await;
+    // Twenty more events: the commit writes a few entries, the head and the checkpoint.
+    fill(&log, 7, 20).await;
     let store = reopen(&views).await;
-    stored_round_trip::<ThreadView>(big_log.as_ref(), &store).await;
+    catch_up_and_commit(log.as_ref(), &store, &mut view).await;
+    let (loaded, _) = store.load::<ThreadView>().expect("load").expect("stored");
+    assert_eq!(json(&loaded), rebuilt_json::<ThreadView>(&log).await);
     drop(store);
     let tree = raw(&views);
-    let after: std::collections::HashSet<String> =
-        chunk_keys(&tree, "thread").into_iter().collect();
-    drop(tree);
-    let written = after.difference(&before).count();
+    let after = snapshot(&tree);
+    let changed = written(&before, &after);
     assert!(
-        written * 10 < after.len(),
-        "{written} of {} chunks written for 20 events",
+        changed > 0 && changed <= 60,
+        "{changed} of {} keys written for 20 events",
         after.len()
     );
+    let entries = |keys: &std::collections::BTreeMap<Vec<u8>, Vec<u8>>| {
+        keys.keys().filter(|k| k.starts_with(b"thread.e.")).count()
+    };
+    assert!(entries(&after) > entries(&before), "entries were added");
+    assert!(
+        before
+            .keys()
+            .filter(|k| k.starts_with(b"thread.e."))
+            .all(|k| after.contains_key(k)),
+        "no entry is lost"
+    );
 
-    let store = reopen(&views).await;
-    let small_json = stored_round_trip::<ThreadView>(small_log.as_ref(), &store).await;
-    drop(store);
-    let tree = raw(&views);
-    let stored_chunks: std::collections::HashSet<String> = stored_sizes(&tree)
-        .into_iter()
-        .map(|(key, _)| key)
-        .filter(|key| key.starts_with("thread.c."))
-        .collect();
-    let referenced: std::collections::HashSet<String> =
-        chunk_keys(&tree, "thread").into_iter().collect();
-    assert_eq!(stored_chunks, referenced, "no stale chunks");
-    assert!(stored_view(&tree, "thread").len() < big);
-
-    let first = chunk_keys(&tree, "thread").remove(0);
-    tree.remove(first.as_str()).expect("remove a chunk");
+    // A missing part is refused with the fix; the fix works.
+    let (part, _) = after
+        .iter()
+        .find(|(k, _)| k.starts_with(b"thread.e."))
+        .expect("an entry");
+    tree.remove(part.as_slice()).expect("remove a part");
     tree.flush().expect("flush");
     drop(tree);
     let store = reopen(&views).await;
     let err = store
         .load::<ThreadView>()
-        .expect_err("a view with a missing chunk is refused");
+        .expect_err("a view with a missing part is refused");
     assert!(
         matches!(
             err,
@@ -377,8 +412,84 @@ async fn views_are_stored_as_chunks_and_a_commit_writes_what_changed() {
             .contains("orchestrata projections rebuild --view thread"),
         "{err}"
     );
-    // Rebuilding it (what the error says to do) restores it.
-    stored_round_trip::<ThreadView>(small_log.as_ref(), &store).await;
+    let rebuilt = stored_round_trip::<ThreadView>(log.as_ref(), &store).await;
     let (loaded, _) = store.load::<ThreadView>().expect("load").expect("stored");
-    assert_eq!(json(&loaded), small_json);
+    assert_eq!(json(&loaded), rebuilt);
+}
+
+// ISSUE-18: a view stored whole (it stays small) is cut into content-defined chunks of
+// at most `PART_BYTES`; a commit after a few events writes a few chunks; a smaller view
+// stored later leaves no stale chunk; a missing chunk is a typed error.
+#[tokio::test]
+async fn views_stored_whole_are_chunked_and_a_commit_writes_the_chunks_that_changed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let big_log = sled_log(&dir.path().join("big")).await;
+    fill(&big_log, 5, 40_000).await;
+    let small_log = sled_log(&dir.path().join("small")).await;
+    fill(&small_log, 6, 300).await;
+    let views = dir.path().join("views");
+
+    let store = reopen(&views).await;
+    stored_round_trip::<SessionView>(big_log.as_ref(), &store).await;
+    let mut view: SessionView = store.load().expect("load").expect("stored").0;
+    drop(store);
+    let tree = raw(&views);
+    let big = stored_view(&tree, "session").len();
+    assert!(big > 10 * projection::PART_BYTES, "{big} bytes: chunked");
+    assert!(
+        stored_sizes(&tree)
+            .iter()
+            .all(|(_, len)| *len <= projection::PART_BYTES),
+        "every value fits a part"
+    );
+    let before: std::collections::HashSet<String> =
+        chunk_keys(&tree, "session").into_iter().collect();
+    drop(tree);
+
+    fill(&big_log, 7, 20).await;
+    let store = reopen(&views).await;
+    catch_up_and_commit(big_log.as_ref(), &store, &mut view).await;
+    drop(store);
+    let tree = raw(&views);
+    let after: std::collections::HashSet<String> =
+        chunk_keys(&tree, "session").into_iter().collect();
+    drop(tree);
+    let written = after.difference(&before).count();
+    assert!(
+        written * 10 < after.len(),
+        "{written} of {} chunks written for 20 events",
+        after.len()
+    );
+
+    let store = reopen(&views).await;
+    stored_round_trip::<SessionView>(small_log.as_ref(), &store).await;
+    drop(store);
+    let tree = raw(&views);
+    let stored_chunks: std::collections::HashSet<String> = stored_sizes(&tree)
+        .into_iter()
+        .map(|(key, _)| key)
+        .filter(|key| key.starts_with("session.c."))
+        .collect();
+    let referenced: std::collections::HashSet<String> =
+        chunk_keys(&tree, "session").into_iter().collect();
+    assert_eq!(stored_chunks, referenced, "no stale chunks");
+    assert!(stored_view(&tree, "session").len() < big);
+    let first = chunk_keys(&tree, "session").remove(0);
+    tree.remove(first.as_str()).expect("remove a chunk");
+    tree.flush().expect("flush");
+    drop(tree);
+    let store = reopen(&views).await;
+    let err = store
+        .load::<SessionView>()
+        .expect_err("a view with a missing chunk is refused");
+    assert!(
+        matches!(
+            err,
+            ProjectionError::Corrupt {
+                view: ViewName::Session,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
 }

@@ -14,7 +14,8 @@ use orchestrata_schemas::events::{Envelope, Event, Stream};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::{Checkpoint, Page, PageRequest, View, ViewName};
+use crate::stored::{Saved, StoredEntry};
+use crate::{Changes, Checkpoint, Page, PageRequest, StoredError, View, ViewName};
 
 /// One decision with when it was recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -92,6 +93,9 @@ pub struct DecisionIndex {
     by_subject: BTreeMap<String, Vec<u64>>,
     by_action: BTreeMap<String, Vec<u64>>,
     policies: BTreeMap<String, PolicyEntry>,
+    /// Decisions the store has (commit bookkeeping, not part of the value).
+    #[serde(skip)]
+    saved: Saved,
 }
 
 impl View for DecisionIndex {
@@ -100,6 +104,14 @@ impl View for DecisionIndex {
 
     fn checkpoint(&self) -> &Checkpoint {
         &self.checkpoint
+    }
+
+    fn take_changes(&mut self, all: bool) -> Result<Changes, StoredError> {
+        self.changes(all)
+    }
+
+    fn from_stored(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
+        Self::restore(head, entries)
     }
 
     fn apply(&mut self, envelope: &Envelope) -> bool {
@@ -209,5 +221,6 @@ fn index(map: &mut BTreeMap<String, Vec<u64>>, key: &str, sequence: u64) {
     }
 }
 
+mod stored;
 #[cfg(test)]
 mod tests;

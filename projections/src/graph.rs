@@ -39,6 +39,7 @@
 //! on Neo4j sees what the sink wrote.
 
 mod fold;
+mod stored;
 #[cfg(test)]
 mod tests;
 
@@ -48,6 +49,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::stored::Touched;
 use crate::Checkpoint;
 
 /// Packets the view keeps; the oldest is evicted when one more is sent.
@@ -274,6 +276,18 @@ pub struct GraphView {
     evicted_packets: u64,
     /// Decisions evicted so far.
     evicted_decisions: u64,
+    /// Nodes changed since the last commit (commit bookkeeping, not part of the value).
+    #[serde(skip)]
+    touched_nodes: Touched,
+    /// Relationships changed since the last commit (commit bookkeeping).
+    #[serde(skip)]
+    touched_rels: Touched,
+    /// What the store has of `packets` (commit bookkeeping).
+    #[serde(skip)]
+    packet_mark: stored::QueueMark,
+    /// What the store has of `decisions` (commit bookkeeping).
+    #[serde(skip)]
+    decision_mark: stored::QueueMark,
 }
 
 impl GraphView {

@@ -36,6 +36,7 @@ pub mod packet;
 mod page;
 pub mod sample;
 pub mod session;
+pub mod stored;
 #[cfg(test)]
 mod testkit;
 pub mod thread;
@@ -50,6 +51,7 @@ pub use graph::GraphView;
 pub use packet::PacketIndex;
 pub use page::{Page, PageRequest};
 pub use session::SessionView;
+pub use stored::{Changes, StoredError};
 pub use thread::ThreadView;
 pub use transition::Transition;
 pub use view::{fold, UnknownView, View, ViewName};

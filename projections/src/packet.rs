@@ -26,6 +26,7 @@
 //! ```
 
 mod facts;
+mod stored;
 #[cfg(test)]
 mod tests;
 
@@ -37,7 +38,8 @@ use uuid::Uuid;
 
 pub use facts::{facts_of, Facts};
 
-use crate::{Checkpoint, View, ViewName};
+use crate::stored::{Saved, StoredEntry};
+use crate::{Changes, Checkpoint, StoredError, View, ViewName};
 
 /// One packet as the index keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,6 +78,10 @@ pub struct PacketIndex {
     /// Positions in `volks` by name (rebuilt on load, never serialized).
     by_name: HashMap<Box<str>, u32>,
     packets: BTreeMap<Uuid, Entry>,
+    /// Volk names the store has (commit bookkeeping, not part of the value).
+    saved_volks: Saved,
+    /// Packets added since the last commit (commit bookkeeping).
+    fresh: Vec<Uuid>,
 }
 
 impl PartialEq for PacketIndex {
@@ -154,6 +160,14 @@ impl View for PacketIndex {
         &self.checkpoint
     }
 
+    fn take_changes(&mut self, all: bool) -> Result<Changes, StoredError> {
+        self.changes(all)
+    }
+
+    fn from_stored(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
+        Self::restore(head, entries)
+    }
+
     fn apply(&mut self, envelope: &Envelope) -> bool {
         if !Self::STREAMS.contains(&envelope.stream)
             || !self.checkpoint.admit(envelope.stream, envelope.sequence)
@@ -174,6 +188,7 @@ impl View for PacketIndex {
                         subject: p.subject.as_str().into(),
                     },
                 );
+                self.fresh.push(p.message_id);
             }
         }
         true
@@ -231,6 +246,8 @@ impl<'de> Deserialize<'de> for PacketIndex {
             volks: stored.volks,
             by_name,
             packets: stored.packets,
+            saved_volks: Saved::default(),
+            fresh: Vec::new(),
         })
     }
 }

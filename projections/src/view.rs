@@ -7,6 +7,7 @@ use orchestrata_schemas::events::{Envelope, Stream};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::stored::{self, Changes, StoredEntry, StoredError};
 use crate::Checkpoint;
 
 /// A view: a value folded from the log, one event at a time.
@@ -35,6 +36,37 @@ pub trait View: Default + Serialize + DeserializeOwned + Send + Sync + 'static {
     /// pages of owned envelopes and fold them with this; the result must equal `apply`'s.
     fn apply_owned(&mut self, envelope: Envelope) -> bool {
         self.apply(&envelope)
+    }
+
+    /// What a commit must write: the head and the entries changed since the last call,
+    /// or every entry when `all` (a first or full commit). Forgets the changes it hands
+    /// out, so call it only for a commit that will be written or followed by a full one.
+    ///
+    /// The default stores the whole view as its head, with no entries: right for views
+    /// whose size does not follow the log's (see [`stored`](crate::stored)).
+    fn take_changes(&mut self, all: bool) -> Result<Changes, StoredError> {
+        let _ = all;
+        Ok(Changes {
+            head: stored::encode(Self::NAME.as_str(), self)?,
+            entries: Vec::new(),
+            full: false,
+        })
+    }
+
+    /// Rebuilds the view from its stored head and every stored entry (in key order),
+    /// as [`take_changes`](View::take_changes) wrote them. The result must equal the
+    /// view that was stored.
+    fn from_stored(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
+        if let Some((key, _)) = entries.first() {
+            return Err(StoredError::Decode {
+                what: Self::NAME.as_str().to_owned(),
+                reason: format!(
+                    "a view stored whole has an entry ({} bytes of key)",
+                    key.len()
+                ),
+            });
+        }
+        stored::decode(Self::NAME.as_str(), head)
     }
 }
 

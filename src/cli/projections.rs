@@ -263,8 +263,8 @@ async fn status(args: StoreArgs, log_args: &LogArgs) -> anyhow::Result<()> {
         log.location()
     );
     println!(
-        "{:<10} {:<22} {:>12} {:>12} {:>10} {:>12} {:>8}  NOTE",
-        "VIEW", "STREAM", "CHECKPOINT", "LOG LAST", "LAG", "STORED", "KEYS"
+        "{:<10} {:<22} {:>12} {:>12} {:>10} {:>12} {:>8} {:>9}  NOTE",
+        "VIEW", "STREAM", "CHECKPOINT", "LOG LAST", "LAG", "STORED", "KEYS", "ENTRIES"
     );
     let mut live = 0u64;
     for name in ViewName::ALL {
@@ -293,14 +293,15 @@ async fn status(args: StoreArgs, log_args: &LogArgs) -> anyhow::Result<()> {
             };
             let show = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
             println!(
-                "{:<10} {:<22} {:>12} {:>12} {:>10} {:>12} {:>8}  {note}",
+                "{:<10} {:<22} {:>12} {:>12} {:>10} {:>12} {:>8} {:>9}  {note}",
                 name.as_str(),
                 stream.as_str(),
                 show(checkpoint),
                 show(last),
                 lag,
                 human_bytes(usage.bytes),
-                usage.keys
+                usage.keys,
+                usage.entries
             );
         }
     }

@@ -44,4 +44,4 @@ pub use error::ProjectionError;
 pub use handle::ViewHandle;
 pub use rebuild::{catch_up, rebuild, rebuild_into_store, stream_epochs, Progress};
 pub use runner::{spawn_view, Projections, RunnerConfig, RunningView};
-pub use store::{views_dir, StoreUsage, StoredCheckpoint, ViewStore, PART_BYTES};
+pub use store::{views_dir, Epochs, Loaded, StoreUsage, StoredCheckpoint, ViewStore, PART_BYTES};

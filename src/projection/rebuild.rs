@@ -242,9 +242,9 @@ pub async fn rebuild_into_store<V: View>(
     until: Option<u64>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<V, ProjectionError> {
-    store.remove(V::NAME)?;
     let epochs = stream_epochs::<V>(log).await?;
-    let view = rebuild::<V>(log, until, progress).await?;
-    store.save(&view, &epochs)?;
+    let mut view = rebuild::<V>(log, until, progress).await?;
+    // A full save: what the store held for the view is removed first.
+    store.save(&mut view, &epochs)?;
     Ok(view)
 }

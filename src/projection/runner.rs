@@ -19,12 +19,11 @@ use crate::log::EventLog;
 /// Events applied under one write lock at most (keeps readers responsive).
 const CHUNK: usize = 1024;
 
-/// A commit encodes the whole view while holding its read lock, so the fold (and every
-/// read-your-write wait on it) stalls for as long as the commit takes, and the encode
-/// grows with history. Spacing commits by 20 times the last one's cost bounds both the
-/// stall and the CPU a view's commits take to under 5 % of the time (with 4, large views
-/// together took two thirds of the CPU of a server 30,000 sends old; see
-/// `docs/performance.md`). A crash replays the events since the last commit.
+/// A commit takes the view's changes under its write lock (encoding what changed since
+/// the last commit; the whole view only for views stored whole, which stay small) and
+/// writes them outside it. Spacing commits by 20 times the last one's cost keeps the
+/// CPU commits take under 5 % of the time whatever they cost. A crash replays the
+/// events since the last commit.
 const COMMIT_SPACING: u32 = 20;
 
 /// When the runner commits a view to its store.
@@ -84,9 +83,12 @@ pub async fn spawn_view<V: View>(
     config: RunnerConfig,
 ) -> Result<RunningView<V>, ProjectionError> {
     let epochs = stream_epochs::<V>(log.as_ref()).await?;
-    let view = match store.load::<V>()? {
-        Some((view, stored)) if stored == epochs => view,
-        _ => V::default(),
+    // The first commit writes the view whole unless the store holds it, in this
+    // version's form, for these epochs (anything else stored is replaced).
+    let (view, full) = match store.load_stored::<V>()? {
+        Some(loaded) if loaded.epochs == epochs => (loaded.view, !loaded.current),
+        Some(_) => (V::default(), true),
+        None => (V::default(), false),
     };
     let mut tails = Vec::new();
     for stream in V::STREAMS {
@@ -113,6 +115,7 @@ pub async fn spawn_view<V: View>(
         config,
         progress: progress_tx,
         last_commit_cost: Duration::ZERO,
+        full,
     };
     let task = tokio::spawn(fold.run(select_all(tails), stopped));
     Ok(RunningView {
@@ -129,6 +132,9 @@ struct Fold<V> {
     config: RunnerConfig,
     progress: watch::Sender<Checkpoint>,
     last_commit_cost: Duration,
+    /// The next commit writes the whole view (replacing an earlier form, or after a
+    /// commit that failed: the changes it took are not in the store).
+    full: bool,
 }
 
 impl<V: View> Fold<V> {
@@ -194,15 +200,29 @@ impl<V: View> Fold<V> {
         let view = self.view.clone();
         let store = self.store.clone();
         let epochs = self.epochs.clone();
+        let full = self.full;
+        // Whatever happens below, the changes are taken: until a commit succeeds, the
+        // next one must be full.
+        self.full = true;
         tokio::task::spawn_blocking(move || {
-            let view = view.read().unwrap_or_else(|p| p.into_inner());
-            store.save(&*view, &epochs)
+            let (changes, checkpoint) = {
+                let mut view = view.write().unwrap_or_else(|p| p.into_inner());
+                let changes = view
+                    .take_changes(full)
+                    .map_err(|e| ProjectionError::Store {
+                        path: store.path().display().to_string(),
+                        reason: e.to_string(),
+                    })?;
+                (changes, view.checkpoint().clone())
+            };
+            store.commit(V::NAME, &changes, &checkpoint, &epochs, full)
         })
         .await
         .map_err(|e| ProjectionError::Task {
             view: V::NAME,
             reason: e.to_string(),
         })??;
+        self.full = false;
         self.last_commit_cost = started.elapsed();
         tracing::debug!(view = %V::NAME, cost_ms = self.last_commit_cost.as_millis() as u64, "view committed");
         Ok(())

@@ -1,17 +1,19 @@
 //! [`ViewStore`]: views and their checkpoints in a sled database of their own.
 
-use std::collections::{BTreeMap, HashSet};
+mod body;
+mod entries;
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use orchestrata_projections::{Checkpoint, View, ViewName};
+use orchestrata_projections::{Changes, Checkpoint, View, ViewName};
 use orchestrata_schemas::events::Stream;
 use serde::{Deserialize, Serialize};
 
-use super::chunks::{self, ChunkId};
 use super::ProjectionError;
 use crate::config::{Backend, LogConfig, DEFAULT_SLED_CACHE_BYTES};
 
-/// The largest value the store writes (view chunks, manifest pages).
+/// The largest value the store writes (view chunks, manifest pages, entry parts).
 ///
 /// sled 0.34 writes any page larger than a quarter of its 512 KiB segment to a blob
 /// file of its own, and an I/O error while writing a blob leaves the log buffer with a
@@ -21,24 +23,9 @@ use crate::config::{Backend, LogConfig, DEFAULT_SLED_CACHE_BYTES};
 /// so values of 4 KiB keep every page well inside the segment and off the blob path.
 pub const PART_BYTES: usize = 4096;
 
-/// A stored view's chunk ids, in order, and how many pages hold them.
-#[derive(Default)]
-struct Manifest {
-    ids: Vec<ChunkId>,
-    pages: u32,
-}
-
-fn page_key(name: &str, index: u32) -> String {
-    format!("{name}.m.{index:08}")
-}
-
-fn chunk_key(name: &str, id: &ChunkId) -> String {
-    format!("{name}.c.{}", hex(id))
-}
-
-fn hex(id: &ChunkId) -> String {
-    id.iter().map(|b| format!("{b:02x}")).collect()
-}
+/// A full commit writes its entries in batches of about this many bytes (a view of a
+/// million packets is not one sled batch in memory).
+const FULL_BATCH_BYTES: usize = 8 << 20;
 
 /// The log epoch of each stream a stored view was folded from.
 pub type Epochs = BTreeMap<Stream, String>;
@@ -67,12 +54,25 @@ pub struct StoredCheckpoint {
 pub struct StoreUsage {
     /// Bytes of its keys and values.
     pub bytes: u64,
-    /// Keys (chunks, manifest pages, manifest, checkpoint).
+    /// Keys (entries' parts, chunks, manifest pages, marker, checkpoint).
     pub keys: u64,
+    /// Entries of a view stored entry by entry (0 for a view stored whole).
+    pub entries: u64,
+}
+
+/// A view read back from the store ([`ViewStore::load_stored`]).
+pub struct Loaded<V> {
+    /// The view.
+    pub view: V,
+    /// The epochs it was folded from.
+    pub epochs: Epochs,
+    /// Whether it was stored in this version's form. A view read from an earlier form
+    /// must be written whole (`full`) at its next commit, which replaces that form.
+    pub current: bool,
 }
 
 #[derive(Serialize)]
-struct StoredRef<'a, V> {
+struct StoredRef<'a, V: ?Sized> {
     epochs: &'a BTreeMap<Stream, String>,
     view: &'a V,
 }
@@ -83,26 +83,41 @@ struct Stored<V> {
     view: V,
 }
 
-/// The store: one sled tree; for each view, written together in one atomic batch: the
-/// view (epochs + the view as MessagePack) cut by content into chunks of at most 4 KiB,
-/// each under `<name>.c.<id>` (`id`: its hash), the list of chunk ids (the manifest) in
-/// pages under `<name>.m.<i>` with their count in `<name>.manifest`, and
-/// `<name>.checkpoint` (epochs + checkpoint as JSON, so status reads are cheap). A
-/// commit writes only chunks not stored yet and removes those the view no longer has.
-/// Views stored by earlier versions (whole under `<name>`) are still
-/// read, and replaced at their next save.
+/// The store: one sled tree. For each view, written together in one atomic batch:
 ///
-/// Views are stored as MessagePack in serde's compact (not human-readable) form: the
-/// same encoding choices as the Avro log (timestamps as microseconds, JSON payloads as
-/// their text), so a view read back equals, byte for byte, the one folded from the log.
-/// It is several times smaller and faster to write than JSON, which matters for the
-/// thread view (every packet of the log). Views stored as JSON by earlier versions are
-/// still read.
+/// - `<name>.entries`: the marker of this form (head and entries);
+/// - the head ([`View::take_changes`]; the whole view for views stored whole) as a
+///   content-chunked body (`<name>.c.*`, `<name>.m.*`, `<name>.manifest`; see `body.rs`);
+/// - the entries that changed, each under `<name>.e.<key>` in parts of at most 4 KiB
+///   (see `entries.rs`);
+/// - `<name>.checkpoint`: epochs and checkpoint as JSON, so status reads are cheap.
+///
+/// So a commit writes what changed since the last one, whatever the size of the view.
+/// Views stored by earlier versions (the whole view with its epochs, chunked or under
+/// `<name>`, as MessagePack or JSON) are still read, and replaced at their next commit.
+///
+/// Encoding is MessagePack in serde's compact (not human-readable) form: the same
+/// choices as the Avro log (timestamps as microseconds, JSON payloads as their text), so
+/// a view read back equals, byte for byte, the one folded from the log.
 #[derive(Clone)]
 pub struct ViewStore {
     tree: sled::Tree,
     db: sled::Db,
     path: PathBuf,
+}
+
+fn marker_key(name: &str) -> String {
+    format!("{name}.entries")
+}
+
+fn checkpoint_key(name: &str) -> String {
+    format!("{name}.checkpoint")
+}
+
+/// How many entries the view has (u64, big-endian): a load that assembles another
+/// number finds a lost or stray entry, which the entries alone cannot show.
+fn count_key(name: &str) -> String {
+    format!("{name}.count")
 }
 
 impl ViewStore {
@@ -148,84 +163,222 @@ impl ViewStore {
         &self.path
     }
 
-    /// Writes `view` with its checkpoint and `epochs` in one atomic, durable write.
+    /// Writes all of `view` with its checkpoint and `epochs`, replacing whatever the
+    /// store held for it (a rebuild's result). Durable when it returns.
+    pub fn save<V: View>(&self, view: &mut V, epochs: &Epochs) -> Result<(), ProjectionError> {
+        let changes = view
+            .take_changes(true)
+            .map_err(|e| self.error(e.to_string()))?;
+        self.commit(V::NAME, &changes, view.checkpoint(), epochs, true)
+    }
+
+    /// Writes one commit of view `name`: `changes` as taken from the view, and the
+    /// view's `checkpoint` at that moment, with `epochs`. Full when `full` or when the
+    /// view says so (`changes.full`).
     ///
-    /// Only the chunks of the encoded view that are not stored yet are written, and
-    /// the chunks it no longer has are removed (see [`chunks`](super::chunks)): a
-    /// commit after a few events writes a few chunks and the manifest, whatever the
-    /// size of the view.
-    pub fn save<V: View>(
+    /// An incremental commit (`full == false`) is one atomic batch: the changed entries,
+    /// the head, the checkpoint. A full commit first voids the stored view (checkpoint,
+    /// marker and manifest removed), removes every stored entry and chunk, writes the
+    /// entries in batches, and writes head, marker and checkpoint last: a crash in
+    /// between leaves no stored view, which the next start refolds from the log.
+    /// Durable when it returns.
+    pub fn commit(
         &self,
-        view: &V,
-        epochs: &BTreeMap<Stream, String>,
+        name: ViewName,
+        changes: &Changes,
+        checkpoint: &Checkpoint,
+        epochs: &Epochs,
+        full: bool,
     ) -> Result<(), ProjectionError> {
-        let name = V::NAME.as_str();
-        let body = rmp_serde::to_vec(&StoredRef { epochs, view })
-            .map_err(|e| self.error(format!("encoding view {name}: {e}")))?;
-        let checkpoint = serde_json::to_vec(&StoredRef {
+        let view = name.as_str();
+        let full = full || changes.full;
+        let position = serde_json::to_vec(&StoredRef {
             epochs,
-            view: view.checkpoint(),
+            view: checkpoint,
         })
-        .map_err(|e| self.error(format!("encoding checkpoint of {name}: {e}")))?;
-        let ranges = chunks::cut(&body);
-        let ids: Vec<ChunkId> = ranges
-            .iter()
-            .map(|r| chunks::id(&body[r.clone()]))
-            .collect();
-        let old = self.manifest(V::NAME)?.unwrap_or_default();
-        let stored: HashSet<ChunkId> = old.ids.into_iter().collect();
-        let kept: HashSet<ChunkId> = ids.iter().copied().collect();
+        .map_err(|e| self.error(format!("encoding checkpoint of {view}: {e}")))?;
         let mut batch = sled::Batch::default();
-        let mut written = HashSet::new();
-        for (range, id) in ranges.into_iter().zip(&ids) {
-            if !stored.contains(id) && written.insert(*id) {
-                batch.insert(chunk_key(name, id).as_bytes(), &body[range]);
+        let mut count = 0i64;
+        let old_body = if full {
+            self.clear(name)?;
+            let mut bytes = 0;
+            for (key, value) in &changes.entries {
+                let (staged, added) =
+                    self.stage_entry(name, key, value.as_deref(), false, &mut batch)?;
+                count += added;
+                bytes += staged;
+                if bytes >= FULL_BATCH_BYTES {
+                    self.write(std::mem::take(&mut batch))?;
+                    bytes = 0;
+                }
             }
+            None
+        } else {
+            count = i64::try_from(self.entry_count(name)?.unwrap_or(0)).unwrap_or(i64::MAX);
+            for (key, value) in &changes.entries {
+                count += self
+                    .stage_entry(name, key, value.as_deref(), true, &mut batch)?
+                    .1;
+            }
+            self.manifest(name)?
+        };
+        let count = u64::try_from(count).unwrap_or(0);
+        batch.insert(count_key(view).as_bytes(), &count.to_be_bytes());
+        self.stage_body(name, &changes.head, old_body, &mut batch);
+        // The whole view as earlier versions stored it.
+        batch.remove(view.as_bytes());
+        batch.insert(marker_key(view).as_bytes(), b"1".as_slice());
+        batch.insert(checkpoint_key(view).as_bytes(), position);
+        self.write(batch)?;
+        self.flush()
+    }
+
+    /// Adds entry `key` of view `name` (removed when `value` is `None`) to `batch`;
+    /// returns the bytes staged and the change in the number of entries. With
+    /// `replace`, the stored entry is looked up: parts a longer earlier value left are
+    /// removed (a full commit has removed every entry already).
+    fn stage_entry(
+        &self,
+        name: ViewName,
+        key: &[u8],
+        value: Option<&[u8]>,
+        replace: bool,
+        batch: &mut sled::Batch,
+    ) -> Result<(usize, i64), ProjectionError> {
+        let view = name.as_str();
+        let old = if replace {
+            match self.get(&entries::part_key(view, key, 0))? {
+                Some(first) => entries::count(&first).unwrap_or(1),
+                None => 0,
+            }
+        } else {
+            0
+        };
+        let parts = match value {
+            Some(value) => entries::cut(value).ok_or_else(|| {
+                self.error(format!(
+                    "an entry of view {view} of {} bytes exceeds the store's limit",
+                    value.len()
+                ))
+            })?,
+            None => Vec::new(),
+        };
+        let mut bytes = 0;
+        let written = u16::try_from(parts.len()).unwrap_or(u16::MAX);
+        for (part, data) in (0u16..).zip(parts) {
+            bytes += data.len();
+            batch.insert(entries::part_key(view, key, part), data);
         }
-        for gone in stored.difference(&kept) {
-            batch.remove(chunk_key(name, gone).as_bytes());
+        for gone in written..old {
+            batch.remove(entries::part_key(view, key, gone));
         }
-        let manifest: Vec<u8> = ids.concat();
-        let mut pages = 0u32;
-        for page in manifest.chunks(PART_BYTES) {
-            batch.insert(page_key(name, pages).as_bytes(), page);
-            pages += 1;
+        let added = match (old, value) {
+            (0, Some(_)) => 1,
+            (1.., None) => -1,
+            _ => 0,
+        };
+        Ok((bytes, added))
+    }
+
+    /// The number of entries view `name` has stored, if it is stored entry by entry.
+    fn entry_count(&self, name: ViewName) -> Result<Option<u64>, ProjectionError> {
+        let Some(bytes) = self.get(count_key(name.as_str()).as_bytes())? else {
+            return Ok(None);
+        };
+        let count: [u8; 8] = bytes.as_ref().try_into().map_err(|_| {
+            self.corrupt(name, format!("its entry count holds {} bytes", bytes.len()))
+        })?;
+        Ok(Some(u64::from_be_bytes(count)))
+    }
+
+    /// Voids view `name` (checkpoint, marker, manifest, earlier whole form) in one
+    /// durable batch, then removes its entries and chunks in batches.
+    fn clear(&self, name: ViewName) -> Result<(), ProjectionError> {
+        let view = name.as_str();
+        let mut batch = sled::Batch::default();
+        for key in [
+            checkpoint_key(view),
+            marker_key(view),
+            body::manifest_key(view),
+            count_key(view),
+            view.to_owned(),
+        ] {
+            batch.remove(key.as_bytes());
         }
-        for gone in pages..old.pages {
-            batch.remove(page_key(name, gone).as_bytes());
+        self.write(batch)?;
+        self.flush()?;
+        for prefix in [
+            entries::prefix(view),
+            format!("{view}.c.").into_bytes(),
+            format!("{view}.m.").into_bytes(),
+        ] {
+            let mut batch = sled::Batch::default();
+            let mut staged = 0;
+            for key in self.tree.scan_prefix(&prefix).keys() {
+                batch.remove(key.map_err(|e| store_error(&self.path, e))?);
+                staged += 1;
+                if staged == 10_000 {
+                    self.write(std::mem::take(&mut batch))?;
+                    staged = 0;
+                }
+            }
+            self.write(batch)?;
         }
-        batch.insert(format!("{name}.manifest").as_bytes(), &pages.to_be_bytes());
-        // The format of earlier versions: the view whole under its name.
-        batch.remove(name.as_bytes());
-        batch.insert(format!("{name}.checkpoint").as_bytes(), checkpoint);
-        self.apply(batch)
+        Ok(())
     }
 
     /// The stored view and the epochs it was folded from, if any.
     pub fn load<V: View>(&self) -> Result<Option<(V, Epochs)>, ProjectionError> {
-        let name = V::NAME.as_str();
-        let bytes = if let Some(manifest) = self.manifest(V::NAME)? {
-            let mut body = Vec::with_capacity(manifest.ids.len() * 2048);
-            for id in &manifest.ids {
-                let chunk = self
-                    .tree
-                    .get(chunk_key(name, id))
-                    .map_err(|e| store_error(&self.path, e))?
-                    .ok_or_else(|| {
-                        self.corrupt(V::NAME, format!("chunk {} is missing", hex(id)))
-                    })?;
-                body.extend_from_slice(&chunk);
+        Ok(self.load_stored::<V>()?.map(|l| (l.view, l.epochs)))
+    }
+
+    /// The stored view, the epochs it was folded from and whether it is in this
+    /// version's form; `None` when nothing (or a void view) is stored.
+    pub fn load_stored<V: View>(&self) -> Result<Option<Loaded<V>>, ProjectionError> {
+        let name = V::NAME;
+        let view = name.as_str();
+        if self.get(marker_key(view).as_bytes())?.is_some() {
+            let head = self
+                .read_body(name)?
+                .ok_or_else(|| self.corrupt(name, "its head is missing".into()))?;
+            let position = self
+                .checkpoint(name)?
+                .ok_or_else(|| self.corrupt(name, "its checkpoint is missing".into()))?;
+            let mut assembler = entries::Assembler::new(view);
+            for item in self.tree.scan_prefix(entries::prefix(view)) {
+                let (key, value) = item.map_err(|e| store_error(&self.path, e))?;
+                assembler
+                    .push(&key, &value)
+                    .map_err(|reason| self.corrupt(name, reason))?;
             }
-            body
-        } else {
-            match self
-                .tree
-                .get(name)
-                .map_err(|e| store_error(&self.path, e))?
-            {
+            let entries = assembler
+                .entries()
+                .map_err(|reason| self.corrupt(name, reason))?;
+            let count = self.entry_count(name)?.unwrap_or(0);
+            if entries.len() as u64 != count {
+                return Err(self.corrupt(
+                    name,
+                    format!("{} entries stored, {count} written", entries.len()),
+                ));
+            }
+            let restored =
+                V::from_stored(&head, entries).map_err(|e| self.corrupt(name, e.to_string()))?;
+            if restored.checkpoint() != &position.checkpoint {
+                return Err(self.corrupt(name, "its head and checkpoint disagree".into()));
+            }
+            return Ok(Some(Loaded {
+                view: restored,
+                epochs: position.epochs,
+                current: true,
+            }));
+        }
+        // Earlier forms: the whole view with its epochs, chunked or under its name.
+        let bytes = match self.read_body(name)? {
+            Some(body) => body,
+            None => match self.get(view.as_bytes())? {
                 Some(whole) => whole.to_vec(),
                 None => return Ok(None),
-            }
+            },
         };
         let decoded = if bytes.first() == Some(&b'{') {
             // JSON, as stored before views were MessagePack (whose top-level array
@@ -234,69 +387,17 @@ impl ViewStore {
         } else {
             rmp_serde::from_slice::<Stored<V>>(&bytes).map_err(|e| e.to_string())
         };
-        let stored = decoded.map_err(|reason| self.corrupt(V::NAME, reason))?;
-        Ok(Some((stored.view, stored.epochs)))
-    }
-
-    /// The manifest of view `name`; `None` when it has none.
-    fn manifest(&self, name: ViewName) -> Result<Option<Manifest>, ProjectionError> {
-        let Some(pages) = self.count(&format!("{name}.manifest"), name)? else {
-            return Ok(None);
-        };
-        let mut bytes = Vec::new();
-        for i in 0..pages {
-            let page = self
-                .tree
-                .get(page_key(name.as_str(), i))
-                .map_err(|e| store_error(&self.path, e))?
-                .ok_or_else(|| {
-                    self.corrupt(name, format!("manifest page {i} of {pages} is missing"))
-                })?;
-            bytes.extend_from_slice(&page);
-        }
-        let (ids, rest) = bytes.as_chunks::<16>();
-        if !rest.is_empty() {
-            return Err(self.corrupt(name, format!("a manifest of {} bytes", bytes.len())));
-        }
-        Ok(Some(Manifest {
-            ids: ids.to_vec(),
-            pages,
+        let stored = decoded.map_err(|reason| self.corrupt(name, reason))?;
+        Ok(Some(Loaded {
+            view: stored.view,
+            epochs: stored.epochs,
+            current: false,
         }))
-    }
-
-    /// A stored `u32` count under `key`.
-    fn count(&self, key: &str, view: ViewName) -> Result<Option<u32>, ProjectionError> {
-        let Some(bytes) = self.tree.get(key).map_err(|e| store_error(&self.path, e))? else {
-            return Ok(None);
-        };
-        let count: [u8; 4] = bytes
-            .as_ref()
-            .try_into()
-            .map_err(|_| self.corrupt(view, format!("{key} holds {} bytes", bytes.len())))?;
-        Ok(Some(u32::from_be_bytes(count)))
-    }
-
-    /// Applies `batch` atomically and flushes it to disk.
-    fn apply(&self, batch: sled::Batch) -> Result<(), ProjectionError> {
-        self.tree
-            .apply_batch(batch)
-            .map_err(|e| store_error(&self.path, e))?;
-        self.db.flush().map_err(|e| store_error(&self.path, e))?;
-        Ok(())
-    }
-
-    fn corrupt(&self, view: ViewName, reason: String) -> ProjectionError {
-        ProjectionError::Corrupt {
-            path: self.path.display().to_string(),
-            view,
-            reason,
-        }
     }
 
     /// The stored checkpoint of view `name`, without reading the view.
     pub fn checkpoint(&self, name: ViewName) -> Result<Option<StoredCheckpoint>, ProjectionError> {
-        let key = format!("{name}.checkpoint");
-        let Some(bytes) = self.tree.get(key).map_err(|e| store_error(&self.path, e))? else {
+        let Some(bytes) = self.get(checkpoint_key(name.as_str()).as_bytes())? else {
             return Ok(None);
         };
         #[derive(Deserialize)]
@@ -312,21 +413,23 @@ impl ViewStore {
         }))
     }
 
-    /// What view `name` takes in the store: the bytes of its keys and values (chunks,
-    /// manifest, checkpoint; a view stored whole by an earlier version included) and
-    /// how many keys hold them. Reads keys only under the view's prefix.
+    /// What view `name` takes in the store: the bytes of its keys and values (entries,
+    /// chunks, manifest, checkpoint; a view stored whole by an earlier version
+    /// included), how many keys hold them and how many entries it has. Reads keys only
+    /// under the view's prefix.
     pub fn usage(&self, name: ViewName) -> Result<StoreUsage, ProjectionError> {
         let view = name.as_str();
+        let entry_prefix = entries::prefix(view);
         let mut usage = StoreUsage::default();
         let mut count = |k: &[u8], v: &[u8]| {
             usage.bytes += (k.len() + v.len()) as u64;
             usage.keys += 1;
+            // Each entry has exactly one part 0, its last two key bytes zero.
+            if k.starts_with(&entry_prefix) && k.ends_with(&[0, 0]) {
+                usage.entries += 1;
+            }
         };
-        if let Some(whole) = self
-            .tree
-            .get(view)
-            .map_err(|e| store_error(&self.path, e))?
-        {
+        if let Some(whole) = self.get(view.as_bytes())? {
             count(view.as_bytes(), &whole);
         }
         for entry in self.tree.scan_prefix(format!("{view}.")) {
@@ -344,25 +447,35 @@ impl ViewStore {
             .map_err(|e| store_error(&self.path, e))
     }
 
-    /// Removes view `name` and its checkpoint (atomically, durably).
+    /// Removes view `name`, its entries and its checkpoint (durably).
     pub fn remove(&self, name: ViewName) -> Result<(), ProjectionError> {
-        let view = name.as_str();
-        let mut batch = sled::Batch::default();
-        let manifest = self.manifest(name)?.unwrap_or_default();
-        for id in &manifest.ids {
-            batch.remove(chunk_key(view, id).as_bytes());
+        self.clear(name)?;
+        self.flush()
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<sled::IVec>, ProjectionError> {
+        self.tree.get(key).map_err(|e| store_error(&self.path, e))
+    }
+
+    /// Applies `batch` atomically (not yet durable: see [`flush`](Self::flush)).
+    fn write(&self, batch: sled::Batch) -> Result<(), ProjectionError> {
+        self.tree
+            .apply_batch(batch)
+            .map_err(|e| store_error(&self.path, e))
+    }
+
+    /// Makes every write so far durable.
+    fn flush(&self) -> Result<(), ProjectionError> {
+        self.db.flush().map_err(|e| store_error(&self.path, e))?;
+        Ok(())
+    }
+
+    fn corrupt(&self, view: ViewName, reason: String) -> ProjectionError {
+        ProjectionError::Corrupt {
+            path: self.path.display().to_string(),
+            view,
+            reason,
         }
-        for i in 0..manifest.pages {
-            batch.remove(page_key(view, i).as_bytes());
-        }
-        for key in [
-            format!("{view}.manifest"),
-            view.to_owned(),
-            format!("{view}.checkpoint"),
-        ] {
-            batch.remove(key.as_bytes());
-        }
-        self.apply(batch)
     }
 
     fn error(&self, reason: String) -> ProjectionError {

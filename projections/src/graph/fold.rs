@@ -10,7 +10,8 @@ use uuid::Uuid;
 use super::{
     GraphView, Kept, Node, NodeLabel, Properties, RelType, Relationship, MAX_DECISIONS, MAX_PACKETS,
 };
-use crate::{Checkpoint, View, ViewName};
+use crate::stored::StoredEntry;
+use crate::{Changes, Checkpoint, StoredError, View, ViewName};
 
 impl View for GraphView {
     const NAME: ViewName = ViewName::Graph;
@@ -23,6 +24,14 @@ impl View for GraphView {
 
     fn checkpoint(&self) -> &Checkpoint {
         &self.checkpoint
+    }
+
+    fn take_changes(&mut self, all: bool) -> Result<Changes, StoredError> {
+        self.changes(all)
+    }
+
+    fn from_stored(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
+        Self::restore(head, entries)
     }
 
     fn apply(&mut self, envelope: &Envelope) -> bool {
@@ -154,6 +163,7 @@ impl GraphView {
     fn ensure(&mut self, label: NodeLabel, key_name: &str, key: &str) -> String {
         let id = label.node_id(key);
         if !self.nodes.contains_key(&id) {
+            self.touched_nodes.mark(&id, self.nodes.len());
             let mut properties = Properties::new();
             properties.insert(key_name.to_owned(), json!(key));
             self.nodes.insert(
@@ -178,7 +188,9 @@ impl GraphView {
 
     /// Sets properties of an existing node (nothing if it is gone).
     fn set<const N: usize>(&mut self, id: &str, values: [(&str, Value); N]) {
+        let live = self.nodes.len();
         if let Some(node) = self.nodes.get_mut(id) {
+            self.touched_nodes.mark(id, live);
             for (k, v) in values {
                 node.properties.insert(k.to_owned(), v);
             }
@@ -187,6 +199,7 @@ impl GraphView {
 
     fn link(&mut self, rel_type: RelType, from: &str, to: &str, properties: Properties) -> String {
         let id = rel_type.rel_id(from, to);
+        self.touched_rels.mark(&id, self.relationships.len());
         self.relationships.insert(
             id.clone(),
             Box::new(Relationship {
@@ -257,7 +270,9 @@ impl GraphView {
         let from = self.volk(&p.from_agent);
         let to = self.volk(&p.to_agent);
         let thread = self.thread(&p.thread_id, &p.subject, &p.from_agent, at);
+        let live = self.nodes.len();
         if let Some(node) = self.nodes.get_mut(&thread) {
+            self.touched_nodes.mark(&thread, live);
             let count = node
                 .properties
                 .get("message_count")
@@ -348,8 +363,10 @@ impl GraphView {
 
     fn evict(&mut self, kept: &Kept) {
         self.nodes.remove(&kept.node);
+        self.touched_nodes.mark(&kept.node, self.nodes.len());
         for rel in &kept.rels {
             self.relationships.remove(rel);
+            self.touched_rels.mark(rel, self.relationships.len());
         }
     }
 }

@@ -10,7 +10,8 @@ use orchestrata_schemas::events::{Envelope, Event, Stream};
 
 use super::table::Table;
 use super::{PacketState, ThreadState, ThreadStatus, ThreadView, AGE_RULE, ARCHIVE_AFTER_DAYS};
-use crate::{Checkpoint, Transition, View, ViewName};
+use crate::stored::StoredEntry;
+use crate::{Changes, Checkpoint, StoredError, Transition, View, ViewName};
 
 /// What one event contributes to a transition entry.
 struct At<'a> {
@@ -37,6 +38,14 @@ impl View for ThreadView {
 
     fn checkpoint(&self) -> &Checkpoint {
         &self.checkpoint
+    }
+
+    fn take_changes(&mut self, all: bool) -> Result<Changes, StoredError> {
+        self.changes(all)
+    }
+
+    fn from_stored(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
+        Self::restore(head, entries)
     }
 
     fn apply(&mut self, envelope: &Envelope) -> bool {
@@ -388,7 +397,7 @@ fn age(thread: &mut ThreadState, at: &At<'_>) {
 
 /// Appends `sequence` to `key`'s list, allocating the key only the first time.
 /// Sequences arrive in increasing order, so the list stays sorted.
-fn index(map: &mut BTreeMap<String, Vec<u64>>, key: &str, sequence: u64) {
+pub(super) fn index(map: &mut BTreeMap<String, Vec<u64>>, key: &str, sequence: u64) {
     match map.get_mut(key) {
         Some(list) => list.push(sequence),
         None => {

@@ -24,6 +24,7 @@
 
 mod fold;
 mod query;
+mod stored;
 mod table;
 #[cfg(test)]
 mod tests;

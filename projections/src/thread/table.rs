@@ -23,6 +23,8 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::stored::Dirty;
+
 /// An entry that carries its own key.
 pub(super) trait Keyed {
     /// The key: unique within a table, ordered for serialization.
@@ -38,6 +40,9 @@ pub(super) struct Table<V> {
     index: HashTable<u32>,
     /// Positions in key order; filled by the first ordered read after an insert.
     sorted: OnceLock<Vec<u32>>,
+    /// Positions changed (or possibly changed: handed out by `get_mut`) since the
+    /// last commit took them.
+    dirty: Dirty,
 }
 
 /// Fixed seeds: the index is never iterated, so its layout cannot leak into any output.
@@ -53,6 +58,7 @@ impl<V> Default for Table<V> {
             entries: Vec::new(),
             index: HashTable::new(),
             sorted: OnceLock::new(),
+            dirty: Dirty::default(),
         }
     }
 }
@@ -83,7 +89,9 @@ impl<V: Keyed> Table<V> {
 
     /// The entry with this key, to change it. Its key must not change.
     pub(super) fn get_mut(&mut self, key: &V::Key) -> Option<&mut V> {
-        self.position(key).map(|i| &mut self.entries[i])
+        let i = self.position(key)?;
+        self.dirty.mark(position(i), self.entries.len());
+        Some(&mut self.entries[i])
     }
 
     /// The entry with this key, first inserting `make()` (whose key must be `key`) if
@@ -104,6 +112,7 @@ impl<V: Keyed> Table<V> {
                 i
             }
         };
+        self.dirty.mark(position(i), entries.len());
         &mut entries[i]
     }
 
@@ -120,11 +129,30 @@ impl<V: Keyed> Table<V> {
             hashbrown::hash_table::Entry::Occupied(_) => false,
             hashbrown::hash_table::Entry::Vacant(slot) => {
                 slot.insert(position(entries.len()));
+                self.dirty.mark(position(entries.len()), entries.len() + 1);
                 entries.push(entry);
                 self.sorted = OnceLock::new();
                 true
             }
         }
+    }
+
+    /// The entries changed since the last call, each once (every entry when `all`), and
+    /// forgets the changes: what a commit writes.
+    pub(super) fn take_changed(&mut self, all: bool) -> Vec<&V> {
+        let marked = self.dirty.take();
+        if all {
+            return self.entries.iter().collect();
+        }
+        marked
+            .into_iter()
+            .filter_map(|i| self.entries.get(i as usize))
+            .collect()
+    }
+
+    /// Forgets every change (a table just restored from its store has none).
+    pub(super) fn forget_changes(&mut self) {
+        self.dirty.clear();
     }
 
     /// Every entry in key order (what a `BTreeMap` would give).
@@ -155,6 +183,7 @@ impl<V: Clone> Clone for Table<V> {
             entries: self.entries.clone(),
             index: self.index.clone(),
             sorted: self.sorted.clone(),
+            dirty: self.dirty.clone(),
         }
     }
 }
@@ -210,6 +239,7 @@ impl<'de, V: Keyed + Deserialize<'de>> Deserialize<'de> for Table<V> {
                 while let Some((IgnoredAny, entry)) = map.next_entry::<IgnoredAny, V>()? {
                     table.insert(entry);
                 }
+                table.forget_changes();
                 Ok(table)
             }
         }

@@ -1,0 +1,185 @@
+//! How a view reaches its store: a small head and keyed entries, written as they change.
+//!
+//! A view that grows with the log (every packet, every decision) cannot be encoded whole
+//! at each commit: the cost of a commit would follow the history, not the work. Such a
+//! view splits its state into a **head** (its checkpoint and whatever is small) and
+//! **entries** under keys of its own choosing (a thread, a packet, a decision), and
+//! remembers which entries changed since the last commit. [`View::take_changes`] hands
+//! the store the head and the changed entries; [`View::from_stored`] rebuilds the view
+//! from a head and every entry. Indexes derived from the entries (by sender, by
+//! sequence, ...) are not stored: they are rebuilt on load, so a view restored from the
+//! store serializes byte for byte like the view folded from the log.
+//!
+//! Views that stay small (sessions, Volks, workflows, the bounded graph) keep the
+//! default: the head is the whole view and there are no entries.
+//!
+//! Everything here is encoding and bookkeeping; no I/O. Values are MessagePack in
+//! serde's compact form, the view store's encoding.
+//!
+//! [`View::take_changes`]: crate::View::take_changes
+//! [`View::from_stored`]: crate::View::from_stored
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// One entry as a view hands it to its store: its key within the view and its encoded
+/// value, or `None` when the entry was removed.
+pub type EntryChange = (Vec<u8>, Option<Vec<u8>>);
+
+/// One entry as the store reads it back: its key within the view and its value.
+pub type StoredEntry = (Vec<u8>, Vec<u8>);
+
+/// What a commit writes for one view.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// The head: the view's state that is not in entries, its checkpoint included.
+    pub head: Vec<u8>,
+    /// Entries written or removed since the last commit (or every entry, for a full one).
+    pub entries: Vec<EntryChange>,
+    /// Set when the view hands out every entry although asked for changes only (it
+    /// stopped tracking them: see [`Touched`]); the store must then replace the view.
+    pub full: bool,
+}
+
+/// A view's stored form could not be written or read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoredError {
+    /// Encoding failed (a value serde cannot encode as MessagePack).
+    #[error("encoding {what}: {reason}")]
+    Encode {
+        /// What was being encoded.
+        what: String,
+        /// The encoder's message.
+        reason: String,
+    },
+    /// A stored head or entry is not what this version wrote.
+    #[error("decoding {what}: {reason}")]
+    Decode {
+        /// What was being decoded.
+        what: String,
+        /// The decoder's message.
+        reason: String,
+    },
+}
+
+/// Encodes `value` (MessagePack, compact).
+pub fn encode<T: Serialize + ?Sized>(what: &str, value: &T) -> Result<Vec<u8>, StoredError> {
+    rmp_serde::to_vec(value).map_err(|e| StoredError::Encode {
+        what: what.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// Decodes what [`encode`] wrote.
+pub fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, StoredError> {
+    rmp_serde::from_slice(bytes).map_err(|e| StoredError::Decode {
+        what: what.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// An entry key: a one-byte kind (which table of the view) and the key's bytes.
+pub fn key(kind: u8, bytes: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + bytes.len());
+    key.push(kind);
+    key.extend_from_slice(bytes);
+    key
+}
+
+/// Commit bookkeeping a view keeps beside its value (how much of an append-only list
+/// the store has). Not part of the view's value: always equal, never serialized.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Saved(pub usize);
+
+impl PartialEq for Saved {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// Positions of entries changed since the last commit, pushed as they are touched.
+///
+/// Duplicates are allowed (a packet touched by three events is pushed three times);
+/// [`Dirty::take`] sorts them out. So that a view folded for a long time without a
+/// commit does not grow the list without bound, it is compacted when it outgrows twice
+/// the number of entries it can name.
+#[derive(Debug, Clone, Default)]
+pub struct Dirty(Vec<u32>);
+
+impl Dirty {
+    /// Marks position `at` (of a table of `len` entries) changed.
+    pub fn mark(&mut self, at: u32, len: usize) {
+        self.0.push(at);
+        if self.0.len() > 2 * len + 1024 {
+            self.compact();
+        }
+    }
+
+    fn compact(&mut self) {
+        self.0.sort_unstable();
+        self.0.dedup();
+    }
+
+    /// The changed positions, each once, ascending; none are left marked.
+    pub fn take(&mut self) -> Vec<u32> {
+        self.compact();
+        std::mem::take(&mut self.0)
+    }
+
+    /// Forgets every mark (after a full commit, or a restore).
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+/// Keys of entries changed (or removed) since the last commit.
+///
+/// A view folded for long without a commit (a rebuild, stored once at its end) would
+/// keep every key it ever removed; past a bound the set is dropped and the view
+/// remembers only that it lost track, so its next commit is a full one.
+#[derive(Debug, Clone, Default)]
+pub struct Touched {
+    keys: std::collections::BTreeSet<String>,
+    lost: bool,
+}
+
+impl Touched {
+    /// Marks `key` changed; `live` is how many entries the view holds (the bound is
+    /// twice that, plus some slack).
+    pub fn mark(&mut self, key: &str, live: usize) {
+        if self.lost {
+            return;
+        }
+        if !self.keys.contains(key) {
+            self.keys.insert(key.to_owned());
+        }
+        if self.keys.len() > 2 * live + 4096 {
+            self.keys.clear();
+            self.lost = true;
+        }
+    }
+
+    /// The keys marked, and whether track was lost (then every entry must be written);
+    /// nothing stays marked.
+    pub fn take(&mut self) -> (std::collections::BTreeSet<String>, bool) {
+        let lost = std::mem::take(&mut self.lost);
+        (std::mem::take(&mut self.keys), lost)
+    }
+}
+
+impl PartialEq for Touched {
+    /// Bookkeeping, not value: always equal.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl PartialEq for Dirty {
+    /// Bookkeeping, not value: always equal.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,196 @@
+use std::collections::BTreeMap;
+
+use orchestrata_schemas::events::Envelope;
+use proptest::prelude::*;
+
+use crate::sample::Workload;
+use crate::stored::{StoredEntry, Touched};
+use crate::{
+    DecisionIndex, GraphView, PacketIndex, SessionView, ThreadView, View, VolkView, WorkflowView,
+};
+
+/// A store as a map: what a view's commits leave behind, head and entries.
+#[derive(Default)]
+struct Shelf {
+    head: Vec<u8>,
+    entries: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+impl Shelf {
+    fn commit<V: View>(&mut self, view: &mut V, all: bool) {
+        let changes = view.take_changes(all).expect("encodes");
+        if all || changes.full {
+            self.entries.clear();
+        }
+        self.head = changes.head;
+        for (key, value) in changes.entries {
+            match value {
+                Some(value) => self.entries.insert(key, value),
+                None => self.entries.remove(&key),
+            };
+        }
+    }
+
+    fn restore<V: View>(&self) -> V {
+        let entries = self
+            .entries
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        V::from_stored(&self.head, entries).expect("decodes")
+    }
+}
+
+fn json<V: View>(view: &V) -> String {
+    serde_json::to_string(view).expect("view serializes")
+}
+
+/// Folds `events` committing after each event whose index is in `commits`, restoring
+/// the view from its shelf after each index in `restarts` (and going on from there),
+/// then checks the last restore against a plain fold.
+fn restored_equals_folded<V: View + PartialEq + std::fmt::Debug>(
+    events: &[Envelope],
+    commits: &[usize],
+    restarts: &[usize],
+) {
+    let mut shelf = Shelf::default();
+    let mut view = V::default();
+    shelf.commit(&mut view, true);
+    for (i, envelope) in events.iter().enumerate() {
+        view.apply(envelope);
+        if commits.contains(&i) {
+            shelf.commit(&mut view, false);
+        }
+        if restarts.contains(&i) {
+            // What a crash after the last commit leaves: the shelf, then the log again.
+            view = shelf.restore();
+            for again in &events[..=i] {
+                view.apply(again);
+            }
+        }
+    }
+    shelf.commit(&mut view, false);
+    let folded: V = crate::fold(events);
+    assert_eq!(json(&shelf.restore::<V>()), json(&folded), "{}", V::NAME);
+    assert_eq!(shelf.restore::<V>(), folded, "{}", V::NAME);
+}
+
+fn every_view(events: &[Envelope], commits: &[usize], restarts: &[usize]) {
+    restored_equals_folded::<ThreadView>(events, commits, restarts);
+    restored_equals_folded::<DecisionIndex>(events, commits, restarts);
+    restored_equals_folded::<PacketIndex>(events, commits, restarts);
+    restored_equals_folded::<SessionView>(events, commits, restarts);
+    restored_equals_folded::<VolkView>(events, commits, restarts);
+    restored_equals_folded::<GraphView>(events, commits, restarts);
+    restored_equals_folded::<WorkflowView>(events, commits, restarts);
+}
+
+// REQ-004-US-004-013 REQ-004-US-005-013
+#[test]
+fn a_view_restored_from_its_commits_equals_the_view_folded_from_the_log() {
+    let events = Workload::new(5).envelopes(6_000);
+    let commits: Vec<usize> = (0..6_000).step_by(97).collect();
+    every_view(&events, &commits, &[2_500, 4_000]);
+}
+
+#[test]
+fn a_commit_writes_what_changed_not_the_history() {
+    let events = Workload::new(9).envelopes(12_000);
+    let mut view = ThreadView::default();
+    let mut decisions = DecisionIndex::default();
+    let mut packets = PacketIndex::default();
+    for envelope in &events[..11_900] {
+        view.apply(envelope);
+        decisions.apply(envelope);
+        packets.apply(envelope);
+    }
+    let all = view.take_changes(true).expect("encodes").entries.len();
+    decisions.take_changes(true).expect("encodes");
+    packets.take_changes(true).expect("encodes");
+    assert!(all > 2_000, "the sample keeps {all} threads and packets");
+    for envelope in &events[11_900..] {
+        view.apply(envelope);
+        decisions.apply(envelope);
+        packets.apply(envelope);
+    }
+    let changed = view.take_changes(false).expect("encodes").entries.len();
+    assert!(
+        changed > 0 && changed <= 200,
+        "{changed} entries for 100 events"
+    );
+    let repeat = view.take_changes(false).expect("encodes").entries.len();
+    assert_eq!(repeat, 0, "changes are handed out once");
+    let decided = decisions
+        .take_changes(false)
+        .expect("encodes")
+        .entries
+        .len();
+    assert!(decided <= 100, "{decided} decision entries for 100 events");
+    let sent = packets.take_changes(false).expect("encodes").entries.len();
+    assert!(sent <= 200, "{sent} packet index entries for 100 events");
+}
+
+#[test]
+fn a_whole_view_has_no_entries_and_a_keyed_head_is_refused_as_a_whole_view() {
+    let events = Workload::new(3).envelopes(500);
+    let mut sessions: SessionView = crate::fold(&events);
+    let changes = sessions.take_changes(false).expect("encodes");
+    assert!(changes.entries.is_empty());
+    let mut threads: ThreadView = crate::fold(&events);
+    let keyed = threads.take_changes(true).expect("encodes");
+    let entries: Vec<StoredEntry> = keyed
+        .entries
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect();
+    assert!(SessionView::from_stored(&changes.head, entries.clone()).is_err());
+    assert!(ThreadView::from_stored(&keyed.head, vec![(b"x".to_vec(), vec![1])]).is_err());
+    assert!(ThreadView::from_stored(b"\xc1", entries).is_err());
+}
+
+#[test]
+fn the_graph_view_stores_its_evictions() {
+    // Past MAX_PACKETS packets the oldest are evicted with their relationships: their
+    // entries must leave the store too (decisions are evicted by the same code).
+    let events = Workload::new(21).envelopes(60_000);
+    let graph: GraphView = crate::fold(&events);
+    let (packets, _) = graph.evicted();
+    assert!(packets > 1_000, "evicted {packets} packets");
+    let commits: Vec<usize> = (0..60_000).step_by(1_111).collect();
+    restored_equals_folded::<GraphView>(&events, &commits, &[30_000]);
+}
+
+#[test]
+fn touched_keys_past_their_bound_ask_for_a_full_commit() {
+    let mut touched = Touched::default();
+    touched.mark("a", 10);
+    touched.mark("a", 10);
+    let (keys, lost) = touched.take();
+    assert_eq!(keys.len(), 1);
+    assert!(!lost);
+    for i in 0..5_000 {
+        touched.mark(&i.to_string(), 10);
+    }
+    let (keys, lost) = touched.take();
+    assert!(
+        keys.is_empty() && lost,
+        "past 2 x 10 + 4096 keys the set is dropped"
+    );
+    let (_, lost) = touched.take();
+    assert!(!lost, "a take resets it");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    // REQ-004-US-004-013
+    #[test]
+    fn any_commit_and_restart_points_restore_the_folded_view(
+        seed in 0u64..1_000,
+        commits in proptest::collection::vec(0usize..1_500, 0..20),
+        restarts in proptest::collection::vec(0usize..1_500, 0..3),
+    ) {
+        let events = Workload::new(seed).envelopes(1_500);
+        every_view(&events, &commits, &restarts);
+    }
+}

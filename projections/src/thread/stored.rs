@@ -1,0 +1,99 @@
+//! The thread view's stored form: a head (checkpoint, clock) and one entry per thread
+//! (`t` + thread id) and per packet (`p` + message id). The global, sender and
+//! recipient orders are rebuilt from the packets on load.
+
+use chrono::{DateTime, Utc};
+use orchestrata_schemas::events::fields::opt_ts;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::fold::index;
+use super::table::Table;
+use super::{PacketState, ThreadState, ThreadView};
+use crate::stored::{self, Changes, StoredEntry, StoredError};
+use crate::Checkpoint;
+
+const THREAD: u8 = b't';
+const PACKET: u8 = b'p';
+
+#[derive(Serialize, Deserialize)]
+struct Head {
+    checkpoint: Checkpoint,
+    #[serde(with = "opt_ts")]
+    clock: Option<DateTime<Utc>>,
+}
+
+impl ThreadView {
+    pub(super) fn changes(&mut self, all: bool) -> Result<Changes, StoredError> {
+        let head = stored::encode(
+            "thread view head",
+            &Head {
+                checkpoint: self.checkpoint.clone(),
+                clock: self.clock,
+            },
+        )?;
+        let mut entries = Vec::new();
+        for thread in self.threads.take_changed(all) {
+            let value = stored::encode("thread", thread)?;
+            entries.push((
+                stored::key(THREAD, thread.thread_id.as_bytes()),
+                Some(value),
+            ));
+        }
+        for packet in self.packets.take_changed(all) {
+            let value = stored::encode("packet", packet)?;
+            let id = packet.packet.message_id;
+            entries.push((stored::key(PACKET, id.as_bytes()), Some(value)));
+        }
+        Ok(Changes {
+            head,
+            entries,
+            full: false,
+        })
+    }
+
+    pub(super) fn restore(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
+        let head: Head = stored::decode("thread view head", head)?;
+        let mut threads = Table::default();
+        let mut packets: Table<PacketState> = Table::default();
+        let mut order: Vec<(u64, Uuid)> = Vec::new();
+        for (key, value) in entries {
+            match key.split_first() {
+                Some((&THREAD, _)) => {
+                    threads.insert(stored::decode::<ThreadState>("thread", &value)?);
+                }
+                Some((&PACKET, _)) => {
+                    let packet: PacketState = stored::decode("packet", &value)?;
+                    order.push((packet.sequence, packet.packet.message_id));
+                    packets.insert(packet);
+                }
+                _ => {
+                    return Err(StoredError::Decode {
+                        what: "thread view entry".into(),
+                        reason: format!("unknown key {key:?}"),
+                    })
+                }
+            }
+        }
+        threads.forget_changes();
+        packets.forget_changes();
+        order.sort_unstable();
+        let mut view = ThreadView {
+            checkpoint: head.checkpoint,
+            clock: head.clock,
+            threads,
+            packets,
+            by_sequence: Vec::with_capacity(order.len()),
+            by_sender: Default::default(),
+            by_recipient: Default::default(),
+        };
+        for (sequence, id) in order {
+            if let Some(p) = view.packets.get(&id) {
+                index(&mut view.by_sender, &p.packet.from_agent, sequence);
+                index(&mut view.by_recipient, &p.packet.to_agent, sequence);
+            }
+            view.by_sequence.push((sequence, id));
+        }
+        Ok(view)
+    }
+}

@@ -1,0 +1,180 @@
+//! A keyed view's entries in the store.
+//!
+//! Entry `key` of view `name` is stored under `<name>.e.` + the key's length (u32,
+//! big-endian) + the key + a part number (u16, big-endian). A value is cut into parts
+//! of at most [`PART_BYTES`] (sled writes larger pages to blob files; see there), part
+//! 0 starting with the number of parts (u16, big-endian). The length before the key
+//! keeps the parts of one entry next to each other in sled's key order (no other key
+//! can sort between them), so a prefix scan reads each entry whole, in turn.
+
+use orchestrata_projections::stored::StoredEntry;
+
+use super::PART_BYTES;
+
+/// How a value is cut: part 0 carries the count in its first two bytes.
+const COUNT: usize = 2;
+
+/// The prefix of every entry key of view `name`.
+pub(super) fn prefix(name: &str) -> Vec<u8> {
+    format!("{name}.e.").into_bytes()
+}
+
+/// The store key of part `part` of entry `key`.
+pub(super) fn part_key(name: &str, key: &[u8], part: u16) -> Vec<u8> {
+    let mut out = prefix(name);
+    let len = u32::try_from(key.len()).unwrap_or(u32::MAX);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(&part.to_be_bytes());
+    out
+}
+
+/// Cuts `value` into parts; `None` when it needs more than `u16::MAX` parts (256 MiB).
+pub(super) fn cut(value: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let first = value.len().min(PART_BYTES - COUNT);
+    let rest = &value[first..];
+    let count = 1 + rest.len().div_ceil(PART_BYTES);
+    let count16 = u16::try_from(count).ok()?;
+    let mut parts = Vec::with_capacity(count);
+    let mut head = Vec::with_capacity(COUNT + first);
+    head.extend_from_slice(&count16.to_be_bytes());
+    head.extend_from_slice(&value[..first]);
+    parts.push(head);
+    parts.extend(rest.chunks(PART_BYTES).map(<[u8]>::to_vec));
+    Some(parts)
+}
+
+/// The number of parts written in part 0's `bytes`.
+pub(super) fn count(bytes: &[u8]) -> Option<u16> {
+    let count: [u8; COUNT] = bytes.get(..COUNT)?.try_into().ok()?;
+    Some(u16::from_be_bytes(count)).filter(|c| *c > 0)
+}
+
+/// Reassembles entries from a prefix scan of `(store key, value)` in key order.
+pub(super) struct Assembler {
+    prefix_len: usize,
+    current: Option<Entry>,
+    done: Vec<StoredEntry>,
+}
+
+struct Entry {
+    key: Vec<u8>,
+    expected: u16,
+    next: u16,
+    value: Vec<u8>,
+}
+
+impl Assembler {
+    /// For the entries of view `name`.
+    pub(super) fn new(name: &str) -> Self {
+        Assembler {
+            prefix_len: prefix(name).len(),
+            current: None,
+            done: Vec::new(),
+        }
+    }
+
+    /// Takes the next stored part. Errors name what is wrong with the store.
+    pub(super) fn push(&mut self, store_key: &[u8], bytes: &[u8]) -> Result<(), String> {
+        let body = store_key
+            .get(self.prefix_len..)
+            .ok_or_else(|| format!("entry key {store_key:?} is too short"))?;
+        let (len, rest) = body
+            .split_first_chunk::<4>()
+            .ok_or_else(|| format!("entry key {store_key:?} has no length"))?;
+        let len = u32::from_be_bytes(*len) as usize;
+        if rest.len() != len + 2 {
+            return Err(format!("entry key {store_key:?} does not match its length"));
+        }
+        let (key, part) = rest.split_at(len);
+        let part = u16::from_be_bytes([part[0], part[1]]);
+        match &mut self.current {
+            Some(entry) if entry.key == key => {
+                if part != entry.next {
+                    return Err(format!("entry {key:?}: part {part} after {}", entry.next));
+                }
+                entry.value.extend_from_slice(bytes);
+                entry.next += 1;
+            }
+            _ => {
+                self.finish()?;
+                if part != 0 {
+                    return Err(format!("entry {key:?}: part 0 is missing"));
+                }
+                let expected =
+                    count(bytes).ok_or_else(|| format!("entry {key:?}: no part count"))?;
+                self.current = Some(Entry {
+                    key: key.to_vec(),
+                    expected,
+                    next: 1,
+                    value: bytes[COUNT..].to_vec(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        if let Some(entry) = self.current.take() {
+            if entry.next != entry.expected {
+                return Err(format!(
+                    "entry {:?}: {} of {} parts stored",
+                    entry.key, entry.next, entry.expected
+                ));
+            }
+            self.done.push((entry.key, entry.value));
+        }
+        Ok(())
+    }
+
+    /// Every entry read, in the store's order.
+    pub(super) fn entries(mut self) -> Result<Vec<StoredEntry>, String> {
+        self.finish()?;
+        Ok(self.done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assemble(stored: &[(Vec<u8>, Vec<u8>)]) -> Result<Vec<StoredEntry>, String> {
+        let mut a = Assembler::new("v");
+        for (k, v) in stored {
+            a.push(k, v)?;
+        }
+        a.entries()
+    }
+
+    #[test]
+    fn values_of_any_size_come_back_whole_and_keys_that_prefix_others_stay_apart() {
+        let values: Vec<StoredEntry> = vec![
+            (b"a".to_vec(), Vec::new()),
+            (b"a\0\0".to_vec(), vec![7; PART_BYTES * 3 + 5]),
+            (b"a\0".to_vec(), vec![1; PART_BYTES - COUNT]),
+            (b"b".to_vec(), vec![2; PART_BYTES - COUNT + 1]),
+        ];
+        let mut stored = std::collections::BTreeMap::new();
+        for (key, value) in &values {
+            let parts = cut(value).expect("fits");
+            assert!(parts.iter().all(|p| p.len() <= PART_BYTES));
+            for (i, part) in parts.into_iter().enumerate() {
+                let i = u16::try_from(i).expect("few parts");
+                stored.insert(part_key("v", key, i), part);
+            }
+        }
+        let stored: Vec<_> = stored.into_iter().collect();
+        let mut back = assemble(&stored).expect("assembles");
+        back.sort();
+        let mut expected = values.clone();
+        expected.sort();
+        assert_eq!(back, expected);
+        // A missing middle part is reported, not glued over.
+        let mut broken = stored.clone();
+        broken.retain(|(k, _)| *k != part_key("v", b"a\0\0", 1));
+        assert!(assemble(&broken).is_err());
+        let mut truncated = stored;
+        truncated.retain(|(k, _)| *k != part_key("v", b"a\0\0", 3));
+        assert!(assemble(&truncated).is_err());
+    }
+}
