@@ -288,6 +288,9 @@ pub struct GraphView {
     /// What the store has of `decisions` (commit bookkeeping).
     #[serde(skip)]
     decision_mark: stored::QueueMark,
+    /// Where each stored node and relationship is (commit bookkeeping).
+    #[serde(skip)]
+    slots: stored::Slots,
 }
 
 impl GraphView {

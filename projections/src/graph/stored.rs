@@ -1,10 +1,11 @@
-//! The graph view's stored form: a head (checkpoint, eviction counts) and entries for
-//! each node (`n` and its id), relationship (`r` and its id) and kept packet or
-//! decision (`p` or `d` and its ordinal, big-endian: how many were kept before it,
-//! evicted ones included, so entries load in order and an eviction removes the oldest
-//! ordinals).
+//! The graph view's stored form: a head (checkpoint, eviction counts, next slot) and
+//! entries for each node (`n`) and relationship (`r`) under a slot number given at its
+//! first commit, and for each kept packet or decision (`p` or `d`) under its ordinal
+//! (how many were kept before it, evicted ones included), all big-endian. Keys
+//! increase as the graph grows, never random ids (see the thread view's `stored.rs`
+//! for why); slots are rebuilt from the keys on load.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +23,52 @@ struct Head {
     checkpoint: Checkpoint,
     evicted_packets: u64,
     evicted_decisions: u64,
+    next_slot: u64,
+}
+
+/// The slot of each stored node and relationship (commit bookkeeping, not part of the
+/// view's value: always equal).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Slots {
+    nodes: HashMap<String, u64>,
+    rels: HashMap<String, u64>,
+    next: u64,
+}
+
+impl PartialEq for Slots {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// Entries for the `touched` ids of one table: `encode(id)` gives the entry's value
+/// (`None` when the id is gone), written under the id's slot (a new one for an id not
+/// stored yet), or removed.
+fn slotted(
+    kind: u8,
+    touched: BTreeSet<String>,
+    encode: impl Fn(&str) -> Result<Option<Vec<u8>>, StoredError>,
+    slots: &mut HashMap<String, u64>,
+    next: &mut u64,
+    out: &mut Vec<EntryChange>,
+) -> Result<(), StoredError> {
+    for id in touched {
+        match encode(&id)? {
+            Some(value) => {
+                let slot = *slots.entry(id).or_insert_with(|| {
+                    *next += 1;
+                    *next - 1
+                });
+                out.push((stored::key(kind, &slot.to_be_bytes()), Some(value)));
+            }
+            None => {
+                if let Some(slot) = slots.remove(&id) {
+                    out.push((stored::key(kind, &slot.to_be_bytes()), None));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What the store has of a queue of kept nodes: ordinals `evicted..end`.
@@ -73,43 +120,55 @@ fn queue_changes(
 
 impl GraphView {
     pub(super) fn changes(&mut self, all: bool) -> Result<Changes, StoredError> {
+        let (mut nodes, lost_nodes) = self.touched_nodes.take();
+        let (mut rels, lost_rels) = self.touched_rels.take();
+        let all = all || lost_nodes || lost_rels;
+        if all {
+            // The store is replaced: every entry gets a fresh slot.
+            self.slots = Slots::default();
+            nodes = self.nodes.keys().cloned().collect();
+            rels = self.relationships.keys().cloned().collect();
+        }
+        let mut entries = Vec::new();
+        let slots = &mut self.slots;
+        let (graph_nodes, graph_rels) = (&self.nodes, &self.relationships);
+        let node = |id: &str| {
+            graph_nodes
+                .get(id)
+                .map(|n| stored::encode("node", &**n))
+                .transpose()
+        };
+        let rel = |id: &str| {
+            graph_rels
+                .get(id)
+                .map(|r| stored::encode("relationship", &**r))
+                .transpose()
+        };
+        slotted(
+            NODE,
+            nodes,
+            node,
+            &mut slots.nodes,
+            &mut slots.next,
+            &mut entries,
+        )?;
+        slotted(
+            REL,
+            rels,
+            rel,
+            &mut slots.rels,
+            &mut slots.next,
+            &mut entries,
+        )?;
         let head = stored::encode(
             "graph view head",
             &Head {
                 checkpoint: self.checkpoint.clone(),
                 evicted_packets: self.evicted_packets,
                 evicted_decisions: self.evicted_decisions,
+                next_slot: self.slots.next,
             },
         )?;
-        let (nodes, lost_nodes) = self.touched_nodes.take();
-        let (rels, lost_rels) = self.touched_rels.take();
-        let all = all || lost_nodes || lost_rels;
-        let mut entries = Vec::new();
-        if all {
-            for (id, node) in &self.nodes {
-                let value = stored::encode("node", &**node)?;
-                entries.push((stored::key(NODE, id.as_bytes()), Some(value)));
-            }
-            for (id, rel) in &self.relationships {
-                let value = stored::encode("relationship", &**rel)?;
-                entries.push((stored::key(REL, id.as_bytes()), Some(value)));
-            }
-        } else {
-            for id in nodes {
-                let value = match self.nodes.get(&id) {
-                    Some(node) => Some(stored::encode("node", &**node)?),
-                    None => None,
-                };
-                entries.push((stored::key(NODE, id.as_bytes()), value));
-            }
-            for id in rels {
-                let value = match self.relationships.get(&id) {
-                    Some(rel) => Some(stored::encode("relationship", &**rel)?),
-                    None => None,
-                };
-                entries.push((stored::key(REL, id.as_bytes()), value));
-            }
-        }
         let (packets, decisions) = (self.evicted_packets, self.evicted_decisions);
         queue_changes(
             PACKET,
@@ -142,6 +201,17 @@ impl GraphView {
             evicted_decisions: head.evicted_decisions,
             ..GraphView::default()
         };
+        view.slots.next = head.next_slot;
+        let slot_of = |key: &[u8]| -> Result<u64, StoredError> {
+            let bytes: [u8; 8] = key
+                .get(1..)
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| StoredError::Decode {
+                    what: "graph view entry".into(),
+                    reason: format!("key {key:?} holds no slot"),
+                })?;
+            Ok(u64::from_be_bytes(bytes))
+        };
         let bad = |reason: String| StoredError::Decode {
             what: "graph view entry".into(),
             reason,
@@ -150,11 +220,13 @@ impl GraphView {
             let (queue, first) = match key.split_first() {
                 Some((&NODE, _)) => {
                     let node: Node = stored::decode("node", &value)?;
+                    view.slots.nodes.insert(node.id.clone(), slot_of(&key)?);
                     view.nodes.insert(node.id.clone(), Box::new(node));
                     continue;
                 }
                 Some((&REL, _)) => {
                     let rel: Relationship = stored::decode("relationship", &value)?;
+                    view.slots.rels.insert(rel.id.clone(), slot_of(&key)?);
                     view.relationships.insert(rel.id.clone(), Box::new(rel));
                     continue;
                 }

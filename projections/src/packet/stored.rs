@@ -1,6 +1,8 @@
 //! The packet index's stored form: a head (the checkpoint), one entry per Volk name
-//! (`v` + its position, big-endian) and one per packet (`p` + message id). Both are
-//! only ever added to, so a commit writes what was added since the last one.
+//! (`v` + its position) and one per packet (`p` + the sequence of its `packet_sent`,
+//! holding its message id and entry), big-endian: keys that follow the log (see the
+//! thread view's `stored.rs` for why). Both are only ever added to, so a commit writes
+//! what was added since the last one.
 
 use serde::{Deserialize, Serialize};
 
@@ -34,8 +36,9 @@ impl PacketIndex {
         self.saved_volks = Saved(self.volks.len());
         let fresh = std::mem::take(&mut self.fresh);
         let mut write = |id: &uuid::Uuid, entry: &Entry| -> Result<(), StoredError> {
-            let value = stored::encode("packet", entry)?;
-            entries.push((stored::key(PACKET, id.as_bytes()), Some(value)));
+            let value = stored::encode("packet", &(id, entry))?;
+            let sent = entry.sequence.to_be_bytes();
+            entries.push((stored::key(PACKET, &sent), Some(value)));
             Ok(())
         };
         if all {
@@ -79,9 +82,8 @@ impl PacketIndex {
                     view.by_name.insert(name.clone(), expected);
                     view.volks.push(name);
                 }
-                Some((&PACKET, id)) => {
-                    let id = uuid::Uuid::from_slice(id).map_err(|e| bad(e.to_string()))?;
-                    packets.push((id, stored::decode::<Entry>("packet", &value)?));
+                Some((&PACKET, _)) => {
+                    packets.push(stored::decode::<(uuid::Uuid, Entry)>("packet", &value)?);
                 }
                 _ => return Err(bad(format!("unknown key {key:?}"))),
             }
