@@ -62,6 +62,16 @@ pub enum StoredError {
     },
 }
 
+impl StoredError {
+    /// A stored entry of view `view` that this version cannot place.
+    pub fn entry(view: &str, reason: impl Into<String>) -> Self {
+        StoredError::Decode {
+            what: format!("{view} entry"),
+            reason: reason.into(),
+        }
+    }
+}
+
 /// Encodes `value` (MessagePack, compact).
 pub fn encode<T: Serialize + ?Sized>(what: &str, value: &T) -> Result<Vec<u8>, StoredError> {
     rmp_serde::to_vec(value).map_err(|e| StoredError::Encode {

@@ -54,10 +54,10 @@ impl DecisionIndex {
         };
         for (key, value) in entries {
             if key.first() != Some(&DECISION) {
-                return Err(StoredError::Decode {
-                    what: "decision index entry".into(),
-                    reason: format!("unknown key {key:?}"),
-                });
+                return Err(StoredError::entry(
+                    "decision index",
+                    format!("unknown key {key:?}"),
+                ));
             }
             let entry: DecisionEntry = stored::decode("decision", &value)?;
             let d = &entry.decision;

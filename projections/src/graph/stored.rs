@@ -206,16 +206,12 @@ impl GraphView {
             let bytes: [u8; 8] = key
                 .get(1..)
                 .and_then(|b| b.try_into().ok())
-                .ok_or_else(|| StoredError::Decode {
-                    what: "graph view entry".into(),
-                    reason: format!("key {key:?} holds no slot"),
+                .ok_or_else(|| {
+                    StoredError::entry("graph view", format!("key {key:?} holds no slot"))
                 })?;
             Ok(u64::from_be_bytes(bytes))
         };
-        let bad = |reason: String| StoredError::Decode {
-            what: "graph view entry".into(),
-            reason,
-        };
+        let bad = |reason: String| StoredError::entry("graph view", reason);
         for (key, value) in entries {
             let (queue, first) = match key.split_first() {
                 Some((&NODE, _)) => {

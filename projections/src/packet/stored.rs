@@ -65,10 +65,7 @@ impl PacketIndex {
             checkpoint: head.checkpoint,
             ..PacketIndex::default()
         };
-        let bad = |reason: String| StoredError::Decode {
-            what: "packet index entry".into(),
-            reason,
-        };
+        let bad = |reason: String| StoredError::entry("packet index", reason);
         let mut packets = Vec::new();
         for (key, value) in entries {
             match key.split_first() {

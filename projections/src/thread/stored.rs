@@ -70,10 +70,10 @@ impl ThreadView {
                     packets.insert(packet);
                 }
                 _ => {
-                    return Err(StoredError::Decode {
-                        what: "thread view entry".into(),
-                        reason: format!("unknown key {key:?}"),
-                    })
+                    return Err(StoredError::entry(
+                        "thread view",
+                        format!("unknown key {key:?}"),
+                    ))
                 }
             }
         }
