@@ -84,11 +84,12 @@ pub async fn spawn_view<V: View>(
 ) -> Result<RunningView<V>, ProjectionError> {
     let epochs = stream_epochs::<V>(log.as_ref()).await?;
     // The first commit writes the view whole unless the store holds it, in this
-    // version's form, for these epochs (anything else stored is replaced).
+    // version's form, for these epochs. Anything else stored is replaced — including
+    // the entries a full commit that crashed midway left without a checkpoint, which
+    // read as no view at all.
     let (view, full) = match store.load_stored::<V>()? {
         Some(loaded) if loaded.epochs == epochs => (loaded.view, !loaded.current),
-        Some(_) => (V::default(), true),
-        None => (V::default(), false),
+        _ => (V::default(), true),
     };
     let mut tails = Vec::new();
     for stream in V::STREAMS {
