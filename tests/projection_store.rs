@@ -289,6 +289,14 @@ async fn rebuild_from_a_log_cut_by_retention_fails_with_the_log_error() {
     }
 }
 
+/// `err` says view `view` is corrupt.
+fn assert_corrupt(err: &ProjectionError, view: ViewName) {
+    assert!(
+        matches!(err, ProjectionError::Corrupt { view: v, .. } if *v == view),
+        "{err:?}"
+    );
+}
+
 /// Every key of the raw store with its value.
 fn snapshot(tree: &sled::Tree) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
     tree.iter()
@@ -397,16 +405,7 @@ async fn keyed_views_are_stored_entry_by_entry_and_a_commit_writes_what_changed(
     let err = store
         .load::<ThreadView>()
         .expect_err("a view with a missing part is refused");
-    assert!(
-        matches!(
-            err,
-            ProjectionError::Corrupt {
-                view: ViewName::Thread,
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert_corrupt(&err, ViewName::Thread);
     assert!(
         err.to_string()
             .contains("orchestrata projections rebuild --view thread"),
@@ -482,16 +481,7 @@ async fn views_stored_whole_are_chunked_and_a_commit_writes_the_chunks_that_chan
     let err = store
         .load::<SessionView>()
         .expect_err("a view with a missing chunk is refused");
-    assert!(
-        matches!(
-            err,
-            ProjectionError::Corrupt {
-                view: ViewName::Session,
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert_corrupt(&err, ViewName::Session);
 }
 
 // ISSUE-18: a full commit voids the stored view first and writes its checkpoint last, so

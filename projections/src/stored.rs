@@ -41,6 +41,17 @@ pub struct Changes {
     pub full: bool,
 }
 
+impl Changes {
+    /// The changes a view tracked itself: `head` and `entries`, not a full commit.
+    pub fn tracked(head: Vec<u8>, entries: Vec<EntryChange>) -> Self {
+        Changes {
+            head,
+            entries,
+            full: false,
+        }
+    }
+}
+
 /// A view's stored form could not be written or read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoredError {

@@ -46,11 +46,10 @@ pub trait View: Default + Serialize + DeserializeOwned + Send + Sync + 'static {
     /// whose size does not follow the log's (see [`stored`](crate::stored)).
     fn take_changes(&mut self, all: bool) -> Result<Changes, StoredError> {
         let _ = all;
-        Ok(Changes {
-            head: stored::encode(Self::NAME.as_str(), self)?,
-            entries: Vec::new(),
-            full: false,
-        })
+        Ok(Changes::tracked(
+            stored::encode(Self::NAME.as_str(), self)?,
+            Vec::new(),
+        ))
     }
 
     /// Rebuilds the view from its stored head and every stored entry (in key order),

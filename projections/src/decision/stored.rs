@@ -38,11 +38,7 @@ impl DecisionIndex {
             ));
         }
         self.saved = Saved(self.decisions.len());
-        Ok(Changes {
-            head,
-            entries,
-            full: false,
-        })
+        Ok(Changes::tracked(head, entries))
     }
 
     pub(super) fn restore(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {

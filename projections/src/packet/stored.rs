@@ -52,11 +52,7 @@ impl PacketIndex {
                 }
             }
         }
-        Ok(Changes {
-            head,
-            entries,
-            full: false,
-        })
+        Ok(Changes::tracked(head, entries))
     }
 
     pub(super) fn restore(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {

@@ -47,11 +47,7 @@ impl ThreadView {
             let sent = packet.sequence.to_be_bytes();
             entries.push((stored::key(PACKET, &sent), Some(value)));
         }
-        Ok(Changes {
-            head,
-            entries,
-            full: false,
-        })
+        Ok(Changes::tracked(head, entries))
     }
 
     pub(super) fn restore(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
