@@ -1,5 +1,5 @@
 //! The view store's format and the pipelined rebuild, against a real sled log and a real
-//! sled view store in temp dirs.
+//! view store (redb) in temp dirs.
 
 use std::sync::Arc;
 
@@ -19,41 +19,81 @@ async fn sled_log(dir: &std::path::Path) -> Arc<dyn EventLog> {
     log::open(&config).await.expect("open sled log")
 }
 
-/// The store's sled tree at `dir`, opened directly (the store must be closed; sled
-/// frees its file lock from a background thread, so wait for it, at most 10 s).
-fn raw(dir: &std::path::Path) -> sled::Tree {
-    for _ in 0..200 {
-        match sled::open(dir) {
-            Ok(db) => return db.open_tree("views").expect("views tree"),
-            Err(e) if e.to_string().contains("lock") => {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            Err(e) => panic!("open the store's sled db: {e:?}"),
-        }
+/// The store's table, opened directly with redb (the store must be closed).
+struct Raw(redb::Database);
+
+const RAW_TABLE: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new("views");
+
+impl Raw {
+    fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>, redb::Error> {
+        use redb::ReadableDatabase;
+        let txn = self.0.begin_read()?;
+        let table = txn.open_table(RAW_TABLE)?;
+        Ok(table.get(key.as_ref())?.map(|v| v.value().to_vec()))
     }
-    panic!("the store's sled db stayed locked for 10 s");
+
+    /// Every key starting with `prefix`, with its value, in key order.
+    fn scan_prefix(&self, prefix: impl AsRef<[u8]>) -> Vec<(Vec<u8>, Vec<u8>)> {
+        use redb::ReadableDatabase;
+        let prefix = prefix.as_ref();
+        let txn = self.0.begin_read().expect("read");
+        let table = txn.open_table(RAW_TABLE).expect("table");
+        table
+            .range(prefix..)
+            .expect("range")
+            .map(|e| e.expect("read"))
+            .map(|(k, v)| (k.value().to_vec(), v.value().to_vec()))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .collect()
+    }
+
+    fn iter(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        self.scan_prefix(b"")
+    }
+
+    fn write(&self, key: impl AsRef<[u8]>, value: Option<&[u8]>) -> Result<(), redb::Error> {
+        let txn = self.0.begin_write()?;
+        {
+            let mut table = txn.open_table(RAW_TABLE)?;
+            match value {
+                Some(value) => drop(table.insert(key.as_ref(), value)?),
+                None => drop(table.remove(key.as_ref())?),
+            }
+        }
+        Ok(txn.commit()?)
+    }
+
+    fn insert(&self, key: impl AsRef<[u8]>, value: &[u8]) -> Result<(), redb::Error> {
+        self.write(key, Some(value))
+    }
+
+    fn remove(&self, key: impl AsRef<[u8]>) -> Result<(), redb::Error> {
+        self.write(key, None)
+    }
+}
+
+fn raw(dir: &std::path::Path) -> Raw {
+    let _ = std::fs::create_dir_all(dir);
+    Raw(redb::Database::create(dir.join("views.redb")).expect("open the store's file"))
 }
 
 /// The raw bytes stored under `key`.
-fn stored_bytes(tree: &sled::Tree, key: &str) -> Vec<u8> {
+fn stored_bytes(tree: &Raw, key: &str) -> Vec<u8> {
     tree.get(key)
         .expect("read")
         .unwrap_or_else(|| panic!("{key} is stored"))
-        .to_vec()
 }
 
 /// Every key with its value's length.
-fn stored_sizes(tree: &sled::Tree) -> Vec<(String, usize)> {
+fn stored_sizes(tree: &Raw) -> Vec<(String, usize)> {
     tree.iter()
-        .map(|entry| {
-            let (key, value) = entry.expect("read");
-            (String::from_utf8_lossy(&key).into_owned(), value.len())
-        })
+        .into_iter()
+        .map(|(key, value)| (String::from_utf8_lossy(&key).into_owned(), value.len()))
         .collect()
 }
 
 /// The chunk keys of view `name`, in the manifest's order.
-fn chunk_keys(tree: &sled::Tree, name: &str) -> Vec<String> {
+fn chunk_keys(tree: &Raw, name: &str) -> Vec<String> {
     let pages = stored_bytes(tree, &format!("{name}.manifest"));
     let pages = u32::from_be_bytes(pages.try_into().expect("a u32 page count"));
     let manifest: Vec<u8> = (0..pages)
@@ -69,7 +109,7 @@ fn chunk_keys(tree: &sled::Tree, name: &str) -> Vec<String> {
 }
 
 /// The stored body of view `name`: its chunks, in order, joined.
-fn stored_view(tree: &sled::Tree, name: &str) -> Vec<u8> {
+fn stored_view(tree: &Raw, name: &str) -> Vec<u8> {
     chunk_keys(tree, name)
         .iter()
         .flat_map(|key| stored_bytes(tree, key))
@@ -80,12 +120,10 @@ fn stored_view(tree: &sled::Tree, name: &str) -> Vec<u8> {
 fn store_bytes(dir: &std::path::Path, key: &str, bytes: &[u8]) {
     let tree = raw(dir);
     tree.insert(key, bytes).expect("write");
-    tree.flush().expect("flush");
 }
 
-/// Opens the store at `dir` again. sled releases its file lock from a background thread
-/// after the previous handle is dropped, so a reopen in the same process may briefly
-/// find it locked; wait for the lock (at most 10 s), as a restarting runner would.
+/// Opens the store at `dir` again, waiting (at most 10 s) while another handle still
+/// holds it, as a restarting runner would.
 async fn reopen(dir: &std::path::Path) -> ViewStore {
     for _ in 0..200 {
         match ViewStore::open(dir) {
@@ -137,7 +175,8 @@ async fn views_are_stored_compactly_and_read_back_byte_for_byte() {
     assert_ne!(body.first(), Some(&b'{'), "stored as MessagePack, not JSON");
     let thread_bytes: usize = tree
         .scan_prefix("thread.")
-        .map(|e| e.map(|(k, v)| k.len() + v.len()).expect("read"))
+        .iter()
+        .map(|(k, v)| k.len() + v.len())
         .sum();
     assert!(
         thread_bytes * 2 < thread_json.len(),
@@ -171,6 +210,42 @@ async fn a_view_stored_as_json_by_an_earlier_version_is_still_read() {
     let (loaded, loaded_epochs) = store.load::<ThreadView>().expect("load").expect("stored");
     assert_eq!(loaded_epochs, epochs);
     assert_eq!(json(&loaded), json(&view));
+}
+
+// ISSUE-18: upgrading from a version whose view store was sled: its files are removed
+// (views are derived data), nothing of it is read as a view, and the views are folded
+// again from the log into the new store, which then reads back byte for byte.
+#[tokio::test]
+async fn a_sled_view_store_of_an_earlier_version_is_replaced_and_refolded() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = sled_log(&dir.path().join("log")).await;
+    fill(&log, 3, 500).await;
+    let views = dir.path().join("views");
+    {
+        let old = sled::open(&views).expect("an earlier version's sled store");
+        let tree = old.open_tree("views").expect("its tree");
+        tree.insert("thread", b"{\"epochs\": {}}".as_slice())
+            .expect("an earlier whole view");
+        old.flush().expect("flush");
+    }
+    assert!(views.join("conf").exists() && views.join("db").exists());
+    let store = reopen(&views).await;
+    for gone in ["conf", "db", "blobs"] {
+        assert!(
+            !views.join(gone).exists(),
+            "{gone} of the sled store is removed"
+        );
+    }
+    assert!(views.join("views.redb").exists());
+    assert!(
+        store.load::<ThreadView>().expect("load").is_none(),
+        "nothing of the earlier store is read as a view"
+    );
+    stored_round_trip::<ThreadView>(log.as_ref(), &store).await;
+    drop(store);
+    // A later open keeps the new store.
+    let store = reopen(&views).await;
+    assert!(store.load::<ThreadView>().expect("load").is_some());
 }
 
 // REQ-004-US-004-013
@@ -298,10 +373,8 @@ fn assert_corrupt(err: &ProjectionError, view: ViewName) {
 }
 
 /// Every key of the raw store with its value.
-fn snapshot(tree: &sled::Tree) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
-    tree.iter()
-        .map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec())).expect("read"))
-        .collect()
+fn snapshot(tree: &Raw) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    tree.iter().into_iter().collect()
 }
 
 /// How many keys were added or changed from `before` to `after`.
@@ -329,8 +402,8 @@ async fn catch_up_and_commit<V: View>(log: &dyn EventLog, store: &ViewStore, vie
 }
 
 // ISSUE-18: a commit writes what changed. A view that grows with the log (threads and
-// packets) is stored entry by entry, every value within `PART_BYTES` (so sled never
-// takes its blob path, whose I/O errors wedge every later flush); a commit after a few
+// packets) is stored entry by entry, every value within `PART_BYTES` (a commit that
+// touches one entry rewrites a few small pages); a commit after a few
 // more events writes a few entries and the head, whatever the history; a view stored
 // whole by an earlier version is replaced; a missing part is a typed error naming the
 // fix, and the rebuild it names restores the view.
@@ -399,7 +472,6 @@ async fn keyed_views_are_stored_entry_by_entry_and_a_commit_writes_what_changed(
         .find(|(k, _)| k.starts_with(b"thread.e."))
         .expect("an entry");
     tree.remove(part.as_slice()).expect("remove a part");
-    tree.flush().expect("flush");
     drop(tree);
     let store = reopen(&views).await;
     let err = store
@@ -475,7 +547,6 @@ async fn views_stored_whole_are_chunked_and_a_commit_writes_the_chunks_that_chan
     assert!(stored_view(&tree, "session").len() < big);
     let first = chunk_keys(&tree, "session").remove(0);
     tree.remove(first.as_str()).expect("remove a chunk");
-    tree.flush().expect("flush");
     drop(tree);
     let store = reopen(&views).await;
     let err = store
@@ -508,7 +579,6 @@ async fn entries_left_by_an_interrupted_full_commit_are_replaced_not_mixed_in() 
     ] {
         tree.remove(key).expect("remove");
     }
-    tree.flush().expect("flush");
     drop(tree);
 
     let store = reopen(&views).await;

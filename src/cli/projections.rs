@@ -307,7 +307,7 @@ async fn status(args: StoreArgs, log_args: &LogArgs) -> anyhow::Result<()> {
     }
     let disk = store.size_on_disk()?;
     println!(
-        "store on disk: {} for {} of views; the rest is superseded pages sled reclaims as it writes",
+        "store on disk: {} for {} of views; the rest is B-tree pages and free pages that later commits reuse",
         human_bytes(disk),
         human_bytes(live)
     );

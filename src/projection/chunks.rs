@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 
 /// No chunk is shorter than this (but the last).
 pub const MIN: usize = 1024;
-/// No chunk is longer than this: what the store writes stays under sled's blob
-/// threshold (see [`PART_BYTES`](super::store::PART_BYTES)).
+/// No chunk is longer than this: what the store writes stays within one part
+/// (see [`PART_BYTES`](super::store::PART_BYTES)).
 pub const MAX: usize = 4096;
 
 /// A chunk's name: the first 16 bytes of its SHA-256.

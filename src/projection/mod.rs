@@ -1,8 +1,8 @@
 //! The projection runner: keeps the views of `orchestrata-projections` folded from the
 //! log, stored, and readable.
 //!
-//! - [`ViewStore`]: a sled database of its own (`<data dir>/views` with the embedded
-//!   log; a local directory with Kafka) holding each view together with its checkpoint
+//! - [`ViewStore`]: a redb file of its own (`<data dir>/views/views.redb` with the
+//!   embedded log; a local directory with Kafka) holding each view together with its checkpoint
 //!   and the log epochs it was folded from, written in **one atomic write**. A crash
 //!   therefore loses only events not yet committed, which are re-read on restart; the
 //!   view's per-stream checkpoint makes re-applying any of them a no-op.

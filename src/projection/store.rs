@@ -1,7 +1,9 @@
-//! [`ViewStore`]: views and their checkpoints in a sled database of their own.
+//! [`ViewStore`]: views and their checkpoints in a key-value file of their own
+//! (`<views dir>/views.redb`; see `kv.rs` for why redb).
 
 mod body;
 mod entries;
+mod kv;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,16 +17,13 @@ use crate::config::{Backend, LogConfig, DEFAULT_SLED_CACHE_BYTES};
 
 /// The largest value the store writes (view chunks, manifest pages, entry parts).
 ///
-/// sled 0.34 writes any page larger than a quarter of its 512 KiB segment to a blob
-/// file of its own, and an I/O error while writing a blob leaves the log buffer with a
-/// writer that never leaves, so every later flush of that database waits forever (seen:
-/// a view store's last commit racing the removal of its directory hung a test run until
-/// CI's time ran out; a full disk does the same). A leaf page holds at most 17 entries,
-/// so values of 4 KiB keep every page well inside the segment and off the blob path.
+/// Values of at most one 4 KiB page keep B-tree leaves small, so a commit that touches
+/// one entry of a large thread rewrites a few pages, not the whole thread, and no
+/// value needs pages of its own outside the tree.
 pub const PART_BYTES: usize = 4096;
 
 /// A full commit writes its entries in batches of about this many bytes (a view of a
-/// million packets is not one sled batch in memory).
+/// million packets is not one transaction's dirty pages in memory).
 const FULL_BATCH_BYTES: usize = 8 << 20;
 
 /// The log epoch of each stream a stored view was folded from.
@@ -83,7 +82,7 @@ struct Stored<V> {
     view: V,
 }
 
-/// The store: one sled tree. For each view, written together in one atomic batch:
+/// The store: one table of byte keys. For each view, written together in one atomic batch:
 ///
 /// - `<name>.entries`: the marker of this form (head and entries);
 /// - the head ([`View::take_changes`]; the whole view for views stored whole) as a
@@ -101,8 +100,7 @@ struct Stored<V> {
 /// a view read back equals, byte for byte, the one folded from the log.
 #[derive(Clone)]
 pub struct ViewStore {
-    tree: sled::Tree,
-    db: sled::Db,
+    kv: kv::Kv,
     path: PathBuf,
 }
 
@@ -127,35 +125,27 @@ impl ViewStore {
         Self::open_with_cache(dir, DEFAULT_SLED_CACHE_BYTES)
     }
 
-    /// Opens (creating) the store in `dir`; sled's page cache takes at most
-    /// `cache_bytes`. Fails if another process holds it.
+    /// Opens (creating) the store in `dir` (the file `views.redb` in it); its page
+    /// cache takes at most `cache_bytes`. A view store of an earlier version (sled) in
+    /// `dir` is removed: its views are folded again from the log. Fails if another
+    /// process holds it.
     pub fn open_with_cache(
         dir: impl AsRef<Path>,
         cache_bytes: u64,
     ) -> Result<Self, ProjectionError> {
         let path = dir.as_ref().to_path_buf();
-        let db = sled::Config::new()
-            .path(&path)
-            .cache_capacity(cache_bytes)
-            .flush_every_ms(None)
-            .open()
-            .map_err(|e| store_error(&path, e))?;
-        let tree = db.open_tree("views").map_err(|e| store_error(&path, e))?;
-        Ok(ViewStore { tree, db, path })
+        let kv = kv::Kv::open(&path, cache_bytes)?;
+        Ok(ViewStore { kv, path })
     }
 
     /// A store that lives in memory only and is gone when dropped: for processes that
     /// keep views to answer reads but are not the projector of record (a split
     /// deployment's gateways), which rebuild them from the log at every start.
     pub fn temporary() -> Result<Self, ProjectionError> {
-        let path = PathBuf::from("<memory>");
-        let db = sled::Config::new()
-            .temporary(true)
-            .flush_every_ms(None)
-            .open()
-            .map_err(|e| store_error(&path, e))?;
-        let tree = db.open_tree("views").map_err(|e| store_error(&path, e))?;
-        Ok(ViewStore { tree, db, path })
+        Ok(ViewStore {
+            kv: kv::Kv::temporary()?,
+            path: PathBuf::from("<memory>"),
+        })
     }
 
     /// The store's directory.
@@ -197,14 +187,14 @@ impl ViewStore {
             view: checkpoint,
         })
         .map_err(|e| self.error(format!("encoding checkpoint of {view}: {e}")))?;
-        let mut batch = sled::Batch::default();
+        let mut batch = kv::Batch::default();
         let mut count = 0i64;
         let old_body = if full {
             self.clear(name)?;
             let mut bytes = 0;
             for (key, value) in &changes.entries {
                 let (staged, added) =
-                    self.stage_entry(name, key, value.as_deref(), false, &mut batch)?;
+                    self.stage_entry(name, key, value.as_deref(), None, &mut batch)?;
                 count += added;
                 bytes += staged;
                 if bytes >= FULL_BATCH_BYTES {
@@ -215,44 +205,43 @@ impl ViewStore {
             None
         } else {
             count = i64::try_from(self.entry_count(name)?.unwrap_or(0)).unwrap_or(i64::MAX);
+            let stored = self.kv.reader()?;
             for (key, value) in &changes.entries {
                 count += self
-                    .stage_entry(name, key, value.as_deref(), true, &mut batch)?
+                    .stage_entry(name, key, value.as_deref(), Some(&stored), &mut batch)?
                     .1;
             }
             self.manifest(name)?
         };
         let count = u64::try_from(count).unwrap_or(0);
-        batch.insert(count_key(view).as_bytes(), &count.to_be_bytes());
+        batch.insert(count_key(view).as_bytes(), count.to_be_bytes());
         self.stage_body(name, &changes.head, old_body, &mut batch);
         // The whole view as earlier versions stored it.
         batch.remove(view.as_bytes());
         batch.insert(marker_key(view).as_bytes(), b"1".as_slice());
         batch.insert(checkpoint_key(view).as_bytes(), position);
-        self.write(batch)?;
-        self.flush()
+        self.kv.apply(batch, true)
     }
 
     /// Adds entry `key` of view `name` (removed when `value` is `None`) to `batch`;
-    /// returns the bytes staged and the change in the number of entries. With
-    /// `replace`, the stored entry is looked up: parts a longer earlier value left are
-    /// removed (a full commit has removed every entry already).
+    /// returns the bytes staged and the change in the number of entries. With a
+    /// `stored` snapshot (`replace`), the stored entry is looked up: parts a longer
+    /// earlier value left are removed (a full commit has removed every entry already).
     fn stage_entry(
         &self,
         name: ViewName,
         key: &[u8],
         value: Option<&[u8]>,
-        replace: bool,
-        batch: &mut sled::Batch,
+        stored: Option<&kv::Reader>,
+        batch: &mut kv::Batch,
     ) -> Result<(usize, i64), ProjectionError> {
         let view = name.as_str();
-        let old = if replace {
-            match self.get(&entries::part_key(view, key, 0))? {
+        let old = match stored {
+            Some(stored) => match stored.get(&entries::part_key(view, key, 0))? {
                 Some(first) => entries::count(&first).unwrap_or(1),
                 None => 0,
-            }
-        } else {
-            0
+            },
+            None => 0,
         };
         let parts = match value {
             Some(value) => entries::cut(value).ok_or_else(|| {
@@ -285,7 +274,7 @@ impl ViewStore {
         let Some(bytes) = self.get(count_key(name.as_str()).as_bytes())? else {
             return Ok(None);
         };
-        let count: [u8; 8] = bytes.as_ref().try_into().map_err(|_| {
+        let count: [u8; 8] = bytes.as_slice().try_into().map_err(|_| {
             self.corrupt(name, format!("its entry count holds {} bytes", bytes.len()))
         })?;
         Ok(Some(u64::from_be_bytes(count)))
@@ -295,7 +284,7 @@ impl ViewStore {
     /// durable batch, then removes its entries and chunks in batches.
     fn clear(&self, name: ViewName) -> Result<(), ProjectionError> {
         let view = name.as_str();
-        let mut batch = sled::Batch::default();
+        let mut batch = kv::Batch::default();
         for key in [
             checkpoint_key(view),
             marker_key(view),
@@ -305,24 +294,25 @@ impl ViewStore {
         ] {
             batch.remove(key.as_bytes());
         }
-        self.write(batch)?;
-        self.flush()?;
+        self.kv.apply(batch, true)?;
         for prefix in [
             entries::prefix(view),
             format!("{view}.c.").into_bytes(),
             format!("{view}.m.").into_bytes(),
         ] {
-            let mut batch = sled::Batch::default();
-            let mut staged = 0;
-            for key in self.tree.scan_prefix(&prefix).keys() {
-                batch.remove(key.map_err(|e| store_error(&self.path, e))?);
-                staged += 1;
-                if staged == 10_000 {
-                    self.write(std::mem::take(&mut batch))?;
-                    staged = 0;
+            // Keys first, then removal in transactions of at most 10,000 keys.
+            let mut keys = Vec::new();
+            self.kv.scan_prefix(&prefix, |key, _| {
+                keys.push(key.to_vec());
+                Ok(())
+            })?;
+            for group in keys.chunks(10_000) {
+                let mut batch = kv::Batch::default();
+                for key in group {
+                    batch.remove(key);
                 }
+                self.write(batch)?;
             }
-            self.write(batch)?;
         }
         Ok(())
     }
@@ -345,12 +335,11 @@ impl ViewStore {
                 .checkpoint(name)?
                 .ok_or_else(|| self.corrupt(name, "its checkpoint is missing".into()))?;
             let mut assembler = entries::Assembler::new(view);
-            for item in self.tree.scan_prefix(entries::prefix(view)) {
-                let (key, value) = item.map_err(|e| store_error(&self.path, e))?;
+            self.kv.scan_prefix(&entries::prefix(view), |key, value| {
                 assembler
-                    .push(&key, &value)
-                    .map_err(|reason| self.corrupt(name, reason))?;
-            }
+                    .push(key, value)
+                    .map_err(|reason| self.corrupt(name, reason))
+            })?;
             let entries = assembler
                 .entries()
                 .map_err(|reason| self.corrupt(name, reason))?;
@@ -376,7 +365,7 @@ impl ViewStore {
         let bytes = match self.read_body(name)? {
             Some(body) => body,
             None => match self.get(view.as_bytes())? {
-                Some(whole) => whole.to_vec(),
+                Some(whole) => whole,
                 None => return Ok(None),
             },
         };
@@ -432,19 +421,17 @@ impl ViewStore {
         if let Some(whole) = self.get(view.as_bytes())? {
             count(view.as_bytes(), &whole);
         }
-        for entry in self.tree.scan_prefix(format!("{view}.")) {
-            let (k, v) = entry.map_err(|e| store_error(&self.path, e))?;
-            count(&k, &v);
-        }
+        self.kv.scan_prefix(format!("{view}.").as_bytes(), |k, v| {
+            count(k, v);
+            Ok(())
+        })?;
         Ok(usage)
     }
 
-    /// The store's files on disk, superseded pages sled has not reclaimed yet included
+    /// The store's file on disk: live pages and the free pages later commits reuse
     /// (compare with the sum of [`ViewStore::usage`]).
     pub fn size_on_disk(&self) -> Result<u64, ProjectionError> {
-        self.db
-            .size_on_disk()
-            .map_err(|e| store_error(&self.path, e))
+        self.kv.size_on_disk()
     }
 
     /// Removes view `name`, its entries and its checkpoint (durably).
@@ -453,21 +440,18 @@ impl ViewStore {
         self.flush()
     }
 
-    fn get(&self, key: &[u8]) -> Result<Option<sled::IVec>, ProjectionError> {
-        self.tree.get(key).map_err(|e| store_error(&self.path, e))
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, ProjectionError> {
+        self.kv.get(key)
     }
 
     /// Applies `batch` atomically (not yet durable: see [`flush`](Self::flush)).
-    fn write(&self, batch: sled::Batch) -> Result<(), ProjectionError> {
-        self.tree
-            .apply_batch(batch)
-            .map_err(|e| store_error(&self.path, e))
+    fn write(&self, batch: kv::Batch) -> Result<(), ProjectionError> {
+        self.kv.apply(batch, false)
     }
 
     /// Makes every write so far durable.
     fn flush(&self) -> Result<(), ProjectionError> {
-        self.db.flush().map_err(|e| store_error(&self.path, e))?;
-        Ok(())
+        self.kv.flush()
     }
 
     fn corrupt(&self, view: ViewName, reason: String) -> ProjectionError {
@@ -483,18 +467,5 @@ impl ViewStore {
             path: self.path.display().to_string(),
             reason,
         }
-    }
-}
-
-fn store_error(path: &Path, e: sled::Error) -> ProjectionError {
-    let reason = match &e {
-        sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
-            format!("locked by another process (is an orchestrata runner using it?): {io}")
-        }
-        other => other.to_string(),
-    };
-    ProjectionError::Store {
-        path: path.display().to_string(),
-        reason,
     }
 }

@@ -43,7 +43,7 @@ impl ViewStore {
         name: ViewName,
         body: &[u8],
         old: Option<Manifest>,
-        batch: &mut sled::Batch,
+        batch: &mut super::kv::Batch,
     ) {
         let name = name.as_str();
         let ranges = chunks::cut(body);
@@ -72,7 +72,7 @@ impl ViewStore {
         for gone in pages..old.pages {
             batch.remove(page_key(name, gone).as_bytes());
         }
-        batch.insert(manifest_key(name).as_bytes(), &pages.to_be_bytes());
+        batch.insert(manifest_key(name).as_bytes(), pages.to_be_bytes());
     }
 
     /// View `name`'s stored body, if it has one.
@@ -95,7 +95,7 @@ impl ViewStore {
         let Some(bytes) = self.get(manifest_key(name.as_str()).as_bytes())? else {
             return Ok(None);
         };
-        let count: [u8; 4] = bytes.as_ref().try_into().map_err(|_| {
+        let count: [u8; 4] = bytes.as_slice().try_into().map_err(|_| {
             self.corrupt(
                 name,
                 format!("its manifest count holds {} bytes", bytes.len()),

@@ -2,9 +2,9 @@
 //!
 //! Entry `key` of view `name` is stored under `<name>.e.` + the key's length (u32,
 //! big-endian) + the key + a part number (u16, big-endian). A value is cut into parts
-//! of at most [`PART_BYTES`] (sled writes larger pages to blob files; see there), part
+//! of at most [`PART_BYTES`] (see there), part
 //! 0 starting with the number of parts (u16, big-endian). The length before the key
-//! keeps the parts of one entry next to each other in sled's key order (no other key
+//! keeps the parts of one entry next to each other in key order (no other key
 //! can sort between them), so a prefix scan reads each entry whole, in turn.
 
 use orchestrata_projections::stored::StoredEntry;
