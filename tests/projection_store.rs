@@ -212,42 +212,6 @@ async fn a_view_stored_as_json_by_an_earlier_version_is_still_read() {
     assert_eq!(json(&loaded), json(&view));
 }
 
-// ISSUE-18: upgrading from a version whose view store was sled: its files are removed
-// (views are derived data), nothing of it is read as a view, and the views are folded
-// again from the log into the new store, which then reads back byte for byte.
-#[tokio::test]
-async fn a_sled_view_store_of_an_earlier_version_is_replaced_and_refolded() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let log = sled_log(&dir.path().join("log")).await;
-    fill(&log, 3, 500).await;
-    let views = dir.path().join("views");
-    {
-        let old = sled::open(&views).expect("an earlier version's sled store");
-        let tree = old.open_tree("views").expect("its tree");
-        tree.insert("thread", b"{\"epochs\": {}}".as_slice())
-            .expect("an earlier whole view");
-        old.flush().expect("flush");
-    }
-    assert!(views.join("conf").exists() && views.join("db").exists());
-    let store = reopen(&views).await;
-    for gone in ["conf", "db", "blobs"] {
-        assert!(
-            !views.join(gone).exists(),
-            "{gone} of the sled store is removed"
-        );
-    }
-    assert!(views.join("views.redb").exists());
-    assert!(
-        store.load::<ThreadView>().expect("load").is_none(),
-        "nothing of the earlier store is read as a view"
-    );
-    stored_round_trip::<ThreadView>(log.as_ref(), &store).await;
-    drop(store);
-    // A later open keeps the new store.
-    let store = reopen(&views).await;
-    assert!(store.load::<ThreadView>().expect("load").is_some());
-}
-
 // REQ-004-US-004-013
 #[tokio::test]
 async fn an_unreadable_stored_view_is_a_typed_error_naming_the_fix() {

@@ -206,7 +206,9 @@ impl Kv {
 }
 
 /// One consistent snapshot of the store ([`Kv::reader`]); writes made after it was
-/// taken are not seen.
+/// taken are not seen. Keep it short-lived: while a snapshot is open, the pages later
+/// commits supersede cannot be reused, and the file grows with every write
+/// (`tests/view_store_file.rs` measured 142 MB against 4.5 MB with snapshots left open).
 pub(super) struct Reader {
     /// `None` before the first write created the table.
     table: Option<redb::ReadOnlyTable<&'static [u8], &'static [u8]>>,
