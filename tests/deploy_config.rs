@@ -207,3 +207,78 @@ fn defaults_serve_the_embedded_mode() {
     assert_eq!(printed["log"]["fsync"].as_str(), Some("every_append"));
     assert_eq!(printed["logging"]["format"].as_str(), Some("auto"));
 }
+
+/// Runs `orchestrata --config FILE up` on a temp data dir and free port with `body` as
+/// FILE; returns its stderr once it exits (it must exit within 60 s: a refused
+/// configuration stops it before it serves).
+fn up_refuses(body: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(dir.path(), body);
+    let data = dir.path().join("data");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_orchestrata"))
+        .args([
+            "--config",
+            path.to_str().expect("utf-8 path"),
+            "up",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().expect("utf-8 path"),
+        ])
+        .env_remove("ORCHESTRATA_CONFIG")
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start up");
+    for _ in 0..600 {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let out = child.wait_with_output().expect("stderr");
+            assert!(!status.success(), "up accepted {body}");
+            return text(&out.stderr);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    panic!("up kept running with a configuration check refuses:\n{body}");
+}
+
+// ISSUE-16 (item 7): `config check` reads the `agents:` sections exactly as `up` does,
+// so a file it calls valid is one `up` starts with, and what `up` refuses it refuses,
+// naming the same key. The documented example of every section passes.
+#[test]
+fn agents_sections_are_checked_as_up_reads_them() {
+    for (body, key) in [
+        (
+            "agents:\n  pipeline:\n    coder: [python3, coder.py]\n    bogus: 1\n",
+            "agents.pipeline",
+        ),
+        (
+            "agents:\n  pipeline:\n    coder: []\n",
+            "agents.pipeline.coder",
+        ),
+        ("agents:\n  pipline:\n    coder: [x]\n", "agents.pipline"),
+        (
+            "agents:\n  review:\n    MAX_REVIEW_CYCLES: 0\n",
+            "agents.review",
+        ),
+        (
+            "agents:\n  escalation:\n    paths:\n      U:Qa: U:Ox\n",
+            "agents.escalation",
+        ),
+    ] {
+        let (ok, _, err) = check(body, &[]);
+        assert!(!ok, "config check accepted {body}");
+        assert!(err.contains(key), "check names {key}: {err}");
+        let err = up_refuses(body);
+        assert!(err.contains(key), "up names {key}: {err}");
+    }
+    let documented = "agents:\n  escalation:\n    paths:\n      U:Qa: [U:Ox]\n  pipeline:\n    \
+                      coder: [python3, coder.py]\n    workdir: ./data/workflows\n    \
+                      task_timeout_s: 300\n  review:\n    MAX_REVIEW_CYCLES: 3\n    \
+                      REVIEW_TIMEOUT_SECONDS: 300\n    ESCALATE_ON_MAX_CYCLES: true\n    \
+                      AUTO_FIX_ON_SINGLE_ISSUE: true\n    checkers: [[ruff, check]]\n";
+    let (ok, out, err) = check(documented, &[]);
+    assert!(ok, "the documented example passes: {err}");
+    assert!(out.starts_with("ok: "), "{out}");
+}

@@ -15,6 +15,8 @@
 //! - [`review`]: the review-fix loop (`review_code` -> `fix_issues` -> `review_complete`).
 //! - [`workflow`]: the built-in pipeline run; [`workflow_view`]: its state from the log.
 //! - [`escalation`]: deterministic resolution of the next party on an escalation path.
+//! - [`settings`]: the `agents:` section of the configuration, checked once for
+//!   `config check` and `up` alike.
 
 pub mod delegation;
 pub mod driver;
@@ -26,6 +28,7 @@ pub mod limits;
 pub mod metrics;
 pub mod review;
 pub mod service;
+pub mod settings;
 pub mod tree;
 pub mod workflow;
 pub mod workflow_view;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Subcommand;
 
+use crate::agents::settings::AgentSettings;
 use crate::config::SystemConfig;
 
 /// `orchestrata config ...`.
@@ -29,6 +30,9 @@ pub(super) async fn run(command: ConfigCommand, log_args: super::LogArgs) -> any
     match command {
         ConfigCommand::Check { file } => {
             let config = SystemConfig::load(Some(&file))?;
+            // What `up` reads besides: the agents' sections.
+            AgentSettings::from_config(&config)
+                .with_context(|| format!("{} is not a valid configuration", file.display()))?;
             println!("ok: {} is a valid configuration", file.display());
             for o in &config.overrides {
                 println!("  {} overrides {}", o.var, o.key());

@@ -18,8 +18,9 @@ use orchestrata_schemas::events::kernel::KernelStarted;
 use orchestrata_schemas::events::{EventRecord, Stream};
 
 use super::up::say;
+use crate::agents::settings::AgentSettings;
 use crate::agents::workflow::{PipelineConfig, Workflows};
-use crate::agents::{AgentMetrics, Agents, EscalationPaths};
+use crate::agents::{AgentMetrics, Agents};
 use crate::config::{LogConfig, SystemConfig};
 use crate::gateway::backends::Views;
 use crate::gateway::kernel_port::KernelPort;
@@ -143,30 +144,9 @@ pub(super) async fn start_kernel(
 
 /// The coordination API over `kernel`, with the escalation paths of `agents.escalation`.
 fn agents(system: &SystemConfig, kernel: Kernel) -> anyhow::Result<Agents> {
-    let paths = match system.agents.get("escalation") {
-        Some(section) => EscalationPaths::from_yaml(&serde_yaml_ng::to_string(section)?)
-            .context("agents.escalation")?,
-        None => EscalationPaths::default(),
-    };
+    let settings = AgentSettings::from_config(system)?;
     let metrics = AgentMetrics::new().context("registering the agents' metrics")?;
-    Ok(Agents::new(kernel, paths, metrics))
-}
-
-/// `agents.pipeline`: the built-in pipeline's coding junior and where it works.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PipelineSection {
-    /// `[program, args...]` of the coding junior.
-    coder: Vec<String>,
-    /// Where code files are written (default `<data-dir>/workflows`).
-    workdir: Option<std::path::PathBuf>,
-    /// A junior task's time limit in seconds (default 300).
-    #[serde(default = "default_task_timeout")]
-    task_timeout_s: u64,
-}
-
-fn default_task_timeout() -> u64 {
-    300
+    Ok(Agents::new(kernel, settings.escalation, metrics))
 }
 
 /// Workflow runs, when `agents.pipeline.coder` names the coding junior's command
@@ -177,20 +157,12 @@ pub(super) fn workflows(
     config: &LogConfig,
     kernel: Kernel,
 ) -> anyhow::Result<Option<Workflows>> {
-    let Some(pipeline) = system.agents.get("pipeline") else {
+    let settings = AgentSettings::from_config(system)?;
+    let Some(pipeline) = settings.pipeline else {
         return Ok(None);
     };
-    let pipeline: PipelineSection =
-        serde_yaml_ng::from_value(pipeline.clone()).context("agents.pipeline")?;
     let Some((program, args)) = pipeline.coder.split_first() else {
         anyhow::bail!("agents.pipeline.coder is empty: give [program, args...]");
-    };
-    let review = match system.agents.get("review") {
-        Some(section) => {
-            crate::agents::review::ReviewConfig::from_yaml(&serde_yaml_ng::to_string(section)?)
-                .context("agents.review")?
-        }
-        None => crate::agents::review::ReviewConfig::from_yaml("{}").context("agents.review")?,
     };
     let workdir = pipeline
         .workdir
@@ -199,7 +171,7 @@ pub(super) fn workflows(
     let coder = crate::agents::drivers::cli::CliConfig::new(program).args(args.iter().cloned());
     let config = PipelineConfig {
         coder,
-        review,
+        review: settings.review,
         workdir,
         task_timeout,
     };
