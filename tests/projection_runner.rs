@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use orchestrata::config::{FsyncPolicy, LogConfig};
+use orchestrata::config::LogConfig;
 use orchestrata::log::{self, EventLog};
 use orchestrata::projection::{ProjectionError, Projections, RunnerConfig, ViewStore};
 use orchestrata_projections::sample::ROSTER;
@@ -20,15 +20,9 @@ use uuid::Uuid;
 mod projection_support;
 mod support;
 
-use projection_support::{fill, json, rebuilt_json};
+use projection_support::{fill, json, rebuilt_json, sled_log};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-async fn sled_log(dir: &std::path::Path) -> Arc<dyn EventLog> {
-    let mut config = LogConfig::sled(dir);
-    config.fsync = FsyncPolicy::EveryN(100_000);
-    log::open(&config).await.expect("open sled log")
-}
 
 async fn wait_all(views: &Projections, last: &BTreeMap<Stream, u64>) {
     for (stream, seq) in last {

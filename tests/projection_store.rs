@@ -1,8 +1,6 @@
 //! The view store's format and the pipelined rebuild, against a real sled log and a real
 //! view store (redb) in temp dirs.
 
-use std::sync::Arc;
-
 use orchestrata::config::{FsyncPolicy, LogConfig, RetentionPolicy};
 use orchestrata::log::{self, EventLog, LogError};
 use orchestrata::projection::{self, Progress, ProjectionError, ViewStore};
@@ -11,13 +9,7 @@ use orchestrata_schemas::events::Stream;
 
 mod projection_support;
 
-use projection_support::{fill, json, rebuilt_json};
-
-async fn sled_log(dir: &std::path::Path) -> Arc<dyn EventLog> {
-    let mut config = LogConfig::sled(dir);
-    config.fsync = FsyncPolicy::EveryN(100_000);
-    log::open(&config).await.expect("open sled log")
-}
+use projection_support::{fill, json, rebuilt_json, sled_log};
 
 /// The store's table, opened directly with redb (the store must be closed).
 struct Raw(redb::Database);

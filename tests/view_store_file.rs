@@ -2,22 +2,12 @@
 //! (redb) in temp dirs: a store left by an earlier version is replaced, and the space
 //! superseded entries took is reused while the store stays open (issue 18, item 3).
 
-use std::sync::Arc;
-
-use orchestrata::config::{FsyncPolicy, LogConfig};
-use orchestrata::log::{self, EventLog};
 use orchestrata::projection::{self, Epochs, ViewStore};
 use orchestrata_projections::{Changes, Checkpoint, ThreadView, ViewName};
 
 mod projection_support;
 
-use projection_support::{fill, json};
-
-async fn sled_log(dir: &std::path::Path) -> Arc<dyn EventLog> {
-    let mut config = LogConfig::sled(dir);
-    config.fsync = FsyncPolicy::EveryN(100_000);
-    log::open(&config).await.expect("open sled log")
-}
+use projection_support::{fill, json, sled_log};
 
 // ISSUE-18: upgrading from a version whose view store was sled: its files are removed
 // (views are derived data), nothing of it is read as a view, and the views are folded

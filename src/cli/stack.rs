@@ -118,7 +118,7 @@ pub(super) async fn start_kernel(
     .context("starting the kernel")?;
     let kernel = kernel.with_governance(governance);
     let commands = kernel.consume_commands();
-    let agents = agents(system, kernel.clone())?;
+    let agents = agents(&AgentSettings::from_config(system)?, kernel.clone())?;
     let lifespans = crate::agents::lifespan::supervise(agents, clock);
     tracing::info!(node = %node, events_folded = report.events_folded, volks = report.volks, "kernel started");
     say(&format!(
@@ -143,10 +143,9 @@ pub(super) async fn start_kernel(
 }
 
 /// The coordination API over `kernel`, with the escalation paths of `agents.escalation`.
-fn agents(system: &SystemConfig, kernel: Kernel) -> anyhow::Result<Agents> {
-    let settings = AgentSettings::from_config(system)?;
+fn agents(settings: &AgentSettings, kernel: Kernel) -> anyhow::Result<Agents> {
     let metrics = AgentMetrics::new().context("registering the agents' metrics")?;
-    Ok(Agents::new(kernel, settings.escalation, metrics))
+    Ok(Agents::new(kernel, settings.escalation.clone(), metrics))
 }
 
 /// Workflow runs, when `agents.pipeline.coder` names the coding junior's command
@@ -158,7 +157,7 @@ pub(super) fn workflows(
     kernel: Kernel,
 ) -> anyhow::Result<Option<Workflows>> {
     let settings = AgentSettings::from_config(system)?;
-    let Some(pipeline) = settings.pipeline else {
+    let Some(pipeline) = settings.pipeline.clone() else {
         return Ok(None);
     };
     let Some((program, args)) = pipeline.coder.split_first() else {
@@ -171,11 +170,11 @@ pub(super) fn workflows(
     let coder = crate::agents::drivers::cli::CliConfig::new(program).args(args.iter().cloned());
     let config = PipelineConfig {
         coder,
-        review: settings.review,
+        review: settings.review.clone(),
         workdir,
         task_timeout,
     };
-    Ok(Some(Workflows::new(agents(system, kernel)?, config)))
+    Ok(Some(Workflows::new(agents(&settings, kernel)?, config)))
 }
 
 /// Starts every view live over `store` and a task following the thread view; with

@@ -4,11 +4,19 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use orchestrata::log::EventLog;
+use orchestrata::config::{FsyncPolicy, LogConfig};
+use orchestrata::log::{self, EventLog};
 use orchestrata::projection;
 use orchestrata_projections::sample::Workload;
 use orchestrata_projections::View;
 use orchestrata_schemas::events::{EventRecord, Stream};
+
+/// A real sled log in `dir`, fsync every 100,000 records (tests fold, they do not crash).
+pub async fn sled_log(dir: &std::path::Path) -> Arc<dyn EventLog> {
+    let mut config = LogConfig::sled(dir);
+    config.fsync = FsyncPolicy::EveryN(100_000);
+    log::open(&config).await.expect("open sled log")
+}
 
 /// Appends `n` workload records (seed `seed`) to `log`, stream by stream in batches
 /// (order within each stream is kept). Returns the last sequence per stream.
