@@ -268,6 +268,7 @@ fn recorded_100k() -> AuditLog {
             subject_kind: SubjectKind::Client,
             context: BTreeMap::new(),
             facts_at: BTreeMap::new(),
+            fact_window: None,
             error_kind: None,
         };
         audit_log.decisions.push(RecordedDecision {

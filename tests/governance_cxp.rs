@@ -327,6 +327,7 @@ fn message_ids_reach_the_engine_as_integer_triples_and_still_match_requests() {
             protocol_version: "1.0.0".into(),
             payload_ref: format!("cxp.traffic:{n}"),
             session: "none".into(),
+            sequence: n as u64,
         };
         ev.apply(&[FactChange::Assert(Fact::Packet(packet))])
             .unwrap();
@@ -348,7 +349,7 @@ fn message_ids_reach_the_engine_as_integer_triples_and_still_match_requests() {
     assert_eq!(message_id_text(&text), id.to_string(), "{text}");
     // No atom anywhere in the stored facts of the packet but the aliases and words.
     assert!(ev
-        .query("cxp_packet_base(A, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _), atom(A)")
+        .query("cxp_packet_base(A, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _), atom(A)")
         .unwrap()
         .is_none());
     let priority =

@@ -160,6 +160,8 @@ pub(crate) struct FileGovernance {
     timeout_ms: Option<u64>,
     inference_limit: Option<u64>,
     sync_before_decide: Option<bool>,
+    fact_window: Option<u64>,
+    engine_renew_mb: Option<u64>,
 }
 
 impl FileGovernance {
@@ -186,6 +188,13 @@ impl FileGovernance {
         )?;
         if let Some(s) = self.sync_before_decide {
             c.sync_before_decide = s;
+        }
+        // 0: every packet / never renew.
+        if let Some(w) = self.fact_window {
+            c.fact_window = (w > 0).then_some(w);
+        }
+        if let Some(mb) = self.engine_renew_mb {
+            c.engine_renew_mb = mb;
         }
         Ok(c)
     }

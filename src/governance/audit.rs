@@ -146,17 +146,20 @@ impl Replayer {
         })
     }
 
+    /// Moves the facts forward to `target`, folded with `window` (the decision's):
+    /// from scratch when the view is past the target or kept another window.
     fn advance(
         &mut self,
         audit: &AuditLog,
         target: &BTreeMap<String, u64>,
+        window: Option<u64>,
     ) -> Result<(), GovernanceError> {
         let behind = FACT_STREAMS
             .iter()
             .any(|s| target.get(s.as_str()).copied().unwrap_or(0) < self.view.position(*s));
-        if behind {
+        if behind || self.view.window() != window {
             self.evaluator.clear_facts()?;
-            self.view = FactsView::new();
+            self.view = FactsView::with_window(window);
         }
         for stream in FACT_STREAMS {
             let goal = target.get(stream.as_str()).copied().unwrap_or(0);
@@ -189,6 +192,7 @@ fn request_of(d: &DecisionRecorded) -> (Request, RecordedQuery) {
             subject_kind: d.subject_kind,
             context: BTreeMap::new(),
             facts_at: BTreeMap::new(),
+            fact_window: None,
             error_kind: None,
         });
     let request = Request {
@@ -251,7 +255,7 @@ pub fn verify(audit: &AuditLog) -> VerifyReport {
                 continue;
             }
         };
-        if let Err(e) = replayer.advance(audit, &recorded.facts_at) {
+        if let Err(e) = replayer.advance(audit, &recorded.facts_at, recorded.fact_window) {
             report
                 .mismatches
                 .push(mismatch(format!("cannot rebuild the facts: {e}")));
@@ -314,7 +318,7 @@ pub fn diff(audit: &AuditLog, candidate: &Policy) -> Result<DiffReport, Governan
             continue;
         }
         report.compared += 1;
-        replayer.advance(audit, &recorded.facts_at)?;
+        replayer.advance(audit, &recorded.facts_at, recorded.fact_window)?;
         let candidate_result = match replayer.evaluator.decide(&request) {
             Ok(o) => name(&o.result),
             Err(_) => "deny".to_owned(),

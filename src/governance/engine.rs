@@ -26,24 +26,26 @@
 //! Both bounds are fixed and small, so a slow or looping policy (stopped by the
 //! inference limit and the caller's timeout) costs at most that much extra CPU per job.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use super::evaluator::Evaluator;
 use super::facts::{Fact, FactChange};
 use super::policy::Policy;
 use super::request::{Outcome, Request};
 use super::rules::RuleInfo;
+use super::worker::{engine_thread, Seat, Worker};
 use super::GovernanceError;
 
-type Reply<T> = oneshot::Sender<Result<T, GovernanceError>>;
+pub(super) type Reply<T> = oneshot::Sender<Result<T, GovernanceError>>;
 
-enum Job {
+pub(super) enum Job {
     Load(Box<Policy>, Vec<Fact>, Reply<Vec<RuleInfo>>),
+    /// Build a fresh machine with this policy and facts beside the serving one and
+    /// swap it in when it has caught up (see `renewal.rs`).
+    Renew(Box<Policy>, Vec<Fact>),
     Apply(Vec<FactChange>, Reply<()>),
     Reset(Vec<Fact>, Reply<()>),
     Decide(Box<Request>, Reply<Outcome>),
@@ -66,24 +68,26 @@ pub struct Engine {
 
 /// What the engine thread and its handles share about the machine's health.
 #[derive(Default)]
-struct Health {
+pub(super) struct Health {
+    /// Renewals completed (a fresh machine swapped in, see `renewal.rs`).
+    pub(super) renewals: AtomicU64,
     /// Panics caught while running jobs on a loaded machine.
-    failures: AtomicU64,
+    pub(super) failures: AtomicU64,
     /// Set by [`Engine::crash_next_decision`]: the next decision panics.
-    crash_next: AtomicBool,
+    pub(super) crash_next: AtomicBool,
 }
 
 /// Stack of the engine thread: 64 MiB of address space, touched only as deep as a
 /// goal needs.
-const ENGINE_STACK: usize = 64 * 1024 * 1024;
+pub(super) const ENGINE_STACK: usize = 64 * 1024 * 1024;
 
 /// Why a job was not run: its machine panicked (now or earlier) and is being rebuilt.
-const FAILED: &str = "the governance engine failed (panicked) and is restarting";
+pub(super) const FAILED: &str = "the governance engine failed (panicked) and is restarting";
 
 /// Called on the engine thread after it caught a panic (see [`Engine::start_with`]).
 pub type FailureHook = Box<dyn Fn() + Send>;
 
-fn unavailable(reason: &str) -> GovernanceError {
+pub(super) fn unavailable(reason: &str) -> GovernanceError {
     GovernanceError::EngineUnavailable(reason.to_owned())
 }
 
@@ -99,15 +103,21 @@ impl Engine {
         let (jobs, rx) = mpsc::channel::<Job>();
         let queued = Arc::new(AtomicUsize::new(0));
         let health = Arc::new(Health::default());
-        let taken = Arc::clone(&queued);
-        let shared = Arc::clone(&health);
-        let spawned = std::thread::Builder::new()
-            .name("orchestrata-governance".into())
-            // scryer's reader recurses per nesting level of a goal; a stack overflow
-            // aborts the process (no unwinding to catch), so leave a wide margin over
-            // the deepest goal a client can cause (serde_json stops at 128 levels).
-            .stack_size(ENGINE_STACK)
-            .spawn(move || worker(rx, &taken, &shared, inference_limit, on_failure));
+        let seat = Seat {
+            rx,
+            queued: Arc::clone(&queued),
+            health: Arc::clone(&health),
+            inference_limit,
+            on_failure,
+        };
+        let spawned = engine_thread().spawn(move || {
+            Worker {
+                seat,
+                current: None,
+                broken: false,
+            }
+            .run()
+        });
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start the governance engine thread");
         }
@@ -116,6 +126,18 @@ impl Engine {
             queued,
             health,
         }
+    }
+
+    /// How many times a fresh machine has replaced the serving one (see `renewal.rs`).
+    pub fn renewals(&self) -> u64 {
+        self.health.renewals.load(Ordering::Acquire)
+    }
+
+    /// Queues a renewal: a fresh machine with `policy` and `facts` (the facts as of
+    /// this point in the job order) is built beside the serving one and swapped in
+    /// once it has caught up; the serving machine answers meanwhile.
+    pub fn renew_nowait(&self, policy: Policy, facts: Vec<Fact>) -> Result<(), GovernanceError> {
+        self.send(Job::Renew(Box::new(policy), facts))
     }
 
     /// How many times the machine has panicked since the thread started. Counted
@@ -240,7 +262,7 @@ pub const REPLY_SPIN: Duration = Duration::from_micros(100);
 /// thread being waited for. Pure `spin_loop` busy waiting was measured to *raise*
 /// the engine round trip tenfold under load (p50 30 µs -> 130-240 µs, p99 -> 4.5 ms):
 /// the scheduler charged the spinning threads and then ran them late.
-fn pause() {
+pub(super) fn pause() {
     std::thread::yield_now();
 }
 
@@ -271,169 +293,5 @@ pub fn poll_reply<T>(rx: &mut oneshot::Receiver<T>, bound: Duration) -> Polled<T
             return Polled::Pending;
         }
         pause();
-    }
-}
-
-/// The next job: polled for [`ENGINE_IDLE_SPIN`] after the previous one, then waited
-/// for in `recv` (parked). `None` once every sender is gone.
-fn next_job(rx: &mpsc::Receiver<Job>) -> Option<Job> {
-    let idle_since = Instant::now();
-    loop {
-        match rx.try_recv() {
-            Ok(job) => return Some(job),
-            Err(mpsc::TryRecvError::Disconnected) => return None,
-            Err(mpsc::TryRecvError::Empty) => {}
-        }
-        if idle_since.elapsed() >= ENGINE_IDLE_SPIN {
-            return rx.recv().ok();
-        }
-        pause();
-    }
-}
-
-fn worker(
-    rx: mpsc::Receiver<Job>,
-    queued: &AtomicUsize,
-    health: &Health,
-    inference_limit: u64,
-    on_failure: FailureHook,
-) {
-    let mut current: Option<Evaluator> = None;
-    let mut broken = false;
-    while let Some(job) = next_job(&rx) {
-        if matches!(job, Job::Decide(..)) {
-            queued.fetch_sub(1, Ordering::AcqRel);
-        }
-        match job {
-            Job::Stop => break,
-            Job::Load(policy, facts, reply) => {
-                let built = catch_unwind(AssertUnwindSafe(|| {
-                    let mut ev = Evaluator::load(&policy, inference_limit)?;
-                    ev.load_facts(&facts)?;
-                    Ok::<_, GovernanceError>(ev)
-                }));
-                let answer = match built {
-                    Ok(Ok(ev)) => {
-                        let rules = ev.rules().to_vec();
-                        current = Some(ev);
-                        broken = false;
-                        Ok(rules)
-                    }
-                    Ok(Err(e)) => Err(e),
-                    Err(_) => Err(unavailable("the engine panicked while loading the policy")),
-                };
-                let _ = reply.send(answer);
-            }
-            job => {
-                let ev = match (&mut current, broken) {
-                    (Some(ev), false) => ev,
-                    (Some(_), true) => {
-                        reply_unavailable(job, FAILED);
-                        continue;
-                    }
-                    (None, _) => {
-                        reply_unavailable(job, "no policy loaded");
-                        continue;
-                    }
-                };
-                if let Err(panicked) = run_job(ev, job, health) {
-                    broken = true;
-                    health.failures.fetch_add(1, Ordering::AcqRel);
-                    tracing::error!("governance engine panicked; failing closed and restarting it");
-                    // The failure is counted before its job is answered.
-                    panicked.answer();
-                    on_failure();
-                }
-            }
-        }
-    }
-}
-
-/// A job whose evaluation panicked, still holding its reply.
-enum Panicked {
-    Apply(Reply<()>),
-    Decide(Reply<Outcome>),
-    Query(Reply<Option<std::collections::BTreeMap<String, String>>>),
-}
-
-impl Panicked {
-    /// Answers the job: governance was unavailable.
-    fn answer(self) {
-        match self {
-            Panicked::Apply(r) => {
-                let _ = r.send(Err(unavailable(FAILED)));
-            }
-            Panicked::Decide(r) => {
-                let _ = r.send(Err(unavailable(FAILED)));
-            }
-            Panicked::Query(r) => {
-                let _ = r.send(Err(unavailable(FAILED)));
-            }
-        }
-    }
-}
-
-/// Runs `f` on the machine, catching a panic.
-fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
-    catch_unwind(AssertUnwindSafe(f)).ok()
-}
-
-/// Runs one job; `Err` (with the job's reply, unanswered) if the machine panicked.
-fn run_job(ev: &mut Evaluator, job: Job, health: &Health) -> Result<(), Panicked> {
-    match job {
-        Job::Apply(changes, reply) => {
-            let Some(result) = guarded(|| ev.apply(&changes)) else {
-                return Err(Panicked::Apply(reply));
-            };
-            if let Err(e) = &result {
-                tracing::error!(error = %e, "governance facts could not be applied");
-            }
-            let _ = reply.send(result);
-        }
-        Job::Reset(facts, reply) => {
-            let Some(result) = guarded(|| ev.clear_facts().and_then(|()| ev.load_facts(&facts)))
-            else {
-                return Err(Panicked::Apply(reply));
-            };
-            let _ = reply.send(result);
-        }
-        Job::Decide(request, reply) => {
-            let crash = health.crash_next.swap(false, Ordering::AcqRel);
-            let Some(result) = guarded(|| {
-                if crash {
-                    panic!("governance engine crash requested by a test");
-                }
-                ev.decide(&request)
-            }) else {
-                return Err(Panicked::Decide(reply));
-            };
-            let _ = reply.send(result);
-        }
-        Job::Query(goal, reply) => {
-            let Some(result) = guarded(|| ev.query(&goal)) else {
-                return Err(Panicked::Query(reply));
-            };
-            let _ = reply.send(result);
-        }
-        Job::Load(..) | Job::Stop => {}
-    }
-    Ok(())
-}
-
-fn reply_unavailable(job: Job, reason: &str) {
-    match job {
-        Job::Apply(_, r) | Job::Reset(_, r) => {
-            let _ = r.send(Err(unavailable(reason)));
-        }
-        Job::Decide(_, r) => {
-            let _ = r.send(Err(unavailable(reason)));
-        }
-        Job::Query(_, r) => {
-            let _ = r.send(Err(unavailable(reason)));
-        }
-        Job::Load(_, _, r) => {
-            let _ = r.send(Err(unavailable(reason)));
-        }
-        Job::Stop => {}
     }
 }

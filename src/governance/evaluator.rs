@@ -167,7 +167,10 @@ impl Evaluator {
         let limit = i64::try_from(inference_limit).unwrap_or(i64::MAX);
         run_caught(
             &mut machine,
-            &format!("retractall(orchestrata_inference_limit(_)), assertz(orchestrata_inference_limit({limit}))"),
+            &format!(
+                "retractall(orchestrata_inference_limit(_)), assertz(orchestrata_inference_limit({limit})), \
+                 '$clear_blackboard'"
+            ),
         )
         .map_err(GovernanceError::Prolog)?;
         let cacheable = Cacheable::read(&mut machine);
@@ -306,10 +309,10 @@ impl Evaluator {
 
     /// Removes every fact.
     pub fn clear_facts(&mut self) -> Result<(), GovernanceError> {
-        let goal = "retractall(cxp_packet_base(_,_,_,_,_,_,_,_,_,_,_,_,_,_,_,_)), retractall(cxp_status(_,_,_,_,_,_)), \
+        let goal = "'$clear_blackboard', retractall(cxp_sends_key(_,_)), \
+                    retractall(cxp_packet_base(_,_,_,_,_,_,_,_,_,_,_,_,_,_,_,_,_)), retractall(cxp_status(_,_,_,_,_,_)), \
                     retractall(volk(_,_,_,_)), \
-                    retractall(volk_capability(_,_)), retractall(volk_status(_,_)), retractall(session(_,_,_,_)), \
-                    retractall(cxp_sends(_,_,_))";
+                    retractall(volk_capability(_,_)), retractall(volk_status(_,_)), retractall(session(_,_,_,_))";
         run_caught(&mut self.machine, goal)
             .map_err(GovernanceError::Prolog)
             .map(|_| ())

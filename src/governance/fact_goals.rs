@@ -87,6 +87,20 @@ pub fn goals(changes: &[FactChange]) -> Vec<String> {
             }
         }
     }
+    // Counts and the floor are values replaced in place: only the last change counts.
+    let mut replaced: HashSet<Subject<'_>> = HashSet::new();
+    for i in (0..changes.len()).rev() {
+        if skip[i] {
+            continue;
+        }
+        if let FactChange::Assert(f @ (Fact::Sends(..) | Fact::Floor(_)))
+        | FactChange::Retract(f @ (Fact::Sends(..) | Fact::Floor(_))) = &changes[i]
+        {
+            if !replaced.insert(value_subject(f)) {
+                skip[i] = true;
+            }
+        }
+    }
     let resent: HashSet<&str> = changes
         .iter()
         .zip(&skip)
@@ -135,6 +149,8 @@ pub fn goals(changes: &[FactChange]) -> Vec<String> {
 enum Subject<'a> {
     Packet(&'a str),
     Status(char, &'a str),
+    Sends(&'a str, &'a str),
+    Floor,
     Other(&'a Fact),
 }
 
@@ -143,6 +159,15 @@ fn subject(fact: &Fact) -> Subject<'_> {
         Fact::Packet(p) => Subject::Packet(&p.message_id),
         Fact::DeliveryStatus(m, ..) => Subject::Status('d', m),
         Fact::WorkStatus(m, ..) => Subject::Status('w', m),
+        other => Subject::Other(other),
+    }
+}
+
+/// The value a count or the floor replaces (whatever its number).
+fn value_subject(fact: &Fact) -> Subject<'_> {
+    match fact {
+        Fact::Sends(v, s, _) => Subject::Sends(v, s),
+        Fact::Floor(_) => Subject::Floor,
         other => Subject::Other(other),
     }
 }
@@ -162,6 +187,10 @@ fn unchanged(old: &Fact, new: &Fact) -> bool {
 
 fn goal(change: &FactChange) -> Option<String> {
     match change {
+        FactChange::Assert(Fact::Sends(v, s, n)) => Some(set_sends(v, s, *n)),
+        FactChange::Retract(Fact::Sends(v, s, _)) => Some(set_sends(v, s, 0)),
+        FactChange::Assert(Fact::Floor(f)) => Some(format!("'$set_floor'({f})")),
+        FactChange::Retract(Fact::Floor(_)) => None,
         // The status appended next supersedes it; without its base it is not visible.
         FactChange::Retract(Fact::DeliveryStatus(..) | Fact::WorkStatus(..)) => None,
         FactChange::Retract(Fact::Packet(p)) => {
@@ -170,6 +199,15 @@ fn goal(change: &FactChange) -> Option<String> {
         FactChange::Assert(f) => Some(format!("assertz({})", f.term())),
         FactChange::Retract(f) => Some(format!("(retract({}) -> true ; true)", f.term())),
     }
+}
+
+/// Replaces the `cxp_sends/3` count of `v` in `s` (0: none).
+fn set_sends(v: &str, s: &str, n: i64) -> String {
+    format!(
+        "'$set_sends'({},{},{n})",
+        PlTerm::atom(v.to_owned()),
+        PlTerm::atom(s.to_owned())
+    )
 }
 
 #[cfg(test)]

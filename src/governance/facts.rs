@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use orchestrata_schemas::events::{Envelope, Event, EventRecord, Stream};
 use serde::{Deserialize, Serialize};
 
-use super::term::PlTerm;
+pub use super::fact_terms::{Fact, FactChange, PacketFact};
 
 /// The streams the facts view folds.
 pub const FACT_STREAMS: [Stream; 3] = [
@@ -41,140 +41,8 @@ pub const FACT_STREAMS: [Stream; 3] = [
     Stream::SessionEvents,
 ];
 
-/// One Prolog fact.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Fact {
-    /// `cxp_packet/12`.
-    Packet(PacketFact),
-    /// `cxp_delivery_status/3`.
-    DeliveryStatus(String, String, i64),
-    /// `cxp_work_status/3`.
-    WorkStatus(String, String, i64),
-    /// `volk/4`: alias, parent, kind, session.
-    Volk(String, String, String, String),
-    /// `volk_capability/2`.
-    VolkCapability(String, String),
-    /// `volk_status/2`.
-    VolkStatus(String, String),
-    /// `session/4`: id, portfolio, status, opened by.
-    Session(String, String, String, String),
-    /// `cxp_sends/3`: sender, session, number of its packets in that session (> 0).
-    Sends(String, String, i64),
-}
-
-/// The twelve fields of `cxp_packet/12`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct PacketFact {
-    /// Message id.
-    pub message_id: String,
-    /// Sender alias.
-    pub from: String,
-    /// Recipient alias.
-    pub to: String,
-    /// Thread id.
-    pub thread_id: String,
-    /// CXP subject.
-    pub subject: String,
-    /// Creation time, ms since the epoch.
-    pub timestamp_ms: i64,
-    /// 0..10.
-    pub priority: i64,
-    /// Current delivery status.
-    pub delivery: String,
-    /// Current work status.
-    pub work: String,
-    /// Protocol version.
-    pub protocol_version: String,
-    /// `cxp.traffic:<sequence>`.
-    pub payload_ref: String,
-    /// Session id or `none`.
-    pub session: String,
-}
-
-impl PacketFact {
-    /// `cxp_packet_base/16`: the message id's three parts (see
-    /// [`PlTerm::message_id`]), what does not change about the packet, then its delivery
-    /// and work status as first stored (`Status`, `TimestampMs` each; later changes are
-    /// `cxp_status/6` facts, see `prelude.pl`). `d` and `w` may be variables (a pattern).
-    pub(super) fn base_term(&self, d: (PlTerm, PlTerm), w: (PlTerm, PlTerm)) -> PlTerm {
-        let a = |s: &String| PlTerm::atom(s.clone());
-        PlTerm::compound(
-            "cxp_packet_base",
-            super::term::message_id_parts(&self.message_id)
-                .into_iter()
-                .chain([
-                    a(&self.from),
-                    a(&self.to),
-                    PlTerm::string(self.thread_id.clone()),
-                    a(&self.subject),
-                    PlTerm::Int(self.timestamp_ms),
-                    PlTerm::Int(self.priority),
-                    a(&self.protocol_version),
-                    PlTerm::string(self.payload_ref.clone()),
-                    a(&self.session),
-                    d.0,
-                    d.1,
-                    w.0,
-                    w.1,
-                ])
-                .collect(),
-        )
-    }
-
-    /// The base with its statuses left open: matches the stored base whatever statuses
-    /// it was first stored with (to retract it, or to compare two versions of a packet).
-    pub(super) fn base_pattern(&self) -> PlTerm {
-        let var = |name: &str| PlTerm::Var(name.to_owned());
-        self.base_term((var("D0"), var("DT0")), (var("W0"), var("WT0")))
-    }
-}
-
-impl Fact {
-    /// The fact as the engine stores it. A packet is stored as `cxp_packet_base/16`
-    /// (what its statuses do not change) and each status as an appended
-    /// `cxp_status(A, B, C, d|w, Status, TimestampMs)`; policies read them through the
-    /// prelude's `cxp_packet/12`, `cxp_delivery_status/3` and `cxp_work_status/3`
-    /// (see `fact_goals.rs` for why).
-    pub fn term(&self) -> PlTerm {
-        let a = |s: &String| PlTerm::atom(s.clone());
-        let status = |m: &String, kind: &str, s: &String, t: i64| {
-            PlTerm::compound(
-                "cxp_status",
-                super::term::message_id_parts(m)
-                    .into_iter()
-                    .chain([PlTerm::atom(kind), a(s), PlTerm::Int(t)])
-                    .collect(),
-            )
-        };
-        match self {
-            Fact::Packet(p) => p.base_term(
-                (a(&p.delivery), PlTerm::Int(p.timestamp_ms)),
-                (a(&p.work), PlTerm::Int(p.timestamp_ms)),
-            ),
-            Fact::DeliveryStatus(m, s, t) => status(m, "d", s, *t),
-            Fact::WorkStatus(m, s, t) => status(m, "w", s, *t),
-            Fact::Volk(v, p, k, s) => PlTerm::compound("volk", vec![a(v), a(p), a(k), a(s)]),
-            Fact::VolkCapability(v, c) => PlTerm::compound("volk_capability", vec![a(v), a(c)]),
-            Fact::VolkStatus(v, s) => PlTerm::compound("volk_status", vec![a(v), a(s)]),
-            Fact::Session(i, p, s, o) => PlTerm::compound("session", vec![a(i), a(p), a(s), a(o)]),
-            Fact::Sends(v, s, n) => {
-                PlTerm::compound("cxp_sends", vec![a(v), a(s), PlTerm::Int(*n)])
-            }
-        }
-    }
-}
-
-/// A change to the facts: what the engine asserts or retracts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FactChange {
-    /// `assertz(Fact)`.
-    Assert(Fact),
-    /// `retract(Fact)`.
-    Retract(Fact),
-}
-
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-struct PacketState {
+pub(super) struct PacketState {
     packet: PacketFact,
     delivery_ts: i64,
     work_ts: i64,
@@ -182,8 +50,10 @@ struct PacketState {
 
 /// The facts view: current facts plus how far each fact stream has been folded.
 ///
-/// Serialized (the checkpoint) without the send counts; reading it back recomputes
-/// them from the packets (see [`StoredView`]).
+/// With a window ([`FactsView::with_window`]) it keeps only the most recent packets
+/// (see `fact_window.rs`); send counts always cover the whole history. Serialized (the
+/// checkpoint) without the packets' order, which is rebuilt from their sequences when
+/// it is read (see [`StoredView`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(from = "StoredView")]
 pub struct FactsView {
@@ -191,15 +61,23 @@ pub struct FactsView {
     pub positions: BTreeMap<String, u64>,
     /// Per stream name: the epoch the positions belong to.
     pub epochs: BTreeMap<String, String>,
-    packets: BTreeMap<String, PacketState>,
+    pub(super) packets: BTreeMap<String, PacketState>,
     volks: BTreeMap<String, (Fact, Vec<Fact>, String)>,
     sessions: BTreeMap<String, Fact>,
-    /// Per (sender, session): its current packets (the `cxp_sends/3` facts).
+    /// Per sender, per session: packets ever sent (the `cxp_sends/3` facts).
+    sends: BTreeMap<String, BTreeMap<String, i64>>,
+    /// How many packets the view shows (`None`: every packet).
+    pub(super) window: Option<u64>,
+    /// The `packet sent` sequence below which packets are hidden (0: none is).
+    pub(super) floor: u64,
+    /// The shown packets by the sequence of their `packet sent` (oldest first).
     #[serde(skip)]
-    sends: BTreeMap<(String, String), i64>,
+    pub(super) order: BTreeMap<u64, String>,
 }
 
-/// The serialized form of [`FactsView`]: everything but the derived send counts.
+/// The serialized form of [`FactsView`]. Checkpoints written before windows and
+/// whole-history counts existed have neither: they held every packet, so their counts
+/// are the packets' and their window is `None`.
 #[derive(Deserialize)]
 struct StoredView {
     #[serde(default)]
@@ -212,14 +90,34 @@ struct StoredView {
     volks: BTreeMap<String, (Fact, Vec<Fact>, String)>,
     #[serde(default)]
     sessions: BTreeMap<String, Fact>,
+    #[serde(default)]
+    sends: Option<BTreeMap<String, BTreeMap<String, i64>>>,
+    #[serde(default)]
+    window: Option<u64>,
+    #[serde(default)]
+    floor: u64,
 }
 
 impl From<StoredView> for FactsView {
-    fn from(stored: StoredView) -> Self {
-        let mut sends: BTreeMap<(String, String), i64> = BTreeMap::new();
-        for state in stored.packets.values() {
-            *sends.entry(send_key(&state.packet)).or_default() += 1;
+    fn from(mut stored: StoredView) -> Self {
+        for state in stored.packets.values_mut() {
+            if state.packet.sequence == 0 {
+                state.packet.sequence = sequence_of(&state.packet.payload_ref);
+            }
         }
+        let sends = stored.sends.unwrap_or_else(|| {
+            let mut sends: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
+            for state in stored.packets.values() {
+                let (from, session) = send_key(&state.packet);
+                *sends.entry(from).or_default().entry(session).or_default() += 1;
+            }
+            sends
+        });
+        let order = stored
+            .packets
+            .iter()
+            .map(|(id, state)| (state.packet.sequence, id.clone()))
+            .collect();
         FactsView {
             positions: stored.positions,
             epochs: stored.epochs,
@@ -227,8 +125,20 @@ impl From<StoredView> for FactsView {
             volks: stored.volks,
             sessions: stored.sessions,
             sends,
+            window: stored.window,
+            floor: stored.floor,
+            order,
         }
     }
+}
+
+/// The sequence in a payload reference `cxp.traffic:<sequence>` (0 if it has none).
+fn sequence_of(payload_ref: &str) -> u64 {
+    payload_ref
+        .rsplit(':')
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
 }
 
 fn send_key(packet: &PacketFact) -> (String, String) {
@@ -243,9 +153,22 @@ fn name<T: Serialize>(value: &T) -> String {
 }
 
 impl FactsView {
-    /// An empty view at position 0 of every stream.
+    /// An empty view at position 0 of every stream, showing every packet.
     pub fn new() -> Self {
         FactsView::default()
+    }
+
+    /// An empty view that shows the `window` most recent packets (`None`: all).
+    pub fn with_window(window: Option<u64>) -> Self {
+        FactsView {
+            window,
+            ..FactsView::default()
+        }
+    }
+
+    /// How many packets the view shows (`None`: every packet).
+    pub fn window(&self) -> Option<u64> {
+        self.window
     }
 
     /// Next sequence to fold for `stream`.
@@ -277,18 +200,22 @@ impl FactsView {
             }
         }
         out.extend(self.sessions.values().cloned());
-        out.extend(
-            self.sends
+        out.extend(self.sends.iter().flat_map(|(v, by_session)| {
+            by_session
                 .iter()
-                .map(|((v, s), n)| Fact::Sends(v.clone(), s.clone(), *n)),
-        );
+                .map(|(s, n)| Fact::Sends(v.clone(), s.clone(), *n))
+        }));
+        if self.floor > 0 {
+            out.push(Fact::Floor(self.floor));
+        }
         out
     }
 
     /// The `cxp_sends/3` count of `from` in `session` (0 when it has sent nothing).
     pub fn sends(&self, from: &str, session: &str) -> i64 {
         self.sends
-            .get(&(from.to_owned(), session.to_owned()))
+            .get(from)
+            .and_then(|by_session| by_session.get(session))
             .copied()
             .unwrap_or(0)
     }
@@ -339,11 +266,13 @@ impl FactsView {
                     protocol_version: p.protocol_version.clone(),
                     payload_ref: format!("cxp.traffic:{sequence}"),
                     session,
+                    sequence,
                 };
                 let id = packet.message_id.clone();
                 let key = send_key(&packet);
                 let old_key = self.packets.remove(&id).map(|old| {
                     changes.extend(retract_packet(&old));
+                    self.order.remove(&old.packet.sequence);
                     send_key(&old.packet)
                 });
                 let state = PacketState {
@@ -352,14 +281,17 @@ impl FactsView {
                     work_ts: ts,
                 };
                 changes.extend(assert_packet(&state));
-                self.packets.insert(id, state);
-                // A packet sent again under its id moves its count (or leaves it).
+                self.packets.insert(id.clone(), state);
+                self.order.insert(sequence, id);
+                // A packet sent again under its id (and still shown) moves its count
+                // (or leaves it).
                 if old_key.as_ref() != Some(&key) {
                     if let Some(old_key) = old_key {
                         self.count_send(old_key, -1, &mut changes);
                     }
                     self.count_send(key, 1, &mut changes);
                 }
+                self.slide(&mut changes);
             }
             Event::PacketDelivered(e) => {
                 self.update(&e.message_id.to_string(), ts, &mut changes, |p| {
@@ -447,24 +379,25 @@ impl FactsView {
     /// Adds `delta` to the `cxp_sends/3` count of `key`: retracts the old fact, asserts
     /// the new one (none when the count drops to 0).
     fn count_send(&mut self, key: (String, String), delta: i64, changes: &mut Vec<FactChange>) {
-        let old = self.sends.get(&key).copied().unwrap_or(0);
+        let (from, session) = key;
+        let by_session = self.sends.entry(from.clone()).or_default();
+        let old = by_session.get(&session).copied().unwrap_or(0);
         let new = old + delta;
         if old > 0 {
             changes.push(FactChange::Retract(Fact::Sends(
-                key.0.clone(),
-                key.1.clone(),
+                from.clone(),
+                session.clone(),
                 old,
             )));
         }
         if new > 0 {
-            changes.push(FactChange::Assert(Fact::Sends(
-                key.0.clone(),
-                key.1.clone(),
-                new,
-            )));
-            self.sends.insert(key, new);
+            changes.push(FactChange::Assert(Fact::Sends(from, session.clone(), new)));
+            by_session.insert(session, new);
         } else {
-            self.sends.remove(&key);
+            by_session.remove(&session);
+            if by_session.is_empty() {
+                self.sends.remove(&from);
+            }
         }
     }
 

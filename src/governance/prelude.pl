@@ -8,21 +8,26 @@
 :- use_module(library(lists)).
 :- use_module(library(iso_ext)).
 
-:- dynamic(cxp_packet_base/16).
+:- dynamic(cxp_packet_base/17).
 :- dynamic(cxp_status/6).
 :- dynamic(volk/4).
 :- dynamic(volk_capability/2).
 :- dynamic(volk_status/2).
 :- dynamic(session/4).
-:- dynamic(cxp_sends/3).
+:- dynamic(cxp_sends_key/2).
 
-%% A packet's facts: cxp_packet_base/16 holds its message id, what its statuses do not
-%% change, then its delivery and work status as first stored (Status, TimestampMs
-%% each), asserted once; cxp_status(A, B, C, d|w, Status, TimestampMs) is appended at
-%% every later status change and never retracted (scryer's retract visits every clause
-%% of a predicate, so its cost grows with history): a packet's status is the last one
-%% appended, or its base's if none was. Policies read the three predicates below
-%% (src/governance/fact_goals.rs).
+%% A packet's facts: cxp_packet_base/17 holds its message id, the sequence of its
+%% `packet sent`, what its statuses do not change, then its delivery and work status as
+%% first stored (Status, TimestampMs each), asserted once; cxp_status(A, B, C, d|w,
+%% Status, TimestampMs) is appended at every later status change and never retracted
+%% (scryer's retract visits every clause of a predicate, so its cost grows with
+%% history): a packet's status is the last one appended, or its base's if none was.
+%% Policies read the three predicates below (src/governance/fact_goals.rs).
+%%
+%% The engine shows a window of the most recent packets (src/governance/fact_window.rs):
+%% a packet whose sequence is below the floor kept in the blackboard under
+%% orchestrata_fact_floor is hidden, and its clauses are dropped when the engine is
+%% renewed (src/governance/renewal.rs) rather than retracted one by one.
 %%
 %% A message id is id(A, B, C): the UUID's 128 bits as three integers (48, 48, 32
 %% bits), stored as the facts' first three arguments so that a lookup by id is indexed
@@ -30,22 +35,57 @@
 %% the atom table").
 cxp_packet(id(A, B, C), From, To, Thread, Subject, Ts, Priority, D, W, Version, Payload,
            Session) :-
-    cxp_packet_base(A, B, C, From, To, Thread, Subject, Ts, Priority, Version, Payload,
+    cxp_packet_base(A, B, C, Seq, From, To, Thread, Subject, Ts, Priority, Version, Payload,
                     Session, D0, DT0, W0, WT0),
+    '$in_window'(Seq),
     '$packet_status'(A, B, C, d, D0-DT0, D, _),
     '$packet_status'(A, B, C, w, W0-WT0, W, _).
 
 cxp_delivery_status(id(A, B, C), S, T) :-
-    cxp_packet_base(A, B, C, _, _, _, _, _, _, _, _, _, S0, T0, _, _),
+    cxp_packet_base(A, B, C, Seq, _, _, _, _, _, _, _, _, _, S0, T0, _, _),
+    '$in_window'(Seq),
     '$packet_status'(A, B, C, d, S0-T0, S, T).
 
 cxp_work_status(id(A, B, C), S, T) :-
-    cxp_packet_base(A, B, C, _, _, _, _, _, _, _, _, _, _, _, S0, T0),
+    cxp_packet_base(A, B, C, Seq, _, _, _, _, _, _, _, _, _, _, _, S0, T0),
+    '$in_window'(Seq),
     '$packet_status'(A, B, C, w, S0-T0, S, T).
+
+'$in_window'(Seq) :-
+    bb_get(orchestrata_fact_floor, F),
+    Seq >= F.
+
+'$set_floor'(F) :- bb_put(orchestrata_fact_floor, F).
 
 '$packet_status'(A, B, C, Kind, First, S, T) :-
     findall(S0-T0, cxp_status(A, B, C, Kind, S0, T0), All),
     (   All == [] -> First = S-T ; '$last'(All, S-T) ).
+
+%% cxp_sends(From, SessionId, Count): packets From sent in that session, over the whole
+%% history (not only the window). A count changes with every send, and scryer 0.10 keeps
+%% a retracted clause's memory and spends ~0.3 ms per retract, so the count lives in
+%% the blackboard (one global variable per sender and session, replaced in place) and
+%% cxp_sends_key/2 (asserted once per pair) lets a policy enumerate the pairs.
+cxp_sends(V, S, N) :-
+    cxp_sends_key(V, S),
+    '$sends_var'(V, S, K),
+    bb_get(K, N),
+    N > 0.
+
+'$sends_var'(V, S, K) :-
+    atom_concat('$sends ', V, K0),
+    atom_concat(K0, '\x1\', K1),
+    atom_concat(K1, S, K).
+
+'$set_sends'(V, S, N) :-
+    (   cxp_sends_key(V, S) -> true ; assertz(cxp_sends_key(V, S)) ),
+    '$sends_var'(V, S, K),
+    bb_put(K, N).
+
+%% Forgets every fact kept outside clauses (counts and floor), for clear_facts.
+'$clear_blackboard' :-
+    forall(cxp_sends_key(V, S), '$set_sends'(V, S, 0)),
+    '$set_floor'(0).
 
 '$last'([X], X) :- !.
 '$last'([_|Xs], X) :- '$last'(Xs, X).

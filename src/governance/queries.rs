@@ -107,15 +107,17 @@ fn parse_message_ids(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Reads the checkpoint at `path`; a missing file or a changed epoch gives an empty
-/// view (rebuilt from the log).
+/// Reads the checkpoint at `path`; a missing file, a changed epoch or another packet
+/// window gives an empty view with `window` (rebuilt from the log).
 pub(super) async fn load_checkpoint(
     path: &Path,
     log: &dyn EventLog,
+    window: Option<u64>,
 ) -> Result<FactsView, GovernanceError> {
+    let fresh = || FactsView::with_window(window);
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FactsView::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(fresh()),
         Err(e) => {
             return Err(GovernanceError::Checkpoint {
                 path: path.display().to_string(),
@@ -128,11 +130,15 @@ pub(super) async fn load_checkpoint(
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;
+    // Another window shows other packets: fold again with this one.
+    if view.window() != window {
+        return Ok(fresh());
+    }
     // A changed epoch voids the positions: rebuild from the log.
     for stream in FACT_STREAMS {
         if let Some(epoch) = view.epochs.get(stream.as_str()) {
             if *epoch != log.epoch(stream).await? {
-                return Ok(FactsView::new());
+                return Ok(fresh());
             }
         }
     }

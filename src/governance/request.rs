@@ -213,6 +213,10 @@ pub struct RecordedQuery {
     /// Per fact stream, how many events the facts view had folded.
     #[serde(default)]
     pub facts_at: BTreeMap<String, u64>,
+    /// The packet window the facts view kept (absent: every packet, as before windows
+    /// existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fact_window: Option<u64>,
     /// Set when the engine failed: `prolog` (deterministic, re-evaluable) or `engine`
     /// (unavailable or timed out; not re-evaluable).
     #[serde(default)]

@@ -29,6 +29,9 @@ use super::rules::{filter_rules, RuleInfo};
 use super::GovernanceError;
 use crate::log::{EventLog, Pager};
 
+/// Default of [`GovernanceConfig::engine_renew_mb`].
+pub const DEFAULT_ENGINE_RENEW_MB: u64 = 128;
+
 /// How governance runs.
 #[derive(Debug, Clone)]
 pub struct GovernanceConfig {
@@ -46,6 +49,13 @@ pub struct GovernanceConfig {
     /// Fold new fact events from the log before every uncached decision, so a
     /// decision sees every event appended before it was asked.
     pub sync_before_decide: bool,
+    /// How many of the most recent packets policies see (`None`: every packet; see
+    /// `fact_window.rs`).
+    pub fact_window: Option<u64>,
+    /// Estimated memory (MiB) the engine's machine may take on from asserts and
+    /// queries before it is replaced by a fresh one holding only the current facts
+    /// (0: never; see `renewal.rs`).
+    pub engine_renew_mb: u64,
 }
 
 impl Default for GovernanceConfig {
@@ -57,6 +67,8 @@ impl Default for GovernanceConfig {
             timeout: Duration::from_secs(2),
             inference_limit: DEFAULT_INFERENCE_LIMIT,
             sync_before_decide: true,
+            fact_window: Some(super::DEFAULT_FACT_WINDOW),
+            engine_renew_mb: DEFAULT_ENGINE_RENEW_MB,
         }
     }
 }
@@ -73,6 +85,9 @@ pub(super) struct Inner {
     pub(super) facts: tokio::sync::Mutex<FactsView>,
     /// The engine's failure count the last automatic restart was made for.
     pub(super) restarted_for: AtomicU64,
+    /// Estimated bytes the engine's machine has taken on since it was built (see
+    /// `renewal.rs`).
+    pub(super) engine_spent: AtomicU64,
 }
 
 /// The governance service. Cheap to clone; all clones share one engine.
@@ -94,6 +109,8 @@ pub struct Judgment {
     pub policy_hash: String,
     /// Fact positions the evaluation saw.
     pub facts_at: BTreeMap<String, u64>,
+    /// The packet window of the facts it saw (`None`: every packet).
+    pub facts_window: Option<u64>,
     /// Evaluation time.
     pub latency: Duration,
 }
@@ -106,8 +123,10 @@ impl Governance {
         config: GovernanceConfig,
     ) -> Result<Self, GovernanceError> {
         let facts = match &config.checkpoint {
-            Some(path) => super::queries::load_checkpoint(path, log.as_ref()).await?,
-            None => FactsView::new(),
+            Some(path) => {
+                super::queries::load_checkpoint(path, log.as_ref(), config.fact_window).await?
+            }
+            None => FactsView::with_window(config.fact_window),
         };
         let capacity = NonZeroUsize::new(config.cache_capacity.max(1)).unwrap_or(NonZeroUsize::MIN);
         // A panic of the machine wakes the restart task (see `restart_if_failed`).
@@ -132,6 +151,7 @@ impl Governance {
                 rules: RwLock::new(Vec::new()),
                 facts: tokio::sync::Mutex::new(facts),
                 restarted_for: AtomicU64::new(0),
+                engine_spent: AtomicU64::new(0),
             }),
         };
         let weak: Weak<Inner> = Arc::downgrade(&governance.inner);
@@ -156,6 +176,8 @@ impl Governance {
             .engine
             .load(policy.clone(), facts.facts())
             .await?;
+        // A fresh machine: nothing spent yet.
+        self.inner.engine_spent.store(0, Ordering::Release);
         drop(facts);
         let hash = policy.hash().to_owned();
         let event = PolicyLoaded {
@@ -266,21 +288,21 @@ impl Governance {
                     cached: true,
                     policy_hash,
                     facts_at: BTreeMap::new(),
+                    facts_window: None,
                     latency: started.elapsed(),
                 };
             }
         }
-        let (facts_at, submitted) = {
+        let (facts_at, facts_window, submitted) = {
             let mut facts = self.inner.facts.lock().await;
             if catch_up && self.inner.config.sync_before_decide {
                 if let Err(e) = self.catch_up(&mut facts).await {
                     tracing::warn!(error = %e, "governance facts could not catch up with the log");
                 }
             }
-            (
-                facts.positions.clone(),
-                self.inner.engine.submit(request.clone()),
-            )
+            let submitted = self.inner.engine.submit(request.clone());
+            self.spend(super::renewal::QUERY_COST, &facts);
+            (facts.positions.clone(), facts.window(), submitted)
         };
         let dropped =
             || GovernanceError::EngineUnavailable("the engine dropped the request".into());
@@ -323,6 +345,7 @@ impl Governance {
                     cached: false,
                     policy_hash,
                     facts_at,
+                    facts_window,
                     latency,
                 }
             }
@@ -337,6 +360,7 @@ impl Governance {
                     cached: false,
                     policy_hash,
                     facts_at,
+                    facts_window,
                     latency,
                 }
             }
@@ -373,13 +397,39 @@ impl Governance {
                 }
                 if to_engine && !changes.is_empty() {
                     // Queued ahead of any later decision on the same channel.
+                    let cost = super::renewal::cost_of(&changes);
                     if let Err(e) = self.inner.engine.apply_nowait(changes) {
                         tracing::warn!(error = %e, "facts not applied: engine unavailable");
                     }
+                    self.spend(cost, facts);
                 }
             }
         }
         Ok(())
+    }
+
+    /// Counts `bytes` the machine is estimated to have taken on, and queues a renewal
+    /// (a fresh machine with the policy in force and `facts`, the current facts:
+    /// call with the facts lock held, after queueing the changes folded into them)
+    /// once `engine_renew_mb` is reached.
+    pub(super) fn spend(&self, bytes: u64, facts: &FactsView) {
+        let budget = self.inner.config.engine_renew_mb.saturating_mul(1 << 20);
+        let spent = self.inner.engine_spent.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        if budget == 0 || spent < budget {
+            return;
+        }
+        let Some(policy) = self.inner.policy.read().ok().and_then(|p| p.clone()) else {
+            return;
+        };
+        self.inner.engine_spent.store(0, Ordering::Release);
+        if let Err(e) = self.inner.engine.renew_nowait(policy, facts.facts()) {
+            tracing::warn!(error = %e, "governance engine renewal not queued");
+        }
+    }
+
+    /// Fresh machines that replaced a serving one after a budget of work.
+    pub fn engine_renewals(&self) -> u64 {
+        self.inner.engine.renewals()
     }
 
     /// Stops the engine thread; later decisions fail closed (deny, recorded).

@@ -62,6 +62,7 @@ pub(super) fn recorded(
         subject_kind: request.subject_kind,
         context: request.context.clone(),
         facts_at: judgment.facts_at.clone(),
+        fact_window: judgment.facts_window,
         error_kind: judgment.error_kind.clone(),
     };
     let event = DecisionRecorded {
@@ -117,22 +118,24 @@ impl Governance {
     pub(crate) async fn fold_provisional(&self, records: &[EventRecord]) -> Vec<(usize, u64)> {
         let mut assumed = Vec::new();
         let mut changes = Vec::new();
-        {
-            let mut facts = self.inner.facts.lock().await;
-            for (i, record) in records.iter().enumerate() {
-                let stream = record.stream();
-                if !FACT_STREAMS.contains(&stream) {
-                    continue;
-                }
-                let sequence = facts.position(stream);
-                changes.extend(facts.apply_at(stream, sequence, record));
-                assumed.push((i, sequence));
+        let mut facts = self.inner.facts.lock().await;
+        for (i, record) in records.iter().enumerate() {
+            let stream = record.stream();
+            if !FACT_STREAMS.contains(&stream) {
+                continue;
             }
+            let sequence = facts.position(stream);
+            changes.extend(facts.apply_at(stream, sequence, record));
+            assumed.push((i, sequence));
         }
+        // Queued under the facts lock, so a renewal's snapshot (taken under it) and
+        // the changes queued before it never overlap (see `renewal.rs`).
         if !changes.is_empty() {
+            let cost = super::renewal::cost_of(&changes);
             if let Err(e) = self.inner.engine.apply_nowait(changes) {
                 tracing::warn!(error = %e, "facts not applied: engine unavailable");
             }
+            self.spend(cost, &facts);
         }
         assumed
     }
@@ -165,7 +168,7 @@ impl Governance {
     /// folds may name events that never landed) or a sequence another appender took.
     pub(crate) async fn resync(&self) -> Result<(), GovernanceError> {
         let mut facts = self.inner.facts.lock().await;
-        let mut fresh = FactsView::new();
+        let mut fresh = FactsView::with_window(self.inner.config.fact_window);
         self.fold_log(&mut fresh, false).await?;
         self.inner.engine.reset(fresh.facts()).await?;
         *facts = fresh;
