@@ -245,3 +245,57 @@ async fn a_checkpoint_kept_with_another_window_is_folded_again() {
     assert_eq!(d.result, Deny);
     g.stop_engine();
 }
+
+// REQ-004-US-002-021
+// REQ-004-INTG-001
+#[tokio::test]
+async fn a_party_may_still_change_the_priority_of_a_packet_the_window_no_longer_shows() {
+    use orchestrata::kernel::{cmd, Kernel, KernelConfig, KernelError, TokioClock};
+    let env = sled_env().await;
+    let (kernel, _) = Kernel::start(
+        env.log.clone(),
+        KernelConfig::default(),
+        std::sync::Arc::new(TokioClock::new()),
+    )
+    .await
+    .unwrap();
+    let config = GovernanceConfig {
+        fact_window: Some(5),
+        ..Default::default()
+    };
+    let g = governance_with(&env, config).await;
+    let kernel = kernel.with_governance(g.clone());
+    let send = |subject: &str| {
+        cmd::send(
+            "U:Ox",
+            cmd::packet("U:Ox", "U:Vz", subject, serde_json::json!({})),
+        )
+    };
+    let first = send("task");
+    let orchestrata_schemas::events::CommandKind::SendPacket { packet } = &first.action else {
+        panic!("a send");
+    };
+    let id = packet.message_id;
+    kernel.execute(first.clone()).await.unwrap();
+    for _ in 0..20 {
+        kernel.execute(send("task")).await.unwrap();
+    }
+    let hidden = g
+        .packets_where(PacketField::MessageId, &id.to_string())
+        .await
+        .unwrap();
+    assert!(hidden.is_empty(), "the first packet is outside the window");
+    // Its sender may still raise its priority; a Volk that is no party may not.
+    kernel.execute(cmd::priority("U:Ox", id, 6)).await.unwrap();
+    let err = kernel
+        .execute(cmd::priority("U:Qa", id, 7))
+        .await
+        .unwrap_err();
+    let KernelError::Denied { trace, .. } = &err else {
+        panic!("expected a denial, got {err}");
+    };
+    assert_eq!(trace.last().map(String::as_str), Some("not_a_party"));
+    g.stop_engine();
+    let report = audit::verify(&AuditLog::read(env.log.as_ref()).await.unwrap());
+    assert!(report.mismatches.is_empty(), "{:?}", report.mismatches);
+}

@@ -53,6 +53,15 @@ priority_urgent(8).
 packet_party(M, V) :- cxp_packet(M, V, _, _, _, _, _, _, _, _, _, _).
 packet_party(M, V) :- cxp_packet(M, _, V, _, _, _, _, _, _, _, _, _).
 
+%% The kernel names the packet's parties in a priority request (from, to): the check
+%% then holds for packets older than the engine's window, which shows only the most
+%% recent ones. A request without them (a dry run) asks the packet facts.
+priority_party(M, V, Ctx) :-
+    (   ctx(Ctx, from, _)
+    ->  ( ctx(Ctx, from, V) -> true ; ctx(Ctx, to, V) )
+    ;   packet_party(M, V)
+    ).
+
 %% Escalation authority: a Volk escalates to its parent; a root Volk to the human.
 escalation_target(V, P) :- volk_parent(V, P).
 escalation_target(V, human) :- root_volk(V).

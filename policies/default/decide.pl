@@ -134,8 +134,8 @@ send_verdict(V, To, _, escalate) :-
 send_verdict(_, _, _, allow) :-
     rule(send_allowed), article('005 Article IX'), article('004 Article X').
 
-priority_verdict(V, M, _, deny) :-
-    \+ packet_party(M, V), !,
+priority_verdict(V, M, Ctx, deny) :-
+    \+ priority_party(M, V, Ctx), !,
     rule(not_a_party), article('004 Article X').
 priority_verdict(V, _, Ctx, escalate) :-
     ctx(Ctx, priority, P), integer(P),

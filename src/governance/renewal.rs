@@ -202,14 +202,22 @@ fn successor(
     worker.run();
 }
 
-/// What a decision or query is estimated to leave in a machine (bytes): ~200 measured
-/// per trivial query, rounded up for the answer terms of a decision.
-pub(super) const QUERY_COST: u64 = 256;
+/// What a decision or query is estimated to leave in a machine (bytes). ~200 were
+/// measured per trivial query in isolation; a decision leaves more (its goal, trace
+/// and answer terms): heaptrack of a live server put decisions at ~1.7 KB per
+/// `cxp.send` (docs/performance.md, "The governance engine's memory").
+pub(super) const QUERY_COST: u64 = 1024;
 
-/// What applying `changes` is estimated to leave in a machine (bytes), from the
-/// isolated measurements in `docs/performance.md`: ~4 KB per asserted clause, ~3 KB
-/// per retract, a query's worth per blackboard write (counts and the floor); a status
-/// retract runs no goal.
+/// What an asserted clause is estimated to leave (bytes): 5 KB per packet base
+/// measured in isolation; heaptrack of a live server put asserts at ~16 KB per
+/// `cxp.send` (a base and a status or two).
+const ASSERT_COST: u64 = 8192;
+
+/// What a retract is estimated to leave (bytes): the retracted clause stays.
+const RETRACT_COST: u64 = 4096;
+
+/// What applying `changes` is estimated to leave in a machine (bytes); a status
+/// retract runs no goal, a count or floor change is a blackboard write.
 pub(super) fn cost_of(changes: &[FactChange]) -> u64 {
     changes
         .iter()
@@ -217,8 +225,8 @@ pub(super) fn cost_of(changes: &[FactChange]) -> u64 {
             FactChange::Assert(Fact::Sends(..) | Fact::Floor(_))
             | FactChange::Retract(Fact::Sends(..) | Fact::Floor(_)) => QUERY_COST,
             FactChange::Retract(Fact::DeliveryStatus(..) | Fact::WorkStatus(..)) => 0,
-            FactChange::Assert(_) => 4096,
-            FactChange::Retract(_) => 3072,
+            FactChange::Assert(_) => ASSERT_COST,
+            FactChange::Retract(_) => RETRACT_COST,
         })
         .sum()
 }

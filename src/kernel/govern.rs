@@ -9,13 +9,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use orchestrata_schemas::events::{Command, EventRecord, Stream};
+use orchestrata_schemas::events::{Command, CommandKind, EventRecord, Stream};
 
 use super::decide::Precheck;
 use super::load::Stored;
 use super::state::KernelState;
 use super::KernelError;
-use crate::governance::{kernel::request_for, Governance};
+use crate::governance::{kernel::request_for, Governance, Request};
 use crate::log::EventLog;
 
 /// What the writer folded into governance's facts during one batch.
@@ -87,6 +87,21 @@ impl Folded {
     }
 }
 
+/// A priority change names the packet's sender and recipient (`from`, `to`) from the
+/// kernel's state: the policy's party check then holds for a packet older than the
+/// engine's packet window, which no longer shows it (`governance/fact_window.rs`).
+fn with_parties(request: Request, command: &Command, state: &KernelState) -> Request {
+    let CommandKind::SetPriority { message_id, .. } = &command.action else {
+        return request;
+    };
+    match state.packet(message_id) {
+        Some(p) => request
+            .with("from", p.packet.from_agent().to_string())
+            .with("to", p.packet.to_agent().to_string()),
+        None => request,
+    }
+}
+
 /// Decides `command` with governance in the writer's batch: refuses first what cannot
 /// run whatever the policy says (ERR-006 and kin, so they are answered as themselves),
 /// then asks the policy. The decision's event is pushed onto `out` whatever the answer
@@ -104,6 +119,7 @@ pub(super) async fn govern(
     if let Some(check) = Precheck::of(command) {
         check.run(state)?;
     }
+    let request = with_parties(request, command, state);
     let decided = governance
         .decide_in_batch(&request, now)
         .await
