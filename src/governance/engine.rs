@@ -71,6 +71,11 @@ pub struct Engine {
 pub(super) struct Health {
     /// Renewals completed (a fresh machine swapped in, see `renewal.rs`).
     pub(super) renewals: AtomicU64,
+    /// Estimated bytes the serving machine has taken on since it was built or since
+    /// the last renewal was asked for (see `renewal.rs`).
+    pub(super) spent: AtomicU64,
+    /// A renewal is queued and not yet taken by the engine thread.
+    pub(super) renewal_queued: AtomicBool,
     /// Panics caught while running jobs on a loaded machine.
     pub(super) failures: AtomicU64,
     /// Set by [`Engine::crash_next_decision`]: the next decision panics.
@@ -131,6 +136,22 @@ impl Engine {
     /// How many times a fresh machine has replaced the serving one (see `renewal.rs`).
     pub fn renewals(&self) -> u64 {
         self.health.renewals.load(Ordering::Acquire)
+    }
+
+    /// Estimated bytes the serving machine has taken on (see `renewal.rs`).
+    pub fn spent(&self) -> u64 {
+        self.health.spent.load(Ordering::Acquire)
+    }
+
+    /// Claims the one queued renewal: `true` if none was queued (the caller queues
+    /// it), `false` if one is already waiting for the engine thread.
+    pub(super) fn claim_renewal(&self) -> bool {
+        !self.health.renewal_queued.swap(true, Ordering::AcqRel)
+    }
+
+    /// Gives the claim back without queueing (nothing to renew with).
+    pub(super) fn release_renewal(&self) {
+        self.health.renewal_queued.store(false, Ordering::Release);
     }
 
     /// Queues a renewal: a fresh machine with `policy` and `facts` (the facts as of

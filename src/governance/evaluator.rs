@@ -290,7 +290,18 @@ impl Evaluator {
     /// Asserts and retracts facts, in order, a batch per goal (see [`fact_goals`]
     /// for how packet facts are kept).
     pub fn apply(&mut self, changes: &[FactChange]) -> Result<(), GovernanceError> {
-        for chunk in fact_goals::goals(changes).chunks(64) {
+        self.apply_measured(changes).map(|_| ())
+    }
+
+    /// [`Evaluator::apply`], returning what the goals are estimated to have left in
+    /// the machine (bytes; see `renewal.rs`).
+    pub(super) fn apply_measured(
+        &mut self,
+        changes: &[FactChange],
+    ) -> Result<u64, GovernanceError> {
+        let goals = fact_goals::goals(changes);
+        let cost = goals.iter().map(|g| super::renewal::goal_cost(g)).sum();
+        for chunk in goals.chunks(64) {
             let goal = chunk.join(",");
             match run_caught(&mut self.machine, &goal) {
                 Ok(Some(_)) => {}
@@ -298,7 +309,7 @@ impl Evaluator {
                 Err(e) => return Err(GovernanceError::Prolog(e)),
             }
         }
-        Ok(())
+        Ok(cost)
     }
 
     /// Loads a whole fact set (a fresh machine, or after a reset).

@@ -74,7 +74,7 @@ impl Governance {
             PacketField::WorkStatus => format!("findall(M, cxp_work_status(M,{v},_), Ms)"),
         };
         let answer = self.inner.engine.query(goal).await?;
-        self.spend(super::renewal::QUERY_COST, &*self.inner.facts.lock().await);
+        self.renew_if_due(&*self.inner.facts.lock().await);
         let text = answer
             .and_then(|b| b.get("Ms").cloned())
             .unwrap_or_default();

@@ -204,29 +204,19 @@ fn successor(
 
 /// What a decision or query is estimated to leave in a machine (bytes). ~200 were
 /// measured per trivial query in isolation; a decision leaves more (its goal, trace
-/// and answer terms): heaptrack of a live server put decisions at ~1.7 KB per
-/// `cxp.send` (docs/performance.md, "The governance engine's memory").
+/// and answer terms).
 pub(super) const QUERY_COST: u64 = 1024;
 
-/// What an asserted clause is estimated to leave (bytes): 5 KB per packet base
-/// measured in isolation; heaptrack of a live server put asserts at ~16 KB per
-/// `cxp.send` (a base and a status or two).
-const ASSERT_COST: u64 = 8192;
-
-/// What a retract is estimated to leave (bytes): the retracted clause stays.
-const RETRACT_COST: u64 = 4096;
-
-/// What applying `changes` is estimated to leave in a machine (bytes); a status
-/// retract runs no goal, a count or floor change is a blackboard write.
-pub(super) fn cost_of(changes: &[FactChange]) -> u64 {
-    changes
-        .iter()
-        .map(|change| match change {
-            FactChange::Assert(Fact::Sends(..) | Fact::Floor(_))
-            | FactChange::Retract(Fact::Sends(..) | Fact::Floor(_)) => QUERY_COST,
-            FactChange::Retract(Fact::DeliveryStatus(..) | Fact::WorkStatus(..)) => 0,
-            FactChange::Assert(_) => ASSERT_COST,
-            FactChange::Retract(_) => RETRACT_COST,
-        })
-        .sum()
+/// What a goal applying facts is estimated to leave in a machine (bytes): an asserted
+/// clause ~5 KB measured in isolation for a packet base (8 KiB counted: a live
+/// server's heap grew ~16 KB per `cxp.send` in its asserts), a retract its clause, a
+/// blackboard write (counts, floor) a query's worth.
+pub(super) fn goal_cost(goal: &str) -> u64 {
+    if goal.starts_with("assertz(") {
+        8192
+    } else if goal.starts_with("(retract(") {
+        4096
+    } else {
+        QUERY_COST
+    }
 }

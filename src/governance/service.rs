@@ -85,9 +85,6 @@ pub(super) struct Inner {
     pub(super) facts: tokio::sync::Mutex<FactsView>,
     /// The engine's failure count the last automatic restart was made for.
     pub(super) restarted_for: AtomicU64,
-    /// Estimated bytes the engine's machine has taken on since it was built (see
-    /// `renewal.rs`).
-    pub(super) engine_spent: AtomicU64,
 }
 
 /// The governance service. Cheap to clone; all clones share one engine.
@@ -151,7 +148,6 @@ impl Governance {
                 rules: RwLock::new(Vec::new()),
                 facts: tokio::sync::Mutex::new(facts),
                 restarted_for: AtomicU64::new(0),
-                engine_spent: AtomicU64::new(0),
             }),
         };
         let weak: Weak<Inner> = Arc::downgrade(&governance.inner);
@@ -176,8 +172,6 @@ impl Governance {
             .engine
             .load(policy.clone(), facts.facts())
             .await?;
-        // A fresh machine: nothing spent yet.
-        self.inner.engine_spent.store(0, Ordering::Release);
         drop(facts);
         let hash = policy.hash().to_owned();
         let event = PolicyLoaded {
@@ -301,7 +295,7 @@ impl Governance {
                 }
             }
             let submitted = self.inner.engine.submit(request.clone());
-            self.spend(super::renewal::QUERY_COST, &facts);
+            self.renew_if_due(&facts);
             (facts.positions.clone(), facts.window(), submitted)
         };
         let dropped =
@@ -397,32 +391,33 @@ impl Governance {
                 }
                 if to_engine && !changes.is_empty() {
                     // Queued ahead of any later decision on the same channel.
-                    let cost = super::renewal::cost_of(&changes);
                     if let Err(e) = self.inner.engine.apply_nowait(changes) {
                         tracing::warn!(error = %e, "facts not applied: engine unavailable");
                     }
-                    self.spend(cost, facts);
+                    self.renew_if_due(facts);
                 }
             }
         }
         Ok(())
     }
 
-    /// Counts `bytes` the machine is estimated to have taken on, and queues a renewal
-    /// (a fresh machine with the policy in force and `facts`, the current facts:
-    /// call with the facts lock held, after queueing the changes folded into them)
-    /// once `engine_renew_mb` is reached.
-    pub(super) fn spend(&self, bytes: u64, facts: &FactsView) {
+    /// Queues a renewal (a fresh machine with the policy in force and `facts`, the
+    /// current facts) once the serving machine has taken on `engine_renew_mb`, as the
+    /// engine thread estimates it. Call with the facts lock held, after queueing the
+    /// changes folded into them, so the snapshot and the changes queued before it
+    /// never overlap (see `renewal.rs`).
+    pub(super) fn renew_if_due(&self, facts: &FactsView) {
         let budget = self.inner.config.engine_renew_mb.saturating_mul(1 << 20);
-        let spent = self.inner.engine_spent.fetch_add(bytes, Ordering::AcqRel) + bytes;
-        if budget == 0 || spent < budget {
+        let engine = &self.inner.engine;
+        if budget == 0 || engine.spent() < budget || !engine.claim_renewal() {
             return;
         }
         let Some(policy) = self.inner.policy.read().ok().and_then(|p| p.clone()) else {
+            engine.release_renewal();
             return;
         };
-        self.inner.engine_spent.store(0, Ordering::Release);
-        if let Err(e) = self.inner.engine.renew_nowait(policy, facts.facts()) {
+        if let Err(e) = engine.renew_nowait(policy, facts.facts()) {
+            engine.release_renewal();
             tracing::warn!(error = %e, "governance engine renewal not queued");
         }
     }

@@ -131,11 +131,10 @@ impl Governance {
         // Queued under the facts lock, so a renewal's snapshot (taken under it) and
         // the changes queued before it never overlap (see `renewal.rs`).
         if !changes.is_empty() {
-            let cost = super::renewal::cost_of(&changes);
             if let Err(e) = self.inner.engine.apply_nowait(changes) {
                 tracing::warn!(error = %e, "facts not applied: engine unavailable");
             }
-            self.spend(cost, &facts);
+            self.renew_if_due(&facts);
         }
         assumed
     }

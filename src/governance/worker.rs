@@ -11,7 +11,7 @@ use super::engine::{
     pause, unavailable, FailureHook, Health, Job, Reply, ENGINE_IDLE_SPIN, ENGINE_STACK, FAILED,
 };
 use super::evaluator::Evaluator;
-use super::renewal::Successor;
+use super::renewal::{Successor, QUERY_COST};
 use super::request::Outcome;
 use super::GovernanceError;
 
@@ -98,6 +98,12 @@ impl Worker {
         match job {
             Job::Stop => return true,
             Job::Renew(policy, facts) => {
+                // What the fresh machine (or the one already loading) will reclaim.
+                self.seat.health.spent.store(0, Ordering::Release);
+                self.seat
+                    .health
+                    .renewal_queued
+                    .store(false, Ordering::Release);
                 // One at a time: a renewal under way already reclaims what this one
                 // would (replacing it could starve renewals when they come faster
                 // than a machine loads).
@@ -118,6 +124,7 @@ impl Worker {
                     Ok(Ok(ev)) => {
                         let rules = ev.rules().to_vec();
                         self.current = Some(ev);
+                        self.seat.health.spent.store(0, Ordering::Release);
                         self.broken = false;
                         Ok(rules)
                     }
@@ -200,9 +207,12 @@ pub(super) fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
 fn run_job(ev: &mut Evaluator, job: Job, health: &Health) -> Result<(), Panicked> {
     match job {
         Job::Apply(changes, reply) => {
-            let Some(result) = guarded(|| ev.apply(&changes)) else {
+            let Some(result) = guarded(|| ev.apply_measured(&changes)) else {
                 return Err(Panicked::Apply(reply));
             };
+            let result = result.map(|cost| {
+                health.spent.fetch_add(cost, Ordering::AcqRel);
+            });
             if let Err(e) = &result {
                 tracing::error!(error = %e, "governance facts could not be applied");
             }
@@ -216,6 +226,7 @@ fn run_job(ev: &mut Evaluator, job: Job, health: &Health) -> Result<(), Panicked
             let _ = reply.send(result);
         }
         Job::Decide(request, reply) => {
+            health.spent.fetch_add(QUERY_COST, Ordering::AcqRel);
             let crash = health.crash_next.swap(false, Ordering::AcqRel);
             let Some(result) = guarded(|| {
                 if crash {
@@ -228,6 +239,7 @@ fn run_job(ev: &mut Evaluator, job: Job, health: &Health) -> Result<(), Panicked
             let _ = reply.send(result);
         }
         Job::Query(goal, reply) => {
+            health.spent.fetch_add(QUERY_COST, Ordering::AcqRel);
             let Some(result) = guarded(|| ev.query(&goal)) else {
                 return Err(Panicked::Query(reply));
             };
