@@ -2,7 +2,7 @@
 //! sent.
 //!
 //! Each clause costs a scryer 0.10 machine ~3–5 KB whatever its arguments, and a
-//! retracted clause keeps its memory (and costs ~0.3 ms to retract), so an engine that
+//! retracted clause keeps its memory (and a retract visits every clause), so an engine that
 //! held every packet grew without bound with traffic (docs/performance.md, "The
 //! governance engine's memory"). The facts view therefore keeps a window of the
 //! `window` most recent packets, ordered by the sequence of their `packet sent`:

@@ -63,7 +63,7 @@ cxp_work_status(id(A, B, C), S, T) :-
 
 %% cxp_sends(From, SessionId, Count): packets From sent in that session, over the whole
 %% history (not only the window). A count changes with every send, and scryer 0.10 keeps
-%% a retracted clause's memory and spends ~0.3 ms per retract, so the count lives in
+%% a retracted clause's memory and a retract visits every clause, so the count lives in
 %% the blackboard (one global variable per sender and session, replaced in place) and
 %% cxp_sends_key/2 (asserted once per pair) lets a policy enumerate the pairs.
 cxp_sends(V, S, N) :-

@@ -1,12 +1,12 @@
 //! Renewing the engine's machine without stopping decisions.
 //!
 //! A scryer 0.10 machine never gives memory back: every asserted clause stays even
-//! when retracted (~3 KB each) and every query leaves ~200 bytes behind (measured in
-//! isolation: 20 MB per 100,000 trivial queries). A server that decides and asserts
+//! when retracted (~3 KB each) and every query leaves ~200 bytes behind
+//! (`examples/scryer_memory.rs`: 20 MB per 100,000 trivial queries). A server that decides and asserts
 //! for hours therefore grows without bound however few facts are current. The one way
 //! to reclaim that memory is a fresh machine, so the governance service asks for one
-//! after a budget of work (`governance.engine_renew_mb`, estimated from the clauses
-//! and queries the machine has taken), loaded with the policy in force and only the
+//! after a budget of work (`governance.engine_renew_mb`, estimated by the engine thread
+//! from the goals it ran: [`goal_cost`], [`QUERY_COST`]), loaded with the policy in force and only the
 //! current facts (the packet window, see `fact_window.rs`).
 //!
 //! Building a machine and loading a window of facts takes about a second, too long to

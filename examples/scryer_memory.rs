@@ -1,0 +1,110 @@
+//! What a scryer-prolog 0.10 machine keeps after asserts, retracts, count replacements
+//! and plain queries — the measurements behind the engine's packet window, blackboard
+//! counts and renewal (`docs/performance.md`, "The governance engine's memory").
+//!
+//! ```text
+//! cargo run --release --example scryer_memory -- base 15000      # assertz of packet bases
+//! cargo run --release --example scryer_memory -- small 20000     # assertz of 3-argument facts
+//! cargo run --release --example scryer_memory -- retract 20000   # assert N, then retract each
+//! cargo run --release --example scryer_memory -- churn 20000     # retract + assert one count
+//! cargo run --release --example scryer_memory -- blackboard 20000  # bb_put one count
+//! cargo run --release --example scryer_memory -- query 100000    # a trivial query
+//! ```
+//!
+//! Prints the time taken and the process's resident memory before and after.
+
+use std::error::Error;
+use std::time::Instant;
+
+use scryer_prolog::{LeafAnswer, Machine, MachineBuilder};
+
+fn rss_mb() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| (pages * 4096) >> 20)
+}
+
+/// Runs `goal`; an error if its first answer is not a success.
+fn run(machine: &mut Machine, goal: &str) -> Result<(), String> {
+    match machine.run_query(goal.to_owned()).next() {
+        Some(Ok(LeafAnswer::True | LeafAnswer::LeafAnswer { .. })) => Ok(()),
+        other => Err(format!("{goal}: {other:?}")),
+    }
+}
+
+/// A packet base as the engine stores one: integers for the id and sequence, atoms for
+/// aliases and words, strings for the thread and payload reference.
+fn base(i: u64) -> String {
+    let ts = 1_700_000_000_000u64 + i;
+    format!(
+        "cxp_packet_base({i},{},{},{i},'U:Ox','U:Vz',\"thread-{i}\",task,{ts},5,'1.0',\
+         \"cxp.traffic:{i}\",none,queued,{ts},pending,{ts})",
+        i * 7 % 100_000,
+        i % 1000
+    )
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = "usage: scryer_memory base|small|retract|churn|blackboard|query N";
+    let mode = args.first().ok_or(usage)?.clone();
+    let n: u64 = args.get(1).ok_or(usage)?.parse()?;
+    let mut m = MachineBuilder::new().build();
+    m.consult_module_string(
+        "harness",
+        ":- use_module(library(iso_ext)).\n\
+         :- dynamic(cxp_packet_base/17).\n:- dynamic(count/3).\n"
+            .to_owned(),
+    );
+    let before = rss_mb();
+    let started = Instant::now();
+    match mode.as_str() {
+        "base" => {
+            let goals: Vec<String> = (0..n).map(|i| format!("assertz({})", base(i))).collect();
+            for chunk in goals.chunks(64) {
+                run(&mut m, &format!("{}.", chunk.join(",")))?;
+            }
+        }
+        "small" | "retract" => {
+            for i in 0..n {
+                run(&mut m, &format!("assertz(count('U:Ox',none,{i})).",))?;
+            }
+            if mode == "retract" {
+                println!("asserted: {:?}, rss {} MB", started.elapsed(), rss_mb());
+                for i in 0..n {
+                    run(&mut m, &format!("retract(count('U:Ox',none,{i}))."))?;
+                }
+            }
+        }
+        "churn" => {
+            for i in 0..n {
+                run(
+                    &mut m,
+                    &format!("(retract(count('U:Ox',none,_)) -> true ; true), assertz(count('U:Ox',none,{i}))."),
+                )?;
+            }
+        }
+        "blackboard" => {
+            for i in 0..n {
+                run(&mut m, &format!("bb_put('U:Ox/none', {i})."))?;
+            }
+        }
+        "query" => {
+            for i in 0..n {
+                run(
+                    &mut m,
+                    &format!("X = foo('U:Ox',none,{i}), atom_length(abc, _)."),
+                )?;
+            }
+        }
+        _ => return Err(usage.into()),
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "{mode} {n}: {elapsed:?} ({:.1} µs each), rss {before} -> {} MB",
+        elapsed.as_secs_f64() * 1e6 / n as f64,
+        rss_mb()
+    );
+    Ok(())
+}
