@@ -425,3 +425,91 @@ async fn ready_covers_the_views_and_turns_503_when_a_view_runner_stops() {
     );
     drop(running);
 }
+
+/// `volk.get` of `alias` once `done` holds (the Volk view folds behind the kernel's
+/// answer); panics after 10 s with the last answer.
+async fn volk_when(c: &mut Ws, alias: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..200 {
+        last = c.ok("volk.get", json!({ "alias": alias })).await;
+        if done(&last) {
+            return last;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("{alias} never reached the expected state: {last}");
+}
+
+// REQ-014-017 REQ-014-022
+#[tokio::test]
+async fn a_volks_active_tasks_follow_the_work_status_of_its_packets() {
+    let stack = Stack::start().await;
+    let mut c = stack.client(TOKEN).await;
+    let active = |n: u64| move |v: &Value| v["active_tasks"].as_u64() == Some(n);
+    volk_when(&mut c, "U:Ox", active(0)).await;
+    let a = send(&mut c, "build_feature").await["message_id"].clone();
+    let b = send(&mut c, "build_feature").await["message_id"].clone();
+    for id in [&a, &b] {
+        c.ok(
+            "cxp.work",
+            json!({"message_id": id, "status": "in_progress"}),
+        )
+        .await;
+    }
+    volk_when(&mut c, "U:Ox", active(2)).await;
+    c.ok(
+        "cxp.work",
+        json!({"message_id": a, "status": "resolved", "notes": "shipped"}),
+    )
+    .await;
+    c.ok("cxp.work", json!({"message_id": b, "status": "pending"}))
+        .await;
+    volk_when(&mut c, "U:Ox", active(0)).await;
+    // What a subscriber of volk.lifecycle sees: two starts, a success, a cancellation.
+    let replay = c
+        .ok(
+            "gateway.replay",
+            json!({"topic": "volk.lifecycle", "count": 100}),
+        )
+        .await;
+    let tasks: Vec<(String, String, Value)> = replay["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| {
+            e["event_type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("task_"))
+        })
+        .map(|e| {
+            let p = &e["payload"];
+            (
+                e["event_type"].as_str().unwrap_or_default().to_owned(),
+                p["task_id"].as_str().unwrap_or_default().to_owned(),
+                p["outcome"].clone(),
+            )
+        })
+        .collect();
+    let (a, b) = (
+        a.as_str().unwrap_or_default(),
+        b.as_str().unwrap_or_default(),
+    );
+    assert_eq!(
+        tasks,
+        [
+            ("task_started".to_owned(), a.to_owned(), Value::Null),
+            ("task_started".to_owned(), b.to_owned(), Value::Null),
+            (
+                "task_completed".to_owned(),
+                a.to_owned(),
+                json!("succeeded")
+            ),
+            (
+                "task_completed".to_owned(),
+                b.to_owned(),
+                json!("cancelled")
+            ),
+        ],
+        "{replay}"
+    );
+}

@@ -7,8 +7,9 @@ use orchestrata_schemas::events::cxp_traffic::{
     ThreadOpened, WorkStatusChanged,
 };
 use orchestrata_schemas::events::fields::Json;
-use orchestrata_schemas::events::types::Packet;
-use orchestrata_schemas::events::EventRecord;
+use orchestrata_schemas::events::types::{Packet, TaskOutcome};
+use orchestrata_schemas::events::volk_lifecycle::{VolkTaskCompleted, VolkTaskStarted};
+use orchestrata_schemas::events::{Event, EventRecord};
 use uuid::Uuid;
 
 use super::{non_empty, Ctx};
@@ -303,23 +304,71 @@ pub(super) fn set_work_status(
             "must not be empty when given",
         ));
     }
+    let at = cx.at_for(p);
+    let assignee = assigned_to
+        .map(str::to_owned)
+        .or_else(|| (status == WorkStatus::InProgress).then(|| p.packet.to_agent().to_string()));
+    let task = task_event(p, old, status, assignee.as_deref(), notes.as_deref(), at);
     let event = WorkStatusChanged {
         message_id: id,
         thread_id: p.packet.thread_id().to_owned(),
         old,
         new: status,
         changed_by: cx.issuer.to_owned(),
-        assigned_to: assigned_to.map(str::to_owned).or_else(|| {
-            (status == WorkStatus::InProgress).then(|| p.packet.to_agent().to_string())
-        }),
+        assigned_to: assignee,
         resolution,
         notes,
     };
-    Ok(vec![cx.record_at(
-        p.packet.thread_id(),
-        event,
-        cx.at_for(p),
-    )])
+    let mut records = vec![cx.record_at(p.packet.thread_id(), event, at)];
+    if let Some((alias, task)) = task {
+        records.push(cx.record_at(&alias, task, at));
+    }
+    Ok(records)
+}
+
+/// The Volk's side of a work move (spec 014 REQ-014-017, 022): `in_progress` starts a
+/// task of its assignee (the task id is the message id, its description the subject);
+/// leaving `in_progress` completes it — `succeeded` when resolved, `cancelled` when put
+/// back to `pending` — with the time spent in progress. Keyed by the Volk's alias.
+fn task_event(
+    p: &PacketState,
+    old: WorkStatus,
+    new: WorkStatus,
+    assignee: Option<&str>,
+    notes: Option<&str>,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Option<(String, Event)> {
+    let packet = &p.packet;
+    let task_id = packet.message_id().to_string();
+    if new == WorkStatus::InProgress {
+        let alias = assignee.map_or_else(|| packet.to_agent().to_string(), str::to_owned);
+        let started = VolkTaskStarted {
+            alias: alias.clone(),
+            task_id,
+            thread_id: Some(packet.thread_id().to_owned()),
+            description: packet.subject().to_owned(),
+        };
+        return Some((alias, started.into()));
+    }
+    if old != WorkStatus::InProgress {
+        return None;
+    }
+    let alias = packet
+        .assigned_to()
+        .unwrap_or(packet.to_agent())
+        .to_string();
+    let outcome = match new {
+        WorkStatus::Resolved => TaskOutcome::Succeeded,
+        _ => TaskOutcome::Cancelled,
+    };
+    let completed = VolkTaskCompleted {
+        alias: alias.clone(),
+        task_id,
+        outcome,
+        summary: notes.map(str::to_owned),
+        duration_ms: packet.time_in_progress(at).num_milliseconds(),
+    };
+    Some((alias, completed.into()))
 }
 
 /// `set_priority`: 0..=10 (US-009); a queued packet moves in its recipient's queue.
