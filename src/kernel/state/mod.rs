@@ -12,8 +12,8 @@
 //!   its session;
 //! - threads (status, session, participants), sessions (status, packets, carryover),
 //!   the Volk registry;
-//! - the Postman's per-recipient queues (the CXP [`PriorityQueue`]: priority desc, then
-//!   time asc) and mailboxes (queued + delivered-unacknowledged);
+//! - the Postman's per-recipient queues (keys in the CXP `PriorityQueue` order:
+//!   priority desc, then time asc) and mailboxes (queued + delivered-unacknowledged);
 //! - the ids of the commands already executed (at-least-once consumption).
 
 mod digest;
@@ -25,7 +25,7 @@ pub use digest::StateDigest;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use orchestrata_schemas::cxp::{CxpPacket, Priority, PriorityQueue, VolkAlias};
+use orchestrata_schemas::cxp::{CxpPacket, Priority, VolkAlias};
 use orchestrata_schemas::events::types::Health;
 use serde::Serialize;
 use uuid::Uuid;
@@ -179,7 +179,7 @@ pub struct KernelState {
     workflows: HashMap<String, WorkflowStatus>,
     agents: crate::agents::AgentTree,
     executed: HashSet<Uuid>,
-    queues: HashMap<VolkAlias, PriorityQueue>,
+    queues: HashMap<VolkAlias, std::collections::BinaryHeap<mailbox::QueueKey>>,
     queued: HashMap<VolkAlias, usize>,
     delivered: HashMap<VolkAlias, BTreeSet<Uuid>>,
     applied: u64,
