@@ -207,3 +207,62 @@ async fn the_operator_token_works_next_to_configured_grants() {
         "the operator Volk is registered: {volks}"
     );
 }
+
+/// The value of an unlabelled series in a Prometheus text exposition.
+fn series(metrics: &str, name: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+// Issue 18: the governance engine is renewed after a budget of work and `/metrics`
+// shows it (a 1 MiB budget is spent within a few dozen sends).
+// REQ-014-141
+#[tokio::test]
+async fn metrics_show_the_governance_engine_renewed_after_its_budget() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let port = support::free_port();
+    let _up = start_with(
+        data.path(),
+        port,
+        &[("ORCHESTRATA_GOVERNANCE__ENGINE_RENEW_MB", "1")],
+    );
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let (_, before) = http_get(addr, "/metrics").await;
+    assert_eq!(
+        series(&before, "orchestrata_governance_engine_renewals"),
+        Some(0.0),
+        "{before}"
+    );
+    let mut c = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
+    c.auth(TOKEN).await;
+    let mut renewed = None;
+    for n in 0..2_000 {
+        c.ok(
+            "cxp.send",
+            json!({"target": "U:Vz", "subject": "review_request", "payload": {"n": n}}),
+        )
+        .await;
+        if n % 50 == 49 {
+            let (_, metrics) = http_get(addr, "/metrics").await;
+            if series(&metrics, "orchestrata_governance_engine_renewals").unwrap_or(0.0) >= 1.0 {
+                renewed = Some(metrics);
+                break;
+            }
+        }
+    }
+    let metrics = renewed.expect("a renewal within 2,000 sends of a 1 MiB budget");
+    let spent = series(&metrics, "orchestrata_governance_engine_estimated_bytes");
+    assert!(
+        spent.is_some_and(|b| b < 4.0 * 1024.0 * 1024.0),
+        "{metrics}"
+    );
+    // Decisions go on after the hand-over.
+    let sent = c
+        .ok(
+            "cxp.send",
+            json!({"target": "U:Vz", "subject": "review_request", "payload": {}}),
+        )
+        .await;
+    assert_eq!(sent["status"], "queued", "{sent}");
+}

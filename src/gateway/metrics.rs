@@ -38,6 +38,10 @@ pub struct Metrics {
     /// Requests cancelled before they finished because their connection closed
     /// (ERR-012).
     pub rpc_cancelled: IntCounter,
+    /// Fresh Prolog machines that replaced the serving one (`governance.engine_renew_mb`).
+    pub governance_renewals: IntGauge,
+    /// What the serving Prolog machine is estimated to have taken on since it was built.
+    pub governance_engine_bytes: IntGauge,
 }
 
 /// A metric failed to register (a programming error caught by the first test).
@@ -140,6 +144,16 @@ impl Metrics {
         )?;
         registry.register(Box::new(rpc_in_flight.clone()))?;
         registry.register(Box::new(rpc_cancelled.clone()))?;
+        let governance_renewals = IntGauge::new(
+            "orchestrata_governance_engine_renewals",
+            "Fresh Prolog machines that replaced the serving one after a budget of work",
+        )?;
+        let governance_engine_bytes = IntGauge::new(
+            "orchestrata_governance_engine_estimated_bytes",
+            "Memory the serving Prolog machine is estimated to have taken on since it was built",
+        )?;
+        registry.register(Box::new(governance_renewals.clone()))?;
+        registry.register(Box::new(governance_engine_bytes.clone()))?;
         Ok(Metrics {
             registry,
             connected_clients,
@@ -156,6 +170,8 @@ impl Metrics {
             projection_lag,
             rpc_in_flight,
             rpc_cancelled,
+            governance_renewals,
+            governance_engine_bytes,
         })
     }
 

@@ -369,6 +369,15 @@ async fn metrics_text(
                 );
         }
     }
+    if let Some(governance) = &gw.services.governance {
+        let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        gw.metrics
+            .governance_renewals
+            .set(gauge(governance.engine_renewals()));
+        gw.metrics
+            .governance_engine_bytes
+            .set(gauge(governance.engine_spent()));
+    }
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

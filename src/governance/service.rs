@@ -427,6 +427,11 @@ impl Governance {
         self.inner.engine.renewals()
     }
 
+    /// What the serving machine is estimated to have taken on (bytes; see `renewal.rs`).
+    pub fn engine_spent(&self) -> u64 {
+        self.inner.engine.spent()
+    }
+
     /// Stops the engine thread; later decisions fail closed (deny, recorded).
     pub fn stop_engine(&self) {
         self.inner.engine.stop();
