@@ -62,9 +62,4 @@ impl FactsView {
     pub fn shown_packets(&self) -> usize {
         self.packets.len()
     }
-
-    /// The `packet sent` sequence below which packets are hidden (0: none is).
-    pub fn floor(&self) -> u64 {
-        self.floor
-    }
 }
