@@ -73,6 +73,7 @@ async fn stack() -> Stack {
         review: ReviewConfig::with_checkers(vec![vec![checker.display().to_string()]]),
         workdir: dir.path().to_path_buf(),
         task_timeout: Duration::from_secs(30),
+        junior_retries: 0,
     };
     let services = Services::new(log.clone())
         .with_kernel(kernel.clone(), Views::of(&projections))
@@ -242,6 +243,21 @@ async fn every_method_answers_as_its_result_schema_says() {
         .as_str()
         .expect("session id")
         .to_owned();
+    c.ok(
+        "session.update_context",
+        json!({"session_id": session, "context": {"repo": "orchestrata"}}),
+    )
+    .await;
+    c.ok(
+        "session.assert_fact",
+        json!({"session_id": session, "fact_type": "decision", "data": {"store": "sled"}}),
+    )
+    .await;
+    c.ok(
+        "session.report_error",
+        json!({"session_id": session, "code": "tool_failed", "message": "lint failed"}),
+    )
+    .await;
     c.ok("session.get", json!({"session_id": session})).await;
     c.ok("session.list", json!({})).await;
     let closed = c

@@ -269,3 +269,41 @@ async fn sessions_and_deregistration() {
         (Deny, vec!["default_deny".to_owned()])
     );
 }
+
+// REQ-005-US-005-001 ISSUE-16: writing into a session (context, facts, errors) needs the
+// session open; a junior may report an error but not change what the session knows
+// (Article XII).
+#[tokio::test]
+async fn constitution_session_writes_need_an_open_session_and_spare_juniors() {
+    let env = sled_env().await;
+    register(&env.log, "U:Ox", None).await;
+    spawn_junior(&env.log, "U:Ja", "U:Ox").await;
+    open_session(&env.log, "s-open").await;
+    let g = governance(&env).await;
+    let v = |s: &str, a: &str, r: &str| Request::volk(s, a, r);
+    let last = |d: &orchestrata::governance::Decision| d.trace.last().cloned().unwrap_or_default();
+    for action in ["session.update", "session.fact", "session.error"] {
+        let d = g.decide(v("U:Ox", action, "s-open")).await.unwrap();
+        assert_eq!(d.result, Allow, "{action}: {:?}", d.trace);
+        let d = g.decide(v("U:Ox", action, "s-none")).await.unwrap();
+        assert_eq!(
+            (d.result, last(&d)),
+            (Deny, "session_not_open".into()),
+            "{action}"
+        );
+    }
+    for action in ["session.update", "session.fact"] {
+        let d = g.decide(v("U:Ja", action, "s-open")).await.unwrap();
+        assert_eq!(
+            (d.result, last(&d)),
+            (Deny, "junior_read_only".into()),
+            "{action}"
+        );
+        assert_eq!(d.articles, ["005 Article XII".to_owned()]);
+    }
+    let d = g
+        .decide(v("U:Ja", "session.error", "s-open"))
+        .await
+        .unwrap();
+    assert_eq!(d.result, Allow, "{:?}", d.trace);
+}

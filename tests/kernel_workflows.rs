@@ -89,3 +89,52 @@ async fn workflow_runs_move_through_their_lifecycle() {
     )
     .await;
 }
+
+// REQ-005-US-005-001
+// `fail_workflow` closes a running or a paused run as `failed` (with the error and the
+// step); a finished run, an empty error and an unknown run are refused, nothing appended.
+#[tokio::test]
+async fn a_running_or_paused_run_fails_once_and_stays_failed() {
+    let h = harness(config()).await;
+    let c = |k: CommandKind| cmd::command("U:Ox", k);
+    let start = |id: &str| {
+        c(CommandKind::StartWorkflow {
+            workflow_id: id.into(),
+            name: "pipeline".into(),
+            params: Json(serde_json::json!({})),
+            session_id: None,
+        })
+    };
+    let fail = |id: &str, error: &str| {
+        c(CommandKind::FailWorkflow {
+            workflow_id: id.into(),
+            error: error.into(),
+            step: Some("U:Vz".into()),
+        })
+    };
+    h.kernel.execute(start("w-run")).await.expect("started");
+    refused(&h, fail("w-run", " "), "invalid_field").await;
+    let out = h.kernel.execute(fail("w-run", "junior failed")).await;
+    assert_eq!(out.expect("failed").event_types(), ["failed"]);
+    refused(&h, fail("w-run", "again"), "invalid_transition").await;
+
+    h.kernel.execute(start("w-paused")).await.expect("started");
+    h.kernel
+        .execute(c(CommandKind::PauseWorkflow {
+            workflow_id: "w-paused".into(),
+            reason: None,
+        }))
+        .await
+        .expect("paused");
+    let out = h.kernel.execute(fail("w-paused", "interrupted")).await;
+    assert_eq!(out.expect("failed").event_types(), ["failed"]);
+    refused(
+        &h,
+        c(CommandKind::ResumeWorkflow {
+            workflow_id: "w-paused".into(),
+        }),
+        "invalid_transition",
+    )
+    .await;
+    refused(&h, fail("w-none", "x"), "invalid_field").await;
+}

@@ -6,28 +6,14 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
+use support::up::Up;
 use support::ws::{http_get, Ws};
 
 const TOKEN: &str = "embedded-up-test-token";
-
-struct Up {
-    child: Child,
-    stderr: Receiver<String>,
-}
-
-impl Drop for Up {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn start(data: &Path, port: u16) -> Up {
     start_with(data, port, &[])
@@ -35,51 +21,7 @@ fn start(data: &Path, port: u16) -> Up {
 
 /// `up` with more environment variables (e.g. config overrides).
 fn start_with(data: &Path, port: u16, env: &[(&str, &str)]) -> Up {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_orchestrata"));
-    for (k, _) in std::env::vars() {
-        if k.starts_with("ORCHESTRATA_") || k == "RUST_LOG" {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.envs(env.iter().copied());
-    let mut child = cmd
-        .args(["up", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
-        .arg(data)
-        .env("GATEWAY_TOKEN", TOKEN)
-        .env("ORCHESTRATA_LOGGING__FORMAT", "json")
-        .env("ORCHESTRATA_LOGGING__LEVEL", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start orchestrata up");
-    let stdout = child.stdout.take().expect("stdout");
-    let errors = child.stderr.take().expect("stderr");
-    let (tx, lines) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let (etx, stderr) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(errors).lines().map_while(Result::ok) {
-            if etx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = lines.recv_timeout(left).expect("up starts the gateway");
-        if line.contains("gateway listening on") {
-            break;
-        }
-    }
-    std::thread::spawn(move || for _ in lines {});
-    Up { child, stderr }
+    Up::start(data, port, TOKEN, &[], env)
 }
 
 /// The JSON log lines printed so far, parsed.

@@ -6,101 +6,13 @@
 
 mod support;
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use orchestrata::agents::drivers::cli::CliConfig;
-use orchestrata::agents::review::ReviewConfig;
-use orchestrata::agents::workflow::{PipelineConfig, Workflows};
-use orchestrata::agents::{AgentMetrics, Agents, EscalationPaths};
-use orchestrata::config::LogConfig;
-use orchestrata::gateway::{self, RunningGateway, Services};
-use orchestrata::governance::{Governance, GovernanceConfig};
-use orchestrata::kernel::{Kernel, KernelConfig, TokioClock};
-use serde_json::{json, Value};
-use support::ws::{http_get, test_config, Ws, READ_ONLY_TOKEN, TOKEN};
-
-/// Writes `BAD` lines on round 1, fixes one per later round (`fixes_per_round` = 0: never).
-fn coder(dir: &std::path::Path, fixes: bool) -> std::path::PathBuf {
-    let body = if fixes {
-        r#"task=$(cat)
-if [ "$ORCHESTRATA_ROUND" = 1 ]; then printf 'fn main() {\n  BAD\n  BAD\n}\n' > "$ORCHESTRATA_FILE";
-else sed -i '0,/BAD/s//ok/' "$ORCHESTRATA_FILE"; fi
-echo "round $ORCHESTRATA_ROUND done""#
-    } else {
-        r#"cat > /dev/null
-printf 'BAD\n' > "$ORCHESTRATA_FILE"
-echo written"#
-    };
-    script(dir, if fixes { "coder.sh" } else { "stubborn.sh" }, body)
-}
-
-fn script(dir: &std::path::Path, name: &str, body: &str) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
-const CHECKER: &str = r#"n=$(grep -c BAD "$1")
-if [ "$n" -gt 0 ]; then
-  printf '[{"type":"lint","rule":"no-bad","line":2,"message":"%s BAD left","severity":"error"}]' "$n"
-else printf '[]'; fi"#;
-
-struct Stack {
-    _dir: tempfile::TempDir,
-    gateway: RunningGateway,
-}
+use serde_json::json;
+use support::workflows::{client, wait_done, Stack, FIXING_CODER, STUBBORN_CODER};
+use support::ws::{http_get, Ws, READ_ONLY_TOKEN, TOKEN};
 
 async fn stack(fixes: bool) -> Stack {
-    let dir = tempfile::tempdir().unwrap();
-    let log = orchestrata::log::open(&LogConfig::sled(dir.path().join("log")))
-        .await
-        .unwrap();
-    let (kernel, _) = Kernel::start(
-        log.clone(),
-        KernelConfig::default(),
-        Arc::new(TokioClock::new()),
-    )
-    .await
-    .unwrap();
-    let governance = Governance::start(log.clone(), GovernanceConfig::default())
-        .await
-        .unwrap();
-    let kernel = kernel.with_governance(governance);
-    let agents = Agents::new(
-        kernel,
-        EscalationPaths::default(),
-        AgentMetrics::new().unwrap(),
-    );
-    let checker = script(dir.path(), "checker.sh", CHECKER);
-    let config = PipelineConfig {
-        coder: CliConfig::new(coder(dir.path(), fixes)),
-        review: ReviewConfig::with_checkers(vec![vec![checker.display().to_string()]]),
-        workdir: dir.path().to_path_buf(),
-        task_timeout: Duration::from_secs(30),
-    };
-    let services = Services::new(log).with_workflows(Workflows::new(agents, config));
-    let gateway = gateway::start(test_config(), services).await.unwrap();
-    Stack { _dir: dir, gateway }
-}
-
-async fn client(s: &Stack, token: &str) -> Ws {
-    let mut ws = Ws::connect(&format!("ws://{}/", s.gateway.local_addr())).await;
-    ws.auth(token).await;
-    ws
-}
-
-async fn wait_done(ws: &mut Ws, id: &str) -> Value {
-    for _ in 0..600 {
-        let v = ws.ok("workflow.get", json!({ "workflow_id": id })).await;
-        if v["status"] != "running" && v["status"] != "paused" {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("workflow {id} did not finish");
+    let body = if fixes { FIXING_CODER } else { STUBBORN_CODER };
+    Stack::start(body, 0).await
 }
 
 async fn subjects(ws: &mut Ws) -> Vec<(String, String, String)> {

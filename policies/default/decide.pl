@@ -79,6 +79,16 @@ decide(_, 'session.close', Session, _, R) :- !,
     (   session(Session, _, open, _) -> R = allow
     ;   rule(session_not_open), R = deny
     ).
+%% Writing into a session (context, facts, errors): only while it is open; a junior
+%% may report an error but not change what the session knows (Article XII).
+decide(S, Action, Session, _, R) :-
+    session_write(Action), !,
+    rule(session_write),
+    (   \+ session(Session, _, open, _) -> rule(session_not_open), R = deny
+    ;   S = volk(V), junior(V), Action \== 'session.error' ->
+            rule(junior_read_only), article('005 Article XII'), R = deny
+    ;   R = allow
+    ).
 decide(volk(V), 'facts.read', Owner, _, R) :- !,
     rule(fact_visibility),
     article('005 Article II'),
@@ -197,3 +207,8 @@ rule_category(max_juniors/1, budget).
 rule_category(active_juniors/2, budget).
 rule_category(max_depth/1, budget).
 rule_category(volk_depth/2, budget).
+
+%% session_write(?Action): the actions that write into an open session.
+session_write('session.update').
+session_write('session.fact').
+session_write('session.error').

@@ -32,6 +32,9 @@ method_scope('cxp.send', read_write).
 method_scope('cxp.escalate', read_write).
 method_scope('session.open', read_write).
 method_scope('session.close', read_write).
+method_scope('session.update_context', read_write).
+method_scope('session.assert_fact', read_write).
+method_scope('session.report_error', read_write).
 method_scope('workflow.start', read_write).
 method_scope('governance.evaluate', read_write).
 method_scope('volk.register', admin).

@@ -2,7 +2,8 @@
 //! `workflow.get` answers. Time comes from event timestamps only.
 //!
 //! A `workflow_started` (re)starts its run's state; the other workflow events change
-//! the run they name and are ignored for a run never started.
+//! the run they name and are ignored for a run never started. A run that is cancelled
+//! or fails shows no step `running` afterwards.
 
 #[cfg(test)]
 mod tests;
@@ -141,6 +142,7 @@ impl RunView {
             Event::WorkflowCancelled(e) => {
                 self.status = "cancelled".into();
                 self.result = serde_json::json!({ "reason": e.reason }).into();
+                self.end_running_steps(None);
             }
             Event::WorkflowCompleted(e) => {
                 self.status = "completed".into();
@@ -149,6 +151,7 @@ impl RunView {
             Event::WorkflowFailed(e) => {
                 self.status = "failed".into();
                 self.result = serde_json::json!({ "error": e.error, "step": e.step }).into();
+                self.end_running_steps(e.step.as_deref());
             }
             Event::WorkflowStepStarted(e) => self.steps.push(StepView {
                 step: e.step.clone(),
@@ -171,6 +174,21 @@ impl RunView {
             _ => return,
         }
         self.updated_at = at;
+    }
+}
+
+impl RunView {
+    /// A run that ends leaves no step `running`: the step named as the failure (if
+    /// any) is `failed`, every other step still running is `cancelled`.
+    fn end_running_steps(&mut self, failed: Option<&str>) {
+        for s in self.steps.iter_mut().filter(|s| s.status == "running") {
+            s.status = if failed == Some(s.step.as_str()) {
+                "failed"
+            } else {
+                "cancelled"
+            }
+            .into();
+        }
     }
 }
 

@@ -168,6 +168,26 @@ fn command_kinds() -> Vec<CommandKind> {
             assigned_to: Some(s("U:Vz")),
             output: Json(json!(null)),
         },
+        CommandKind::FailWorkflow {
+            workflow_id: s("w1"),
+            error: s("the coding junior failed 3 times"),
+            step: Some(s("U:Vz")),
+        },
+        CommandKind::UpdateSessionContext {
+            session_id: s("s1"),
+            patch: Json(json!({"repo": "orchestrata", "old": null})),
+        },
+        CommandKind::AssertSessionFact {
+            session_id: s("s1"),
+            fact_type: s("decision"),
+            data: Json(json!({"use": "sled"})),
+        },
+        CommandKind::ReportSessionError {
+            session_id: s("s1"),
+            code: s("tool_failed"),
+            message: s("cargo test failed"),
+            recoverable: true,
+        },
     ]
 }
 

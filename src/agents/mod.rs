@@ -13,7 +13,8 @@
 //! - [`lifespan`]: the deadline supervisor. [`metrics`]: Prometheus series.
 //! - [`delegation`]: one junior or a fan-out of up to five, with synthesis.
 //! - [`review`]: the review-fix loop (`review_code` -> `fix_issues` -> `review_complete`).
-//! - [`workflow`]: the built-in pipeline run; [`workflow_view`]: its state from the log.
+//! - [`workflow`]: starting, supervising and closing runs of the built-in pipeline
+//!   (its steps: `pipeline`); [`workflow_view`]: a run's state from the log.
 //! - [`escalation`]: deterministic resolution of the next party on an escalation path.
 //! - [`settings`]: the `agents:` section of the configuration, checked once for
 //!   `config check` and `up` alike.
@@ -26,6 +27,7 @@ pub mod escalation;
 pub mod lifespan;
 pub mod limits;
 pub mod metrics;
+mod pipeline;
 pub mod review;
 pub mod service;
 pub mod settings;

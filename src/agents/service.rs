@@ -210,6 +210,51 @@ impl Agents {
         Ok(resolution)
     }
 
+    /// Escalates from `alias` hop by hop until the matter reaches the human queue
+    /// (each hop governed and on the log, as [`Agents::escalate`]); returns the last
+    /// hop. A senior that cannot go on (a junior failed after its retries) uses this.
+    pub async fn escalate_to_human(
+        &self,
+        alias: &str,
+        reason: &str,
+        thread_id: Option<&str>,
+        context: serde_json::Value,
+    ) -> Result<Resolution, AgentError> {
+        let mut from = alias.to_owned();
+        let mut path = Vec::new();
+        // A path visits each live ancestor at most once; the bound only guards a
+        // declared path that loops.
+        for _ in 0..=super::limits::MAX_DEPTH {
+            let hop = self
+                .escalate(&from, reason, thread_id, context.clone(), &path)
+                .await?;
+            if hop.is_human() {
+                return Ok(hop);
+            }
+            from = hop.target.clone();
+            path = hop.path;
+        }
+        Err(AgentError::invalid(
+            "escalation",
+            format!(
+                "no way from {alias} to the human queue: {}",
+                path.join(" -> ")
+            ),
+        ))
+    }
+
+    /// Terminates every live junior bound to a task whose id starts with `prefix` (a
+    /// workflow run's tasks), with `reason`; returns their aliases.
+    pub async fn terminate_tasks(
+        &self,
+        prefix: &str,
+        reason: &str,
+    ) -> Result<Vec<String>, AgentError> {
+        let prefix = prefix.to_owned();
+        let bound = self.read(move |t| t.bound_to_tasks(&prefix)).await?;
+        self.terminate_each(bound, reason).await
+    }
+
     /// The task is done: every live junior bound to it terminates (reason
     /// `task_completed`). Returns their aliases.
     pub async fn complete_task(&self, task_id: &str) -> Result<Vec<String>, AgentError> {
@@ -244,6 +289,14 @@ impl Agents {
         reason: &str,
     ) -> Result<Vec<String>, AgentError> {
         let bound = self.read(move |t| t.bound_to(&binding)).await?;
+        self.terminate_each(bound, reason).await
+    }
+
+    async fn terminate_each(
+        &self,
+        bound: Vec<String>,
+        reason: &str,
+    ) -> Result<Vec<String>, AgentError> {
         let mut done = Vec::new();
         for alias in bound {
             // A parent terminated earlier in this loop took its children with it.

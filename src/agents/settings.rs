@@ -10,6 +10,7 @@
 //!     coder: [python3, coder.py]  # the coding junior: program and arguments
 //!     workdir: ./data/workflows   # where code files are written (default <data dir>/workflows)
 //!     task_timeout_s: 300         # a junior task's time limit
+//!     junior_retries: 2           # fresh juniors after a failed one, then the run fails
 //!   review:                     # the review-fix loop (spec 005)
 //!     MAX_REVIEW_CYCLES: 3
 //!     REVIEW_TIMEOUT_SECONDS: 300
@@ -41,6 +42,14 @@ pub struct PipelineSection {
     /// A junior task's time limit in seconds (default 300).
     #[serde(default = "default_task_timeout")]
     pub task_timeout_s: u64,
+    /// How many fresh juniors retry a failed coding task before the run fails and is
+    /// escalated to the human queue (default 2).
+    #[serde(default = "default_junior_retries")]
+    pub junior_retries: u32,
+}
+
+fn default_junior_retries() -> u32 {
+    2
 }
 
 fn default_task_timeout() -> u64 {

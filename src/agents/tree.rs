@@ -300,6 +300,21 @@ impl AgentTree {
         v
     }
 
+    /// Live agents bound to a task whose id starts with `prefix` (a workflow run's
+    /// tasks are `<run id>/...`), sorted.
+    pub fn bound_to_tasks(&self, prefix: &str) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| {
+                n.live && matches!(&n.lifespan, Lifespan::Task(t) if t.starts_with(prefix))
+            })
+            .map(|(a, _)| a.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
     /// Escalations between Volks so far.
     pub fn escalations(&self) -> u64 {
         self.escalations

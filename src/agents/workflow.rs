@@ -2,41 +2,52 @@
 //! `U:Cx -> [U:Ar] -> U:Vz -> U:Qa -> HUMAN`, run as kernel commands and CXP traffic.
 //!
 //! `start` appends `workflow.started` (command `start_workflow`) and runs the steps in
-//! a task; every step is `step_started` / `step_completed` on `workflow.events`, so
-//! the run's state is a projection of the log ([`super::workflow_view`]). Between
-//! steps the runner honours `pause` (waits), `resume` and `cancel` (stops), which are
-//! commands too, so any client (the gateway) controls a run it did not start.
+//! a task ([`super::pipeline`]); every step is `step_started` / `step_completed` on
+//! `workflow.events`, so the run's state is a projection of the log
+//! ([`super::workflow_view`]). Between steps the runner honours `pause` (waits) and
+//! `resume`; these are commands, so any client (the gateway) controls a run it did not
+//! start.
 //!
-//! The steps:
-//! 1. `U:Cx` takes the task in and hands it to U:Ox, who hands it to U:Vz (packets
-//!    follow the tree: parent <-> child only);
-//! 2. `U:Ar` (when `params.architect` is true) gets a `design` packet from U:Ox;
-//! 3. `U:Vz` delegates the task to a CLI junior that writes the code file;
-//! 4. `U:Qa` runs the review-fix loop on the file (fixes by new juniors);
-//! 5. `HUMAN`: a passed review is delivered to U:Ox; an escalated one goes to the human
-//!    queue.
+//! How a run ends:
+//! - **completed**: the `HUMAN` step delivered the result (an escalated review is in
+//!   the human queue by then).
+//! - **cancelled** (`workflow.cancel`): the runner notices within [`CANCEL_POLL`] even
+//!   in the middle of a junior's task. It drops the step in progress, which ends the
+//!   junior's process group, and terminates the run's live juniors with reason
+//!   `cancelled`; the view shows the step that was running as `cancelled`.
+//! - **failed**: a junior still failed after `junior_retries` more attempts, or the
+//!   kernel refused something the run needed. The run is closed `failed` (command
+//!   `fail_workflow`, naming the step) and the step's Volk escalates hop by hop to the
+//!   human queue (005 T17.4).
+//! - **interrupted**: runs still running or paused when the server stopped are closed
+//!   `failed` at the next start by [`Workflows::recover`], and their juniors are
+//!   terminated with reason `interrupted`. A run is not resumed: its junior's work in
+//!   progress died with the server, and starting it again is the client's choice.
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use orchestrata_schemas::cxp::review::{FixIssues, ReviewOutcome};
-use orchestrata_schemas::cxp::{CxpPacket, VolkAlias};
 use orchestrata_schemas::events::fields::Json;
 use orchestrata_schemas::events::{Command, CommandKind};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use super::delegation::{delegate, send};
-use super::driver::Task;
-use super::drivers::cli::{CliConfig, CliDriver};
+use super::drivers::cli::CliConfig;
 use super::error::AgentError;
-use super::review::{run_review, Fixer, ReviewConfig};
+use super::review::ReviewConfig;
 use super::service::Agents;
 use crate::kernel::state::WorkflowStatus;
 
 /// The name of the built-in pipeline.
 pub const PIPELINE: &str = "pipeline";
+
+/// How often a run in progress checks whether it was cancelled.
+pub const CANCEL_POLL: Duration = Duration::from_millis(25);
+
+/// The error of a run closed at start because the server stopped during it.
+pub const INTERRUPTED: &str =
+    "interrupted: the server stopped while this run was in progress; start it again";
 
 /// How the built-in pipeline runs.
 #[derive(Debug, Clone)]
@@ -50,13 +61,56 @@ pub struct PipelineConfig {
     pub workdir: PathBuf,
     /// Time limit of a junior's task.
     pub task_timeout: Duration,
+    /// How many more fresh juniors a failed coding task gets before the run fails.
+    pub junior_retries: u32,
+}
+
+/// One run in progress: its id and the step it is at (what a failure names).
+pub(super) struct Run {
+    pub(super) id: String,
+    at: Mutex<&'static str>,
+}
+
+impl Run {
+    fn new(id: &str) -> Self {
+        Run {
+            id: id.to_owned(),
+            at: Mutex::new("U:Cx"),
+        }
+    }
+
+    /// The step last started.
+    fn at(&self) -> &'static str {
+        self.at.lock().map(|s| *s).unwrap_or("U:Cx")
+    }
+
+    fn enter(&self, step: &'static str) {
+        if let Ok(mut at) = self.at.lock() {
+            *at = step;
+        }
+    }
 }
 
 /// Starts and controls workflow runs. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Workflows {
-    agents: Agents,
-    config: std::sync::Arc<PipelineConfig>,
+    pub(super) agents: Agents,
+    pub(super) config: std::sync::Arc<PipelineConfig>,
+}
+
+/// Whether `e` says the run was stopped by someone (cancelled) rather than failed.
+fn is_stop(e: &AgentError) -> bool {
+    matches!(
+        e,
+        AgentError::Invalid {
+            field: "workflow",
+            ..
+        }
+    )
+}
+
+fn stopped(id: &str) -> AgentError {
+    AgentError::invalid("workflow", format!("`{id}` was cancelled"))
 }
 
 impl Workflows {
@@ -73,7 +127,11 @@ impl Workflows {
         &self.agents
     }
 
-    async fn command(&self, issuer: &str, action: CommandKind) -> Result<(), AgentError> {
+    pub(super) async fn command(
+        &self,
+        issuer: &str,
+        action: CommandKind,
+    ) -> Result<(), AgentError> {
         self.agents
             .kernel()
             .execute(Command {
@@ -87,7 +145,8 @@ impl Workflows {
     }
 
     /// Starts `name` (only [`PIPELINE`] is built in) with `params` (`task`: what to
-    /// build; `architect`: include U:Ar). Returns the run id and its task.
+    /// build; `architect`: include U:Ar). Returns the run id and its task, which ends
+    /// with the run's result, or its error when it failed or was cancelled.
     pub async fn start(
         &self,
         issuer: &str,
@@ -107,6 +166,14 @@ impl Workflows {
             .filter(|t| !t.trim().is_empty())
             .ok_or_else(|| AgentError::invalid("params.task", "a non-empty string is required"))?
             .to_owned();
+        // The coding juniors write their files here: a missing directory is made now,
+        // one that cannot be made refuses the start instead of failing every junior.
+        tokio::fs::create_dir_all(&self.config.workdir)
+            .await
+            .map_err(|e| AgentError::Config {
+                field: "agents.pipeline.workdir",
+                reason: format!("cannot create {}: {e}", self.config.workdir.display()),
+            })?;
         let id = format!("wf-{}", Uuid::new_v4());
         self.command(
             issuer,
@@ -123,31 +190,107 @@ impl Workflows {
             .and_then(|a| a.as_bool())
             .unwrap_or(false);
         let me = self.clone();
-        let run_id = id.clone();
-        let handle = tokio::spawn(async move {
-            let result = me.run(&run_id, &task, architect).await;
-            if let Err(e) = &result {
-                if !matches!(
-                    e,
-                    AgentError::Invalid {
-                        field: "workflow",
-                        ..
-                    }
-                ) {
-                    let _ = me
-                        .command(
-                            "U:Ox",
-                            CommandKind::CancelWorkflow {
-                                workflow_id: run_id.clone(),
-                                reason: Some(format!("failed: {e}")),
-                            },
-                        )
-                        .await;
-                }
-            }
-            result
-        });
+        let run = Run::new(&id);
+        let handle = tokio::spawn(async move { me.supervise(&run, &task, architect).await });
         Ok((id, handle))
+    }
+
+    /// Runs the pipeline until it ends by itself or is cancelled, then closes it (see
+    /// the module docs).
+    async fn supervise(
+        &self,
+        run: &Run,
+        task: &str,
+        architect: bool,
+    ) -> Result<serde_json::Value, AgentError> {
+        let outcome = tokio::select! {
+            biased;
+            result = self.run(run, task, architect) => Some(result),
+            () = self.finished(&run.id) => None,
+        };
+        match outcome {
+            Some(Ok(result)) => Ok(result),
+            Some(Err(e)) if is_stop(&e) => {
+                self.end_juniors(&run.id, "cancelled").await;
+                Err(e)
+            }
+            None => {
+                self.end_juniors(&run.id, "cancelled").await;
+                Err(stopped(&run.id))
+            }
+            Some(Err(e)) => {
+                self.fail(run, &e).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Returns once run `id` is no longer running or paused (or the kernel is gone).
+    async fn finished(&self, id: &str) {
+        loop {
+            tokio::time::sleep(CANCEL_POLL).await;
+            let key = id.to_owned();
+            match self.agents.kernel().read(move |s| s.workflow(&key)).await {
+                Ok(Some(WorkflowStatus::Running | WorkflowStatus::Paused)) => {}
+                _ => return,
+            }
+        }
+    }
+
+    /// Terminates the live juniors of run `id` (its tasks are `<id>/...`).
+    async fn end_juniors(&self, id: &str, reason: &str) {
+        if let Err(e) = self.agents.terminate_tasks(&format!("{id}/"), reason).await {
+            tracing::warn!(workflow_id = id, error = %e, "cannot terminate the run's juniors");
+        }
+    }
+
+    /// Closes `run` as failed at its current step and escalates to the human queue.
+    async fn fail(&self, run: &Run, error: &AgentError) {
+        let step = run.at();
+        let message = error.to_string();
+        let closed = self
+            .command(
+                "U:Ox",
+                CommandKind::FailWorkflow {
+                    workflow_id: run.id.clone(),
+                    error: message.clone(),
+                    step: Some(step.to_owned()),
+                },
+            )
+            .await;
+        if let Err(e) = closed {
+            tracing::error!(workflow_id = %run.id, error = %e, "cannot record the run's failure");
+        }
+        self.end_juniors(&run.id, "failed").await;
+        let context = serde_json::json!({ "workflow_id": run.id, "step": step, "error": message });
+        let senior = if step == "HUMAN" { "U:Ox" } else { step };
+        let escalated = self
+            .agents
+            .escalate_to_human(senior, "workflow failed", None, context)
+            .await;
+        if let Err(e) = escalated {
+            tracing::error!(workflow_id = %run.id, error = %e, "cannot escalate the failed run");
+        }
+    }
+
+    /// Closes every run left running or paused (by a stop or a crash) as `failed` with
+    /// [`INTERRUPTED`] and terminates its juniors (reason `interrupted`). Called once at
+    /// start, before any run starts; returns the runs it closed.
+    pub async fn recover(&self) -> Result<Vec<String>, AgentError> {
+        let open = self.agents.kernel().read(|s| s.open_workflows()).await?;
+        for id in &open {
+            self.end_juniors(id, "interrupted").await;
+            self.command(
+                "U:Ox",
+                CommandKind::FailWorkflow {
+                    workflow_id: id.clone(),
+                    error: INTERRUPTED.into(),
+                    step: None,
+                },
+            )
+            .await?;
+        }
+        Ok(open)
     }
 
     /// Pauses a running run (takes effect between steps).
@@ -178,7 +321,7 @@ impl Workflows {
         .await
     }
 
-    /// Cancels a run (the runner stops before its next step).
+    /// Cancels a run: its runner stops within [`CANCEL_POLL`], whatever step it is in.
     pub async fn cancel(
         &self,
         issuer: &str,
@@ -196,37 +339,36 @@ impl Workflows {
     }
 
     /// Waits while paused; `Err` once cancelled or finished.
-    async fn gate(&self, id: &str) -> Result<(), AgentError> {
+    pub(super) async fn gate(&self, id: &str) -> Result<(), AgentError> {
         loop {
             let key = id.to_owned();
             let status = self.agents.kernel().read(move |s| s.workflow(&key)).await?;
             match status {
                 Some(WorkflowStatus::Running) => return Ok(()),
                 Some(WorkflowStatus::Paused) => tokio::time::sleep(Duration::from_millis(20)).await,
-                _ => {
-                    return Err(AgentError::invalid(
-                        "workflow",
-                        format!("`{id}` was cancelled"),
-                    ))
-                }
+                _ => return Err(stopped(id)),
             }
         }
     }
 
-    async fn step(
+    /// Records `phase` of `step` once the run may go on (see [`Workflows::gate`]).
+    pub(super) async fn step(
         &self,
-        id: &str,
-        step: &str,
+        run: &Run,
+        step: &'static str,
         phase: &str,
         output: serde_json::Value,
     ) -> Result<(), AgentError> {
+        if phase == "started" {
+            run.enter(step);
+        }
         loop {
-            self.gate(id).await?;
+            self.gate(&run.id).await?;
             let recorded = self
                 .command(
-                    step_issuer(step),
+                    if step == "HUMAN" { "U:Ox" } else { step },
                     CommandKind::RecordWorkflowStep {
-                        workflow_id: id.into(),
+                        workflow_id: run.id.clone(),
                         step: step.into(),
                         phase: phase.into(),
                         assigned_to: (step != "HUMAN").then(|| step.to_owned()),
@@ -242,152 +384,5 @@ impl Workflows {
                 other => return other,
             }
         }
-    }
-
-    async fn run(
-        &self,
-        id: &str,
-        task: &str,
-        architect: bool,
-    ) -> Result<serde_json::Value, AgentError> {
-        let a = &self.agents;
-        let body = serde_json::json!({ "workflow_id": id, "task": task });
-        self.gate(id).await?;
-        self.step(id, "U:Cx", "started", serde_json::Value::Null)
-            .await?;
-        packet(a, "U:Cx", "U:Ox", "task", body.clone()).await?;
-        packet(a, "U:Ox", "U:Vz", "task", body.clone()).await?;
-        self.step(id, "U:Cx", "succeeded", body.clone()).await?;
-        if architect {
-            self.gate(id).await?;
-            self.step(id, "U:Ar", "started", serde_json::Value::Null)
-                .await?;
-            packet(a, "U:Ox", "U:Ar", "design", body.clone()).await?;
-            self.step(id, "U:Ar", "succeeded", serde_json::Value::Null)
-                .await?;
-        }
-        self.gate(id).await?;
-        self.step(id, "U:Vz", "started", serde_json::Value::Null)
-            .await?;
-        let file = self.config.workdir.join(format!("{id}.out"));
-        let mut coder = Coder {
-            agents: a.clone(),
-            config: self.config.clone(),
-            file: file.clone(),
-            round: 0,
-        };
-        let run = coder.code(task).await?;
-        if let Err(e) = &run.result {
-            self.step(
-                id,
-                "U:Vz",
-                "failed",
-                serde_json::json!({ "error": e.to_string() }),
-            )
-            .await?;
-            return Err(AgentError::invalid(
-                "U:Vz",
-                format!("the coding junior failed: {e}"),
-            ));
-        }
-        self.step(
-            id,
-            "U:Vz",
-            "succeeded",
-            serde_json::json!({ "junior": run.alias, "file": file }),
-        )
-        .await?;
-        self.gate(id).await?;
-        self.step(id, "U:Qa", "started", serde_json::Value::Null)
-            .await?;
-        let report = run_review(a, &self.config.review, "U:Vz", &file, &mut coder).await?;
-        let complete = serde_json::to_value(&report.complete)
-            .map_err(|e| AgentError::invalid("review_complete", e.to_string()))?;
-        let phase = if report.complete.status == ReviewOutcome::Passed {
-            "succeeded"
-        } else {
-            "failed"
-        };
-        self.step(id, "U:Qa", phase, complete.clone()).await?;
-        self.gate(id).await?;
-        self.step(id, "HUMAN", "started", serde_json::Value::Null)
-            .await?;
-        if report.complete.status != ReviewOutcome::Passed {
-            let context = serde_json::json!({ "workflow_id": id, "review": complete, "remaining": report.remaining });
-            a.escalate(
-                "U:Ox",
-                "review loop ended with issues",
-                Some(&report.thread_id),
-                context,
-                &["U:Qa".into()],
-            )
-            .await?;
-        }
-        let result = serde_json::json!({ "file": file, "review": complete });
-        self.step(id, "HUMAN", "succeeded", result.clone()).await?;
-        self.step(id, "HUMAN", "completed", result.clone()).await?;
-        Ok(result)
-    }
-}
-
-fn step_issuer(step: &str) -> &str {
-    if step == "HUMAN" {
-        "U:Ox"
-    } else {
-        step
-    }
-}
-
-/// A packet `from` -> `to` through the kernel.
-async fn packet(
-    agents: &Agents,
-    from: &str,
-    to: &str,
-    subject: &str,
-    body: serde_json::Value,
-) -> Result<(), AgentError> {
-    let alias = |x: &str, f: &'static str| {
-        VolkAlias::parse_field(x, f).map_err(|e| AgentError::invalid(f, e.to_string()))
-    };
-    let p = CxpPacket::new(alias(from, "from")?, alias(to, "to")?, subject, body)
-        .map_err(|e| AgentError::invalid("packet", e.to_string()))?;
-    send(agents, from, &p).await
-}
-
-/// U:Vz's coding juniors: each round (first code, then each fix) is a fresh CLI junior.
-struct Coder {
-    agents: Agents,
-    config: std::sync::Arc<PipelineConfig>,
-    file: PathBuf,
-    round: u32,
-}
-
-impl Coder {
-    async fn code(&mut self, prompt: &str) -> Result<super::delegation::JuniorRun, AgentError> {
-        self.round += 1;
-        let mut cli = self.config.coder.clone();
-        cli.env
-            .push(("ORCHESTRATA_FILE".into(), self.file.display().to_string()));
-        cli.env
-            .push(("ORCHESTRATA_ROUND".into(), self.round.to_string()));
-        let mut driver = CliDriver::new(cli);
-        let task = Task {
-            id: format!("code-{}", Uuid::new_v4()),
-            prompt: prompt.to_owned(),
-            timeout: self.config.task_timeout,
-        };
-        delegate(&self.agents, "U:Vz", "cli", &mut driver, &task).await
-    }
-}
-
-#[async_trait]
-impl Fixer for Coder {
-    async fn fix(&mut self, fix: &FixIssues) -> Result<(), AgentError> {
-        let prompt = serde_json::to_string(fix)
-            .map_err(|e| AgentError::invalid("fix_issues", e.to_string()))?;
-        let run = self.code(&prompt).await?;
-        run.result
-            .map(|_| ())
-            .map_err(|e| AgentError::invalid("fix", format!("the fixing junior failed: {e}")))
     }
 }

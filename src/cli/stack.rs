@@ -173,6 +173,7 @@ pub(super) fn workflows(
         review: settings.review.clone(),
         workdir,
         task_timeout,
+        junior_retries: pipeline.junior_retries,
     };
     Ok(Some(Workflows::new(agents(&settings, kernel)?, config)))
 }

@@ -101,6 +101,19 @@ pub(super) async fn run(args: UpArgs, log_args: LogArgs) -> anyhow::Result<()> {
             Some(k) => stack::workflows(&system, &config, k.kernel.clone())?,
             None => None,
         };
+        if let Some(w) = &workflows {
+            let closed = w
+                .recover()
+                .await
+                .context("closing the workflow runs the last stop interrupted")?;
+            if !closed.is_empty() {
+                say(&format!(
+                    "workflows: closed {} run(s) interrupted by the last stop: {}",
+                    closed.len(),
+                    closed.join(" ")
+                ));
+            }
+        }
         let launched = crate::gateway::launch::launch(crate::gateway::launch::Launch {
             listen: args.listen.as_deref(),
             redis: args.redis.as_deref(),

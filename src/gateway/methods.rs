@@ -86,6 +86,9 @@ const VIA_KERNEL: &[&str] = &[
     "volk.deregister",
     "session.open",
     "session.close",
+    "session.update_context",
+    "session.assert_fact",
+    "session.report_error",
 ];
 
 impl Method {
@@ -128,6 +131,9 @@ methods! {
     "session.get" => handlers::session::get, RO, mutates: false, exposed: true, "One session's full state: context, facts, carryover tasks, duration, summary.";
     "session.open" => handlers::session::open, RW, mutates: true, exposed: true, "Open a session through the kernel (portfolio, goals).";
     "session.close" => handlers::session::close, RW, mutates: true, exposed: true, "Close a session through the kernel (summary, carryover tasks).";
+    "session.update_context" => handlers::session_write::update_context, RW, mutates: true, exposed: true, "Merge a JSON merge patch into an open session's context (our addition).";
+    "session.assert_fact" => handlers::session_write::assert_fact, RW, mutates: true, exposed: true, "Record a fact (fact_type, data) in an open session (our addition, REQ-014-060).";
+    "session.report_error" => handlers::session_write::report_error, RW, mutates: true, exposed: true, "Record an error (code, message, recoverable) in an open session (our addition).";
     "session.portfolio.stats" => handlers::session::portfolio_stats, RO, mutates: false, exposed: true, "Session statistics per portfolio, optionally over a time range.";
     "governance.query" => handlers::governance::query, RO, mutates: false, exposed: true, "Recorded governance decisions, filtered, newest first, offset/limit paginated.";
     "governance.evaluate" => handlers::governance::evaluate, RW, mutates: false, exposed: true, "Dry-run a governance decision: result, rule trace, articles (recorded as dry_run).";

@@ -68,6 +68,17 @@ pub fn request_for(command: &Command) -> Option<Request> {
         CommandKind::CloseSession { session_id, .. } => {
             issuer(command, "session.close", session_id)
         }
+        CommandKind::UpdateSessionContext { session_id, .. } => {
+            issuer(command, "session.update", session_id)
+        }
+        CommandKind::AssertSessionFact {
+            session_id,
+            fact_type,
+            ..
+        } => issuer(command, "session.fact", session_id).with("fact_type", fact_type.clone()),
+        CommandKind::ReportSessionError {
+            session_id, code, ..
+        } => issuer(command, "session.error", session_id).with("code", code.clone()),
         _ => return None,
     })
 }

@@ -7,6 +7,8 @@
 pub mod faulty_log;
 pub mod policy;
 pub mod stack;
+pub mod up;
+pub mod workflows;
 pub mod ws;
 
 use std::net::{TcpListener, TcpStream};

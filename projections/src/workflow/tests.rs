@@ -2,8 +2,8 @@
 
 use orchestrata_schemas::events::types::TaskOutcome;
 use orchestrata_schemas::events::workflow::{
-    WorkflowCancelled, WorkflowCompleted, WorkflowPaused, WorkflowResumed, WorkflowStarted,
-    WorkflowStepCompleted, WorkflowStepStarted,
+    WorkflowCancelled, WorkflowCompleted, WorkflowFailed, WorkflowPaused, WorkflowResumed,
+    WorkflowStarted, WorkflowStepCompleted, WorkflowStepStarted,
 };
 use orchestrata_schemas::events::Envelope;
 use serde_json::json;
@@ -134,4 +134,79 @@ fn repeats_change_nothing_and_a_restart_starts_over() {
     assert_eq!((w1.status.as_str(), w1.steps.len()), ("running", 0));
     let back: WorkflowView = serde_json::from_str(&text(&view)).unwrap();
     assert_eq!(back, view);
+}
+
+fn step_started(seq: u64, id: &str, step: &str) -> Envelope {
+    env(
+        seq,
+        seq as i64,
+        WorkflowStepStarted {
+            workflow_id: id.into(),
+            step: step.into(),
+            assigned_to: Some(step.into()),
+        },
+    )
+}
+
+// REQ-014-079 ISSUE-16: a cancelled run shows no step running; a failed run shows its
+// failed step `failed` and any other step still running `cancelled`
+#[test]
+fn a_run_that_ends_leaves_no_step_running() {
+    let log = vec![
+        started(0, "cancelled"),
+        step_started(1, "cancelled", "U:Vz"),
+        env(
+            2,
+            2,
+            WorkflowCancelled {
+                workflow_id: "cancelled".into(),
+                cancelled_by: "U:GW".into(),
+                reason: None,
+            },
+        ),
+        started(3, "failed"),
+        step_started(4, "failed", "U:Cx"),
+        step_started(5, "failed", "U:Vz"),
+        env(
+            6,
+            6,
+            WorkflowFailed {
+                workflow_id: "failed".into(),
+                error: "the coding junior failed".into(),
+                step: Some("U:Vz".into()),
+            },
+        ),
+        started(7, "interrupted"),
+        step_started(8, "interrupted", "U:Qa"),
+        env(
+            9,
+            9,
+            WorkflowFailed {
+                workflow_id: "interrupted".into(),
+                error: "interrupted".into(),
+                step: None,
+            },
+        ),
+    ];
+    let view: WorkflowView = crate::fold(&log);
+    let steps = |id: &str| -> Vec<(String, String)> {
+        let run = view.run(id).unwrap();
+        run.steps
+            .iter()
+            .map(|s| (s.step.clone(), s.status.clone()))
+            .collect()
+    };
+    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    assert_eq!(view.run("cancelled").unwrap().status, "cancelled");
+    assert_eq!(steps("cancelled"), [pair("U:Vz", "cancelled")]);
+    assert_eq!(view.run("failed").unwrap().status, "failed");
+    assert_eq!(
+        steps("failed"),
+        [pair("U:Cx", "cancelled"), pair("U:Vz", "failed")]
+    );
+    assert_eq!(steps("interrupted"), [pair("U:Qa", "cancelled")]);
+    assert_eq!(
+        view.run("failed").unwrap().result.0,
+        json!({"error": "the coding junior failed", "step": "U:Vz"})
+    );
 }

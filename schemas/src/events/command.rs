@@ -256,4 +256,41 @@ pub enum CommandKind {
         /// What it produced.
         output: Json,
     },
+    /// Close a running or paused workflow as failed: a step's junior failed after its
+    /// retries, or the run was in progress when the server stopped (closed at start).
+    FailWorkflow {
+        /// The run.
+        workflow_id: String,
+        /// What went wrong.
+        error: String,
+        /// The step that failed, if one did.
+        step: Option<String>,
+    },
+    /// Merge a JSON merge patch (RFC 7396) into an open session's context.
+    UpdateSessionContext {
+        /// The session.
+        session_id: String,
+        /// The patch: an object; `null` members remove keys.
+        patch: Json,
+    },
+    /// Record a fact emitted in an open session (REQ-014-060).
+    AssertSessionFact {
+        /// The session.
+        session_id: String,
+        /// Kind of fact.
+        fact_type: String,
+        /// The fact.
+        data: Json,
+    },
+    /// Record an error that happened in an open session.
+    ReportSessionError {
+        /// The session.
+        session_id: String,
+        /// Stable error code.
+        code: String,
+        /// What went wrong.
+        message: String,
+        /// Whether the session can go on.
+        recoverable: bool,
+    },
 }

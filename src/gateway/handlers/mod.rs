@@ -8,6 +8,7 @@ pub mod governance;
 pub mod knowledge;
 pub mod replay;
 pub mod session;
+pub mod session_write;
 pub mod subscribe;
 pub mod volk;
 pub mod workflow;

@@ -83,7 +83,7 @@ fn state_json(s: &SessionState, now: DateTime<Utc>) -> RpcResult {
 }
 
 /// The session `id`, or -32602 `unknown_session` naming the field.
-fn find<'v>(
+pub(super) fn find<'v>(
     sessions: &'v orchestrata_projections::SessionView,
     id: &str,
 ) -> Result<&'v SessionState, RpcError> {

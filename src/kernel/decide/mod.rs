@@ -203,6 +203,25 @@ pub(crate) fn decide(
             assigned_to.as_deref(),
             output,
         ),
+        CommandKind::FailWorkflow {
+            workflow_id,
+            error,
+            step,
+        } => workflows::fail(&cx, workflow_id, error, step.clone()),
+        CommandKind::UpdateSessionContext { session_id, patch } => {
+            sessions::update_context(&cx, session_id, patch)
+        }
+        CommandKind::AssertSessionFact {
+            session_id,
+            fact_type,
+            data,
+        } => sessions::assert_fact(&cx, session_id, fact_type, data),
+        CommandKind::ReportSessionError {
+            session_id,
+            code,
+            message,
+            recoverable,
+        } => sessions::report_error(&cx, session_id, code, message, *recoverable),
     }
 }
 

@@ -1,9 +1,15 @@
 //! Sessions (Articles I and III): open; close archives resolved packets and carries
-//! unresolved packets and active threads over; resume restores them.
+//! unresolved packets and active threads over; resume restores them. While open, a
+//! session's context is patched, and facts and errors are recorded in it
+//! (REQ-014-054, REQ-014-057, REQ-014-060).
 
 use orchestrata_schemas::cxp::WorkStatus;
 use orchestrata_schemas::events::cxp_traffic::WorkStatusChanged;
-use orchestrata_schemas::events::session::{SessionClosed, SessionOpened, SessionRecovered};
+use orchestrata_schemas::events::fields::Json;
+use orchestrata_schemas::events::session::{
+    SessionClosed, SessionContextUpdated, SessionErrorOccurred, SessionFactAsserted, SessionOpened,
+    SessionRecovered,
+};
 use orchestrata_schemas::events::EventRecord;
 
 use super::{non_empty, Ctx};
@@ -117,6 +123,77 @@ pub(super) fn resume(cx: &Ctx<'_>, id: &str) -> Result<Vec<EventRecord>, KernelE
         session_id: id.to_owned(),
         recovered_by: cx.issuer.to_owned(),
         reason: None,
+    };
+    Ok(vec![cx.record(id, event)])
+}
+
+/// The session `id`, which must be open (`session_closed` otherwise).
+fn open_session<'a>(cx: &'a Ctx<'_>, id: &str) -> Result<&'a SessionState, KernelError> {
+    let s = session(cx, id)?;
+    if s.status == SessionStatus::Closed {
+        return Err(KernelError::SessionClosed {
+            session_id: id.to_owned(),
+        });
+    }
+    Ok(s)
+}
+
+/// `update_session_context`: a JSON merge patch (an object) of an open session's
+/// context.
+pub(super) fn update_context(
+    cx: &Ctx<'_>,
+    id: &str,
+    patch: &Json,
+) -> Result<Vec<EventRecord>, KernelError> {
+    open_session(cx, id)?;
+    if !patch.0.is_object() {
+        return Err(KernelError::invalid(
+            "context",
+            "a JSON object (a merge patch: `null` members remove keys) is required",
+        ));
+    }
+    let event = SessionContextUpdated {
+        session_id: id.to_owned(),
+        patch: patch.clone(),
+        updated_by: cx.issuer.to_owned(),
+    };
+    Ok(vec![cx.record(id, event)])
+}
+
+/// `assert_session_fact`: a fact of `fact_type` emitted in an open session.
+pub(super) fn assert_fact(
+    cx: &Ctx<'_>,
+    id: &str,
+    fact_type: &str,
+    data: &Json,
+) -> Result<Vec<EventRecord>, KernelError> {
+    open_session(cx, id)?;
+    non_empty("fact_type", fact_type)?;
+    let event = SessionFactAsserted {
+        session_id: id.to_owned(),
+        fact_type: fact_type.to_owned(),
+        data: data.clone(),
+        asserted_by: cx.issuer.to_owned(),
+    };
+    Ok(vec![cx.record(id, event)])
+}
+
+/// `report_session_error`: an error that happened in an open session.
+pub(super) fn report_error(
+    cx: &Ctx<'_>,
+    id: &str,
+    code: &str,
+    message: &str,
+    recoverable: bool,
+) -> Result<Vec<EventRecord>, KernelError> {
+    open_session(cx, id)?;
+    non_empty("code", code)?;
+    non_empty("message", message)?;
+    let event = SessionErrorOccurred {
+        session_id: id.to_owned(),
+        code: code.to_owned(),
+        message: message.to_owned(),
+        recoverable,
     };
     Ok(vec![cx.record(id, event)])
 }

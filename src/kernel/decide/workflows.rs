@@ -1,11 +1,13 @@
 //! Workflow runs: started -> paused <-> running -> cancelled / completed / failed, with
-//! step progress recorded while running.
+//! step progress recorded while running. `failed` comes from the runner (a step's
+//! junior failed after its retries) or from recovery at start (the run was in progress
+//! when the server stopped).
 
 use orchestrata_schemas::events::fields::Json;
 use orchestrata_schemas::events::types::TaskOutcome;
 use orchestrata_schemas::events::workflow::{
-    WorkflowCancelled, WorkflowCompleted, WorkflowPaused, WorkflowResumed, WorkflowStarted,
-    WorkflowStepCompleted, WorkflowStepStarted,
+    WorkflowCancelled, WorkflowCompleted, WorkflowFailed, WorkflowPaused, WorkflowResumed,
+    WorkflowStarted, WorkflowStepCompleted, WorkflowStepStarted,
 };
 use orchestrata_schemas::events::EventRecord;
 
@@ -114,6 +116,26 @@ pub(super) fn cancel(
         workflow_id: id.to_owned(),
         cancelled_by: cx.issuer.to_owned(),
         reason,
+    };
+    Ok(vec![cx.record(id, event)])
+}
+
+/// `fail_workflow`: running or paused -> finished (failed).
+pub(super) fn fail(
+    cx: &Ctx<'_>,
+    id: &str,
+    error: &str,
+    step: Option<String>,
+) -> Result<Vec<EventRecord>, KernelError> {
+    let s = status(cx, id)?;
+    if s == WorkflowStatus::Finished {
+        return Err(refuse(id, s, "failed"));
+    }
+    non_empty("error", error)?;
+    let event = WorkflowFailed {
+        workflow_id: id.to_owned(),
+        error: error.to_owned(),
+        step,
     };
     Ok(vec![cx.record(id, event)])
 }

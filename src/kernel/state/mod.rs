@@ -244,6 +244,19 @@ impl KernelState {
         self.workflows.get(id).copied()
     }
 
+    /// Runs still running or paused, sorted: after a restart, the runs no runner
+    /// carries on.
+    pub fn open_workflows(&self) -> Vec<String> {
+        let mut open: Vec<String> = self
+            .workflows
+            .iter()
+            .filter(|(_, s)| **s != WorkflowStatus::Finished)
+            .map(|(id, _)| id.clone())
+            .collect();
+        open.sort();
+        open
+    }
+
     /// The agent hierarchy (spec 005): parents, juniors, lifespans, the human queue.
     pub fn agents(&self) -> &crate::agents::AgentTree {
         &self.agents
