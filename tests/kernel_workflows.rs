@@ -138,3 +138,29 @@ async fn a_running_or_paused_run_fails_once_and_stays_failed() {
     .await;
     refused(&h, fail("w-none", "x"), "invalid_field").await;
 }
+
+// REQ-014-022 ISSUE-16: `set_volk_health` records a change of a registered Volk's
+// health as `health_changed` (old, new, details), nothing when unchanged; an unknown
+// Volk is refused with nothing appended.
+#[tokio::test]
+async fn volk_health_changes_are_recorded_once_each() {
+    use orchestrata_schemas::events::types::Health;
+    let h = harness(config()).await;
+    let health = |alias: &str, health: Health| {
+        cmd::command(
+            "U:GW",
+            CommandKind::SetVolkHealth {
+                alias: alias.into(),
+                health,
+                details: Some("observed".into()),
+            },
+        )
+    };
+    let out = h.kernel.execute(health("U:Vz", Health::Unknown)).await;
+    assert_eq!(out.expect("changed").event_types(), ["health_changed"]);
+    let out = h.kernel.execute(health("U:Vz", Health::Unknown)).await;
+    assert!(out.expect("unchanged").event_types().is_empty());
+    let out = h.kernel.execute(health("U:Vz", Health::Healthy)).await;
+    assert_eq!(out.expect("changed back").event_types(), ["health_changed"]);
+    refused(&h, health("U:Zz", Health::Unhealthy), "unknown_volk").await;
+}

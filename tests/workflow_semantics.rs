@@ -179,6 +179,8 @@ async fn a_junior_failing_after_its_retries_fails_the_run_and_reaches_the_human_
     let count = |kind: &str| events.iter().filter(|(t, _, _)| t == kind).count();
     assert_eq!(count("spawned"), 3, "three fresh juniors: {events:?}");
     assert_eq!(count("terminated"), 3, "{events:?}");
+    // REQ-014-022: each junior whose driver failed was recorded unhealthy first.
+    assert_eq!(count("health_changed"), 3, "{events:?}");
     let queue = ws.ok("agents.escalations", json!({})).await;
     assert_eq!(queue["total"], 1, "{queue}");
     let entry = &queue["escalations"][0];

@@ -173,6 +173,11 @@ fn command_kinds() -> Vec<CommandKind> {
             error: s("the coding junior failed 3 times"),
             step: Some(s("U:Vz")),
         },
+        CommandKind::SetVolkHealth {
+            alias: s("U:Ja"),
+            health: orchestrata_schemas::events::types::Health::Unhealthy,
+            details: Some(s("driver crashed")),
+        },
         CommandKind::UpdateSessionContext {
             session_id: s("s1"),
             patch: Json(json!({"repo": "orchestrata", "old": null})),

@@ -7,9 +7,12 @@
 //! [`DriverError::Violation`] gets its junior terminated for the violation and the
 //! senior is told by an escalation (Articles XII/XIII). When every junior of a fan-out
 //! fails, the senior escalates (to its parent, and beyond the root to the human queue).
+//! A junior whose driver failed otherwise (crash, timeout, protocol) is recorded
+//! `unhealthy` (`health_changed`) before it terminates.
 
 use futures::future::join_all;
 use orchestrata_schemas::cxp::CxpPacket;
+use orchestrata_schemas::events::types::Health;
 use orchestrata_schemas::events::{Command, CommandKind};
 use uuid::Uuid;
 
@@ -80,6 +83,20 @@ async fn run_spawned(
     let result = run_task(driver, task).await;
     let packet = result_packet(alias, senior, task, &driver.name(), &result)?;
     send(agents, alias, &packet).await?;
+    match &result {
+        Err(DriverError::Violation { .. }) | Ok(_) => {}
+        // The driver's liveness is the junior's health (spec 014 `health_changed`).
+        Err(e) => {
+            agents
+                .set_health(
+                    senior,
+                    alias,
+                    Health::Unhealthy,
+                    Some(format!("{} driver: {e}", driver.name())),
+                )
+                .await?;
+        }
+    }
     if let Err(DriverError::Violation { reason }) = &result {
         let context = serde_json::json!({ "task_id": task.id, "violation": reason });
         agents

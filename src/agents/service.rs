@@ -210,6 +210,27 @@ impl Agents {
         Ok(resolution)
     }
 
+    /// Records what `observer` saw of `alias`'s health (`health_changed` when it
+    /// changed): a junior whose driver failed is `unhealthy`.
+    pub async fn set_health(
+        &self,
+        observer: &str,
+        alias: &str,
+        health: orchestrata_schemas::events::types::Health,
+        details: Option<String>,
+    ) -> Result<(), AgentError> {
+        self.run(
+            observer,
+            CommandKind::SetVolkHealth {
+                alias: alias.into(),
+                health,
+                details,
+            },
+        )
+        .await?;
+        Ok(())
+    }
+
     /// Escalates from `alias` hop by hop until the matter reaches the human queue
     /// (each hop governed and on the log, as [`Agents::escalate`]); returns the last
     /// hop. A senior that cannot go on (a junior failed after its retries) uses this.

@@ -64,6 +64,7 @@ pub mod slots;
 pub mod state;
 pub mod tls;
 pub mod topic;
+pub mod volk_health;
 
 pub use auth::{Scope, TokenGrant};
 pub use config::{GatewayConfig, GatewayConfigError, DEFAULT_LISTEN};

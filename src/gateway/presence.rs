@@ -132,6 +132,7 @@ pub async fn timed_out(gw: &Shared, client: &Client, misses: u32) {
     if let Err(e) = gw.append(&record(client, event)).await {
         tracing::warn!(client = %client.id(), error = %e, "cannot record heartbeat timeout");
     }
+    super::volk_health::missed_heartbeats(gw, client, misses).await;
 }
 
 /// Forgets a client that is going away: out of every topic hub and the shared

@@ -266,6 +266,16 @@ pub enum CommandKind {
         /// The step that failed, if one did.
         step: Option<String>,
     },
+    /// Record a registered Volk's observed health (from its driver's liveness or its
+    /// connection's heartbeats); no event when it is unchanged.
+    SetVolkHealth {
+        /// The Volk.
+        alias: String,
+        /// Its health now.
+        health: crate::events::types::Health,
+        /// What was observed.
+        details: Option<String>,
+    },
     /// Merge a JSON merge patch (RFC 7396) into an open session's context.
     UpdateSessionContext {
         /// The session.

@@ -180,6 +180,11 @@ pub async fn authenticate(call: Call) -> RpcResult {
         metadata,
     });
     presence::refresh(gw, &call.client).await;
+    if previous.is_none() {
+        // Off the answer's path: a remote kernel may take its time.
+        let (gw, client) = (call.gw.clone(), call.client.clone());
+        tokio::spawn(async move { crate::gateway::volk_health::connected(&gw, &client).await });
+    }
     gw.metrics.auth_success.inc();
     Ok(json!({
         "authenticated": true,

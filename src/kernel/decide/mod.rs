@@ -208,6 +208,11 @@ pub(crate) fn decide(
             error,
             step,
         } => workflows::fail(&cx, workflow_id, error, step.clone()),
+        CommandKind::SetVolkHealth {
+            alias,
+            health,
+            details,
+        } => volks::set_health(&cx, alias, *health, details.clone()),
         CommandKind::UpdateSessionContext { session_id, patch } => {
             sessions::update_context(&cx, session_id, patch)
         }

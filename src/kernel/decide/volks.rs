@@ -1,8 +1,12 @@
-//! The Volk registry: register (alias free, parent registered) and deregister.
+//! The Volk registry: register (alias free, parent registered), deregister, and the
+//! health observed of a registered Volk.
 
 use orchestrata_schemas::cxp::VolkAlias;
 use orchestrata_schemas::events::fields::Json;
-use orchestrata_schemas::events::volk_lifecycle::{VolkDeregistered, VolkRegistered};
+use orchestrata_schemas::events::types::Health;
+use orchestrata_schemas::events::volk_lifecycle::{
+    VolkDeregistered, VolkHealthChanged, VolkRegistered,
+};
 use orchestrata_schemas::events::EventRecord;
 
 use super::{non_empty, Ctx};
@@ -71,6 +75,34 @@ pub(super) fn deregister(
     let event = VolkDeregistered {
         alias: alias.to_owned(),
         reason: reason.to_owned(),
+    };
+    Ok(vec![cx.record(alias, event)])
+}
+
+/// `set_volk_health`: `health_changed` from the Volk's last health, nothing when it is
+/// the same (observers repeat themselves; the log records changes).
+pub(super) fn set_health(
+    cx: &Ctx<'_>,
+    alias: &str,
+    health: Health,
+    details: Option<String>,
+) -> Result<Vec<EventRecord>, KernelError> {
+    let volk = cx
+        .state
+        .volk(alias)
+        .filter(|v| v.registered)
+        .ok_or_else(|| KernelError::UnknownVolk {
+            field: "alias",
+            alias: alias.to_owned(),
+        })?;
+    if volk.health == health {
+        return Ok(Vec::new());
+    }
+    let event = VolkHealthChanged {
+        alias: alias.to_owned(),
+        old: volk.health,
+        new: health,
+        details,
     };
     Ok(vec![cx.record(alias, event)])
 }
