@@ -318,6 +318,29 @@ async fn every_method_answers_as_its_result_schema_says() {
     }
     c.ok("workflow.get", json!({"workflow_id": id})).await;
     c.ok("agents.escalations", json!({})).await;
+    // An entry of the human queue (the root escalates), resolved by the client.
+    let escalated = stack
+        .kernel
+        .execute(orchestrata::kernel::cmd::command(
+            "U:Ox",
+            orchestrata_schemas::events::CommandKind::EscalateVolk {
+                alias: "U:Ox".into(),
+                to: "human".into(),
+                path: vec!["U:Ox".into(), "human".into()],
+                reason: "contract".into(),
+                thread_id: None,
+                context: orchestrata_schemas::events::fields::Json(json!({"why": "contract"})),
+            },
+        ))
+        .await
+        .expect("escalated to the human queue");
+    let entry = escalated.command_id.to_string();
+    c.ok(
+        "agents.resolve_escalation",
+        json!({"escalation_id": entry, "decision": "accepted"}),
+    )
+    .await;
+    c.ok("agents.escalations", json!({"status": "all"})).await;
 
     let mut seen = c.seen.clone();
     seen.extend(admin.seen.iter().cloned());

@@ -7,28 +7,11 @@
 mod support;
 
 use serde_json::{json, Value};
+use support::checked_ok;
 use support::up::Up;
 use support::ws::Ws;
 
 const TOKEN: &str = "session-writes-test-token";
-
-/// Checks `answer` against the result schema of `method`.
-fn conforms(method: &str, answer: &Value) {
-    let text = orchestrata::gateway::schema::result_schema(method).expect("a result schema");
-    let schema: Value = serde_json::from_str(text).expect("schema JSON");
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(answer)
-        .map(|e| e.to_string())
-        .collect();
-    assert!(errors.is_empty(), "{method}: {errors:?} in {answer}");
-}
-
-async fn ok(ws: &mut Ws, method: &str, params: Value) -> Value {
-    let answer = ws.ok(method, params).await;
-    conforms(method, &answer);
-    answer
-}
 
 /// `(event_type, payload)` of every `session.events` event.
 async fn session_events(ws: &mut Ws) -> Vec<(String, Value)> {
@@ -62,10 +45,10 @@ async fn a_client_writes_context_facts_and_errors_into_a_session() {
     let _up = Up::start(data.path(), port, TOKEN, &[], &[]);
     let mut ws = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
     ws.auth(TOKEN).await;
-    let opened = ok(&mut ws, "session.open", json!({ "portfolio": "p1" })).await;
+    let opened = checked_ok(&mut ws, "session.open", json!({ "portfolio": "p1" })).await;
     let id = opened["session_id"].as_str().expect("id").to_owned();
 
-    let first = ok(
+    let first = checked_ok(
         &mut ws,
         "session.update_context",
         json!({ "session_id": id, "context": { "repo": "orchestrata", "scratch": 1 } }),
@@ -75,7 +58,7 @@ async fn a_client_writes_context_facts_and_errors_into_a_session() {
         first["context"],
         json!({ "repo": "orchestrata", "scratch": 1 })
     );
-    let second = ok(
+    let second = checked_ok(
         &mut ws,
         "session.update_context",
         json!({ "session_id": id, "context": { "scratch": null, "sprint": 12 } }),
@@ -85,14 +68,14 @@ async fn a_client_writes_context_facts_and_errors_into_a_session() {
         second["context"],
         json!({ "repo": "orchestrata", "sprint": 12 })
     );
-    let fact = ok(
+    let fact = checked_ok(
         &mut ws,
         "session.assert_fact",
         json!({ "session_id": id, "fact_type": "decision", "data": { "store": "sled" } }),
     )
     .await;
     assert_eq!(fact["facts"], 1, "{fact}");
-    let error = ok(
+    let error = checked_ok(
         &mut ws,
         "session.report_error",
         json!({ "session_id": id, "code": "tool_failed", "message": "cargo test failed" }),
@@ -101,7 +84,7 @@ async fn a_client_writes_context_facts_and_errors_into_a_session() {
     assert_eq!(error["errors"], 1, "{error}");
     assert!(error["sequence"].as_u64() > fact["sequence"].as_u64());
 
-    let got = ok(&mut ws, "session.get", json!({ "session_id": id })).await;
+    let got = checked_ok(&mut ws, "session.get", json!({ "session_id": id })).await;
     assert_eq!(
         got["context"],
         json!({ "repo": "orchestrata", "sprint": 12 })
@@ -140,11 +123,11 @@ async fn bad_session_writes_are_refused_and_append_nothing() {
     let _up = Up::start(data.path(), port, TOKEN, &[], &[]);
     let mut ws = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
     ws.auth(TOKEN).await;
-    let id = ok(&mut ws, "session.open", json!({ "portfolio": "p2" })).await["session_id"]
+    let id = checked_ok(&mut ws, "session.open", json!({ "portfolio": "p2" })).await["session_id"]
         .as_str()
         .expect("id")
         .to_owned();
-    ok(
+    checked_ok(
         &mut ws,
         "session.close",
         json!({ "session_id": id, "summary": "done" }),

@@ -70,13 +70,6 @@ async fn start_run(port: u16, work: &Path) -> (String, i32) {
     panic!("the junior of {id} never started");
 }
 
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
-    })
-}
-
 async fn run_state(port: u16, id: &str) -> Value {
     client(port)
         .await
@@ -134,7 +127,7 @@ async fn runs_interrupted_by_a_crash_or_a_stop_are_closed_at_the_next_start() {
     assert!(second.stop(), "up exits cleanly on SIGTERM");
     let mut ended = false;
     for _ in 0..400 {
-        if !alive(stopped_pid) {
+        if !support::process_alive(stopped_pid) {
             ended = true;
             break;
         }

@@ -20,16 +20,6 @@ sleep 120 &
 echo $! > "$ORCHESTRATA_FILE.pid"
 wait"#;
 
-/// Whether `pid` is a live process (a zombie is not).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
 /// Waits (10 s at most) for the pid file the sleepy junior writes.
 async fn junior_pid(pid_file: &Path) -> i32 {
     for _ in 0..400 {
@@ -46,7 +36,7 @@ async fn junior_pid(pid_file: &Path) -> i32 {
 /// Waits (10 s at most) until `pid` is gone; returns whether it went.
 async fn gone(pid: i32) -> bool {
     for _ in 0..400 {
-        if !alive(pid) {
+        if !support::process_alive(pid) {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -116,7 +106,10 @@ async fn cancel_stops_the_junior_in_flight_and_leaves_no_step_running() {
     let id = start(&mut ws, "sleep on it").await;
     let pid_file: PathBuf = s.dir.path().join(format!("{id}.out.pid"));
     let pid = junior_pid(&pid_file).await;
-    assert!(alive(pid), "the junior's child runs before the cancel");
+    assert!(
+        support::process_alive(pid),
+        "the junior's child runs before the cancel"
+    );
     ws.ok(
         "workflow.cancel",
         json!({ "workflow_id": id, "reason": "changed my mind" }),

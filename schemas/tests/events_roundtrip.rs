@@ -178,6 +178,11 @@ fn command_kinds() -> Vec<CommandKind> {
             health: orchestrata_schemas::events::types::Health::Unhealthy,
             details: Some(s("driver crashed")),
         },
+        CommandKind::ResolveEscalation {
+            escalation_id: s("e-1"),
+            decision: s("ship it"),
+            notes: None,
+        },
         CommandKind::UpdateSessionContext {
             session_id: s("s1"),
             patch: Json(json!({"repo": "orchestrata", "old": null})),
@@ -340,6 +345,13 @@ fn sample(kind: EventKind) -> Event {
             reason: s("max review cycles"),
             thread_id: Some(s("t1")),
             context: Json(json!({"issues": 2})),
+        }
+        .into(),
+        EventKind::HumanEscalationResolved => HumanEscalationResolved {
+            escalation_id: s("e-1"),
+            resolved_by: s("operator"),
+            decision: s("ship it with the known issues"),
+            notes: Some(s("fix next sprint")),
         }
         .into(),
         EventKind::DecisionRecorded => DecisionRecorded {

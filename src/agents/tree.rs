@@ -88,6 +88,21 @@ pub struct HumanEscalation {
     pub context: serde_json::Value,
     /// When it was queued.
     pub at: DateTime<Utc>,
+    /// The human's decision, once there is one.
+    pub resolution: Option<EscalationDecision>,
+}
+
+/// How a human resolved a queue entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EscalationDecision {
+    /// Who decided.
+    pub resolved_by: String,
+    /// What was decided.
+    pub decision: String,
+    /// Anything besides.
+    pub notes: Option<String>,
+    /// When.
+    pub at: DateTime<Utc>,
 }
 
 /// The hierarchy; see the module docs.
@@ -158,7 +173,22 @@ impl AgentTree {
                 thread_id: e.thread_id.clone(),
                 context: e.context.0.clone(),
                 at,
+                resolution: None,
             }),
+            Event::HumanEscalationResolved(e) => {
+                let entry = self
+                    .human_queue
+                    .iter_mut()
+                    .find(|q| q.escalation_id == e.escalation_id);
+                if let Some(entry) = entry {
+                    entry.resolution = Some(EscalationDecision {
+                        resolved_by: e.resolved_by.clone(),
+                        decision: e.decision.clone(),
+                        notes: e.notes.clone(),
+                        at,
+                    });
+                }
+            }
             _ => {}
         }
     }
@@ -320,9 +350,16 @@ impl AgentTree {
         self.escalations
     }
 
-    /// Escalations that went beyond the root, oldest first.
+    /// Escalations that went beyond the root, oldest first, resolved or not.
     pub fn human_queue(&self) -> &[HumanEscalation] {
         &self.human_queue
+    }
+
+    /// The human-queue entry `escalation_id`, resolved or not.
+    pub fn escalation(&self, escalation_id: &str) -> Option<&HumanEscalation> {
+        self.human_queue
+            .iter()
+            .find(|q| q.escalation_id == escalation_id)
     }
 
     /// Every agent, sorted by alias (for views and the gateway).

@@ -89,6 +89,7 @@ const VIA_KERNEL: &[&str] = &[
     "session.update_context",
     "session.assert_fact",
     "session.report_error",
+    "agents.resolve_escalation",
 ];
 
 impl Method {
@@ -126,7 +127,8 @@ methods! {
     "workflow.resume" => handlers::workflow::resume, RW, mutates: true, exposed: true, "Resume a paused workflow run.";
     "workflow.cancel" => handlers::workflow::cancel, RW, mutates: true, exposed: true, "Cancel a workflow run.";
     "workflow.get" => handlers::workflow::get, RO, mutates: false, exposed: true, "A workflow run's state, folded from workflow.events.";
-    "agents.escalations" => handlers::workflow::escalations, RO, mutates: false, exposed: true, "The human escalation queue: escalations beyond the root, with context.";
+    "agents.escalations" => handlers::escalations::escalations, RO, mutates: false, exposed: true, "The human escalation queue: escalations beyond the root, with context (status open, resolved or all).";
+    "agents.resolve_escalation" => handlers::escalations::resolve, RW, mutates: true, exposed: true, "Record a human's decision on an open entry of the human escalation queue.";
     "session.list" => handlers::session::list, RO, mutates: false, exposed: true, "Sessions in opening order, filtered by portfolio, status and opener, offset/limit paginated.";
     "session.get" => handlers::session::get, RO, mutates: false, exposed: true, "One session's full state: context, facts, carryover tasks, duration, summary.";
     "session.open" => handlers::session::open, RW, mutates: true, exposed: true, "Open a session through the kernel (portfolio, goals).";

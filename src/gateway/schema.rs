@@ -57,6 +57,7 @@ results![
     "workflow.cancel",
     "workflow.get",
     "agents.escalations",
+    "agents.resolve_escalation",
     "session.list",
     "session.get",
     "session.open",

@@ -360,3 +360,34 @@ pub async fn mute_server() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>
     });
     (addr, held)
 }
+
+/// Whether `pid` is a live process (a zombie is not).
+pub fn process_alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// Checks `answer` against the result schema of gateway method `method`.
+pub fn conforms(method: &str, answer: &serde_json::Value) {
+    let text = orchestrata::gateway::schema::result_schema(method).expect("a result schema");
+    let schema: serde_json::Value = serde_json::from_str(text).expect("schema JSON");
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(answer)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{method}: {errors:?} in {answer}");
+}
+
+/// `ws.ok(method, params)`, its answer checked against the method's result schema.
+pub async fn checked_ok(
+    ws: &mut ws::Ws,
+    method: &str,
+    params: serde_json::Value,
+) -> serde_json::Value {
+    let answer = ws.ok(method, params).await;
+    conforms(method, &answer);
+    answer
+}

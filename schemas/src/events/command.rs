@@ -276,6 +276,15 @@ pub enum CommandKind {
         /// What was observed.
         details: Option<String>,
     },
+    /// Resolve an entry of the human escalation queue with a decision.
+    ResolveEscalation {
+        /// The queue entry.
+        escalation_id: String,
+        /// What was decided.
+        decision: String,
+        /// Anything the escalating Volk should know besides.
+        notes: Option<String>,
+    },
     /// Merge a JSON merge patch (RFC 7396) into an open session's context.
     UpdateSessionContext {
         /// The session.

@@ -145,6 +145,7 @@ events! {
     VolkTerminated(volk_lifecycle::VolkTerminated) => VolkLifecycle, "terminated", "volk.lifecycle.VolkTerminated.avsc";
     VolkEscalated(volk_lifecycle::VolkEscalated) => VolkLifecycle, "escalated", "volk.lifecycle.VolkEscalated.avsc";
     HumanEscalationQueued(volk_lifecycle::HumanEscalationQueued) => VolkLifecycle, "human_escalation_queued", "volk.lifecycle.HumanEscalationQueued.avsc";
+    HumanEscalationResolved(volk_lifecycle::HumanEscalationResolved) => VolkLifecycle, "human_escalation_resolved", "volk.lifecycle.HumanEscalationResolved.avsc";
     DecisionRecorded(governance::DecisionRecorded) => GovernanceDecisions, "decision_recorded", "governance.decisions.DecisionRecorded.avsc";
     PolicyLoaded(governance::PolicyLoaded) => GovernanceDecisions, "policy_loaded", "governance.decisions.PolicyLoaded.avsc";
     SessionOpened(session::SessionOpened) => SessionEvents, "opened", "session.events.SessionOpened.avsc";

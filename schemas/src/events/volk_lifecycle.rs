@@ -150,3 +150,19 @@ pub struct HumanEscalationQueued {
     /// What the human needs to decide, as escalated.
     pub context: Json,
 }
+
+/// A human decided an entry of the human queue; the entry leaves the queue with the
+/// decision (spec 005: the human is the last hop of every escalation path).
+///
+/// Stream `volk.lifecycle`, event type `human_escalation_resolved`, Avro `schemas/avro/volk.lifecycle.HumanEscalationResolved.avsc`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HumanEscalationResolved {
+    /// The queue entry.
+    pub escalation_id: String,
+    /// Who decided (the client or principal that resolved it).
+    pub resolved_by: String,
+    /// What was decided.
+    pub decision: String,
+    /// Anything the escalating Volk should know besides.
+    pub notes: Option<String>,
+}

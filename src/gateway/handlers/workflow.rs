@@ -1,5 +1,4 @@
-//! `workflow.start / pause / resume / cancel / get` (REQ-014-076..080) and
-//! `agents.escalations` (the human queue of spec 005).
+//! `workflow.start / pause / resume / cancel / get` (REQ-014-076..080).
 //!
 //! Every mutation is a kernel command issued by the calling client, so it is governed
 //! and on the log; `workflow.get` answers from the workflow view, folded once per event
@@ -17,7 +16,7 @@ use crate::gateway::methods::RpcResult;
 use crate::gateway::state::Call;
 use crate::kernel::KernelError;
 
-fn workflows(call: &Call) -> Result<Workflows, RpcError> {
+pub(super) fn workflows(call: &Call) -> Result<Workflows, RpcError> {
     call.gw
         .services
         .workflows
@@ -31,7 +30,7 @@ fn text<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
 
 /// Agent errors as RPC errors: bad input and refusals are `invalid_params` (with the
 /// kernel's code), anything else internal.
-fn rpc(e: AgentError) -> RpcError {
+pub(super) fn rpc(e: AgentError) -> RpcError {
     match &e {
         AgentError::Invalid { field, .. } | AgentError::Config { field, .. } => {
             RpcError::invalid_params("invalid_field", e.to_string()).with("field", *field)
@@ -113,11 +112,4 @@ pub async fn get(call: Call) -> RpcResult {
         RpcError::invalid_params("unknown_workflow", format!("no workflow `{id}`"))
     })?;
     serde_json::to_value(run).map_err(|e| RpcError::internal("encoding_failed", e))
-}
-
-/// The human escalation queue, oldest first.
-pub async fn escalations(call: Call) -> RpcResult {
-    let w = workflows(&call)?;
-    let queue = w.agents().human_queue().await.map_err(rpc)?;
-    Ok(json!({ "escalations": queue, "total": queue.len() }))
 }

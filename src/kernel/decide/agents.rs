@@ -9,7 +9,8 @@ use orchestrata_schemas::cxp::{CxpPacket, Priority, VolkAlias};
 use orchestrata_schemas::events::cxp_traffic::{PacketSent, ThreadOpened};
 use orchestrata_schemas::events::fields::Json;
 use orchestrata_schemas::events::volk_lifecycle::{
-    HumanEscalationQueued, VolkEscalated, VolkRegistered, VolkSpawned, VolkTerminated,
+    HumanEscalationQueued, HumanEscalationResolved, VolkEscalated, VolkRegistered, VolkSpawned,
+    VolkTerminated,
 };
 use orchestrata_schemas::events::EventRecord;
 
@@ -357,4 +358,36 @@ fn notice(
         },
     ));
     Ok(records)
+}
+
+/// `resolve_escalation`: a human decides an open entry of the human queue; the
+/// record is keyed by the Volk that escalated (its lifecycle).
+pub(super) fn resolve(
+    cx: &Ctx<'_>,
+    escalation_id: &str,
+    decision: &str,
+    notes: Option<String>,
+) -> Result<Vec<EventRecord>, KernelError> {
+    non_empty("decision", decision)?;
+    let entry = cx.state.agents().escalation(escalation_id).ok_or_else(|| {
+        KernelError::invalid(
+            "escalation_id",
+            format!("no escalation `{escalation_id}` in the human queue"),
+        )
+    })?;
+    if entry.resolution.is_some() {
+        return Err(KernelError::InvalidTransition {
+            entity: format!("escalation {escalation_id}"),
+            field: "status",
+            from: "resolved".into(),
+            to: "resolved".into(),
+        });
+    }
+    let event = HumanEscalationResolved {
+        escalation_id: escalation_id.to_owned(),
+        resolved_by: cx.issuer.to_owned(),
+        decision: decision.to_owned(),
+        notes,
+    };
+    Ok(vec![cx.record(&entry.alias, event)])
 }

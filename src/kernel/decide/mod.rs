@@ -213,6 +213,11 @@ pub(crate) fn decide(
             health,
             details,
         } => volks::set_health(&cx, alias, *health, details.clone()),
+        CommandKind::ResolveEscalation {
+            escalation_id,
+            decision,
+            notes,
+        } => agents::resolve(&cx, escalation_id, decision, notes.clone()),
         CommandKind::UpdateSessionContext { session_id, patch } => {
             sessions::update_context(&cx, session_id, patch)
         }
