@@ -266,6 +266,14 @@ fn agents_sections_are_checked_as_up_reads_them() {
             "agents:\n  escalation:\n    paths:\n      U:Qa: U:Ox\n",
             "agents.escalation",
         ),
+        (
+            "agents:\n  drivers:\n    upper: { cli: [] }\n",
+            "agents.drivers.upper.cli",
+        ),
+        (
+            "agents:\n  drivers:\n    upper: { cli: [tr], shell: true }\n",
+            "agents.drivers",
+        ),
     ] {
         let (ok, _, err) = check(body, &[]);
         assert!(!ok, "config check accepted {body}");
@@ -273,9 +281,9 @@ fn agents_sections_are_checked_as_up_reads_them() {
         let err = up_refuses(body);
         assert!(err.contains(key), "up names {key}: {err}");
     }
-    let documented = "agents:\n  escalation:\n    paths:\n      U:Qa: [U:Ox]\n  pipeline:\n    \
+    let documented = "agents:\n  drivers:\n    upper: { cli: [tr, a-z, A-Z], timeout_s: 30 }\n  escalation:\n    paths:\n      U:Qa: [U:Ox]\n  pipeline:\n    \
                       coder: [python3, coder.py]\n    workdir: ./data/workflows\n    \
-                      task_timeout_s: 300\n  review:\n    MAX_REVIEW_CYCLES: 3\n    \
+                      task_timeout_s: 300\n    junior_retries: 2\n  review:\n    MAX_REVIEW_CYCLES: 3\n    \
                       REVIEW_TIMEOUT_SECONDS: 300\n    ESCALATE_ON_MAX_CYCLES: true\n    \
                       AUTO_FIX_ON_SINGLE_ISSUE: true\n    checkers: [[ruff, check]]\n";
     let (ok, out, err) = check(documented, &[]);

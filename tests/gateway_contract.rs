@@ -78,6 +78,17 @@ async fn stack() -> Stack {
     let services = Services::new(log.clone())
         .with_kernel(kernel.clone(), Views::of(&projections))
         .with_governance(governance)
+        .with_delegator(orchestrata::agents::profiles::Delegator::new(
+            agents.clone(),
+            [(
+                "echo".to_owned(),
+                orchestrata::agents::profiles::DriverProfile {
+                    cli: vec!["cat".into()],
+                    timeout_s: 30,
+                },
+            )]
+            .into(),
+        ))
         .with_workflows(Workflows::new(agents, pipeline))
         .with_config_view(json!({"gateway": {"max_clients": 100}}));
     let running = gateway::start(ws::test_config(), services)
@@ -279,6 +290,12 @@ async fn every_method_answers_as_its_result_schema_says() {
     assert!(eval["prolog_trace"].is_string(), "{eval}");
     c.ok("governance.query", json!({})).await;
     admin.ok("governance.rules", json!({})).await;
+    admin
+        .ok(
+            "agents.delegate",
+            json!({"senior": "U:Vz", "task": "contract", "juniors": ["echo"]}),
+        )
+        .await;
 
     // Knowledge (the graph view; knowledge.query needs Neo4j).
     c.ok("knowledge.nodes", json!({"limit": 5})).await;

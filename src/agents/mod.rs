@@ -11,7 +11,8 @@
 //! - [`driver`]: the [`Driver`] trait every junior runtime implements; [`drivers`]: CLI, API.
 //! - [`service`]: [`Agents`], spawn / terminate / escalate / task and session ends.
 //! - [`lifespan`]: the deadline supervisor. [`metrics`]: Prometheus series.
-//! - [`delegation`]: one junior or a fan-out of up to five, with synthesis.
+//! - [`delegation`]: one junior or a fan-out of up to five, with synthesis;
+//!   [`profiles`]: the same from the gateway, over the configured `agents.drivers`.
 //! - [`review`]: the review-fix loop (`review_code` -> `fix_issues` -> `review_complete`).
 //! - [`workflow`]: starting, supervising and closing runs of the built-in pipeline
 //!   (its steps: `pipeline`); [`workflow_view`]: a run's state from the log.
@@ -28,6 +29,7 @@ pub mod lifespan;
 pub mod limits;
 pub mod metrics;
 mod pipeline;
+pub mod profiles;
 pub mod review;
 pub mod service;
 pub mod settings;

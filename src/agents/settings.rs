@@ -3,6 +3,8 @@
 //!
 //! ```yaml
 //! agents:
+//!   drivers:                    # junior programs agents.delegate may start, by name
+//!     summarizer: { cli: [python3, summarize.py], timeout_s: 120 }
 //!   escalation:                 # where each Volk escalates, in order (spec 005)
 //!     paths:
 //!       U:Qa: [U:Ox]
@@ -29,7 +31,7 @@ use super::review::ReviewConfig;
 use crate::config::SystemConfig;
 
 /// The subsections `agents:` may have.
-pub const SECTIONS: [&str; 3] = ["escalation", "pipeline", "review"];
+pub const SECTIONS: [&str; 4] = ["drivers", "escalation", "pipeline", "review"];
 
 /// `agents.pipeline`: the built-in pipeline's coding junior and where it works.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
@@ -65,6 +67,8 @@ pub struct AgentSettings {
     pub pipeline: Option<PipelineSection>,
     /// `agents.review` (defaults of spec 005 when absent).
     pub review: ReviewConfig,
+    /// `agents.drivers`: the junior programs `agents.delegate` may start, by name.
+    pub drivers: std::collections::BTreeMap<String, super::profiles::DriverProfile>,
 }
 
 impl AgentSettings {
@@ -105,10 +109,19 @@ impl AgentSettings {
             None => ReviewConfig::from_yaml("{}"),
         }
         .context("agents.review")?;
+        let drivers: std::collections::BTreeMap<String, super::profiles::DriverProfile> =
+            match section("drivers") {
+                Some(s) => serde_yaml_ng::from_value(s.clone()).context("agents.drivers")?,
+                None => Default::default(),
+            };
+        if let Some((name, _)) = drivers.iter().find(|(_, p)| p.cli.is_empty()) {
+            anyhow::bail!("agents.drivers.{name}.cli is empty: give [program, args...]");
+        }
         Ok(AgentSettings {
             escalation,
             pipeline,
             review,
+            drivers,
         })
     }
 }

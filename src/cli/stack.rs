@@ -18,6 +18,7 @@ use orchestrata_schemas::events::kernel::KernelStarted;
 use orchestrata_schemas::events::{EventRecord, Stream};
 
 use super::up::say;
+use crate::agents::profiles::Delegator;
 use crate::agents::settings::AgentSettings;
 use crate::agents::workflow::{PipelineConfig, Workflows};
 use crate::agents::{AgentMetrics, Agents};
@@ -148,17 +149,22 @@ fn agents(settings: &AgentSettings, kernel: Kernel) -> anyhow::Result<Agents> {
     Ok(Agents::new(kernel, settings.escalation.clone(), metrics))
 }
 
-/// Workflow runs, when `agents.pipeline.coder` names the coding junior's command
-/// (`[program, args...]`); `None` otherwise (the `workflow.*` methods then answer
-/// `workflows_unavailable`).
-pub(super) fn workflows(
+/// What the agents' settings make available to the gateway: workflow runs when
+/// `agents.pipeline.coder` names the coding junior's command (`None` otherwise: the
+/// `workflow.*` methods answer `workflows_unavailable`), and delegation when
+/// `agents.drivers` names junior programs (`None`: `agents.delegate` answers
+/// `delegation_unavailable`). Both share one coordination API.
+pub(super) fn agent_services(
     system: &SystemConfig,
     config: &LogConfig,
     kernel: Kernel,
-) -> anyhow::Result<Option<Workflows>> {
+) -> anyhow::Result<(Option<Workflows>, Option<Delegator>)> {
     let settings = AgentSettings::from_config(system)?;
+    let agents = agents(&settings, kernel)?;
+    let delegator = (!settings.drivers.is_empty())
+        .then(|| Delegator::new(agents.clone(), settings.drivers.clone()));
     let Some(pipeline) = settings.pipeline.clone() else {
-        return Ok(None);
+        return Ok((None, delegator));
     };
     let Some((program, args)) = pipeline.coder.split_first() else {
         anyhow::bail!("agents.pipeline.coder is empty: give [program, args...]");
@@ -175,7 +181,7 @@ pub(super) fn workflows(
         task_timeout,
         junior_retries: pipeline.junior_retries,
     };
-    Ok(Some(Workflows::new(agents(&settings, kernel)?, config)))
+    Ok((Some(Workflows::new(agents, config)), delegator))
 }
 
 /// Starts every view live over `store` and a task following the thread view; with

@@ -97,9 +97,9 @@ pub(super) async fn run(args: UpArgs, log_args: LogArgs) -> anyhow::Result<()> {
     let gateway = if role.runs_gateway() {
         let port = stack::kernel_port(kernel.as_ref(), &system, log.clone(), role).await?;
         let views = projections.as_ref().map(|(p, _)| stack::views(p));
-        let workflows = match &kernel {
-            Some(k) => stack::workflows(&system, &config, k.kernel.clone())?,
-            None => None,
+        let (workflows, delegator) = match &kernel {
+            Some(k) => stack::agent_services(&system, &config, k.kernel.clone())?,
+            None => (None, None),
         };
         if let Some(w) = &workflows {
             let closed = w
@@ -124,6 +124,7 @@ pub(super) async fn run(args: UpArgs, log_args: LogArgs) -> anyhow::Result<()> {
                 kernel: views.map(|v| (port, v)),
                 governance: governance.clone(),
                 workflows,
+                delegator,
             },
         })
         .await?;

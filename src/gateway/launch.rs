@@ -45,6 +45,8 @@ pub struct Components {
     pub governance: Option<crate::governance::Governance>,
     /// `workflow.*` and `agents.escalations`.
     pub workflows: Option<crate::agents::workflow::Workflows>,
+    /// `agents.delegate`.
+    pub delegator: Option<crate::agents::profiles::Delegator>,
 }
 
 /// A started gateway and, when one was generated, the token and where it was saved.
@@ -133,6 +135,9 @@ pub async fn launch(l: Launch<'_>) -> anyhow::Result<Launched> {
     }
     if let Some(governance) = l.components.governance {
         services = services.with_governance(governance);
+    }
+    if let Some(delegator) = l.components.delegator {
+        services = services.with_delegator(delegator);
     }
     if let Some(workflows) = l.components.workflows {
         services = services.with_workflows(workflows);

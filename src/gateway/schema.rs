@@ -58,6 +58,7 @@ results![
     "workflow.get",
     "agents.escalations",
     "agents.resolve_escalation",
+    "agents.delegate",
     "session.list",
     "session.get",
     "session.open",

@@ -42,6 +42,8 @@ pub struct Services {
     /// Workflow runs and the agents under them (`workflow.*`, `agents.escalations`);
     /// those methods answer `unavailable` without it.
     pub workflows: Option<crate::agents::workflow::Workflows>,
+    /// `agents.delegate`: fan-outs over the configured `agents.drivers`.
+    pub delegator: Option<crate::agents::profiles::Delegator>,
     /// State shared with other gateway instances (HMAC nonces, auth cache, token
     /// store, client registry): in memory unless [`Services::with_shared_state`] gives
     /// a [`super::shared::RedisState`].
@@ -59,6 +61,7 @@ impl Services {
             views: None,
             governance: None,
             workflows: None,
+            delegator: None,
             shared_state: Arc::new(super::shared::MemoryState::default()),
         }
     }
@@ -66,6 +69,12 @@ impl Services {
     /// Shares nonces, auth decisions, tokens and the client registry through `state`.
     pub fn with_shared_state(mut self, state: Arc<dyn super::shared::SharedState>) -> Self {
         self.shared_state = state;
+        self
+    }
+
+    /// Serves `agents.delegate` with `delegator`.
+    pub fn with_delegator(mut self, delegator: crate::agents::profiles::Delegator) -> Self {
+        self.delegator = Some(delegator);
         self
     }
 

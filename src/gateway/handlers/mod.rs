@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod config;
 pub mod cxp;
+pub mod delegate;
 pub mod escalations;
 pub mod gateway;
 pub mod governance;
