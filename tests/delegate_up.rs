@@ -17,13 +17,6 @@ use support::ws::Ws;
 const TOKEN: &str = "delegate-test-token";
 const VZ_TOKEN: &str = "delegate-vz-token";
 
-async fn replay(ws: &mut Ws, topic: &str) -> Vec<Value> {
-    let r = ws
-        .ok("gateway.replay", json!({ "topic": topic, "count": 1000 }))
-        .await;
-    r["events"].as_array().cloned().unwrap_or_default()
-}
-
 fn packets<'a>(events: &'a [Value], subject: &str) -> Vec<&'a Value> {
     events
         .iter()
@@ -41,25 +34,15 @@ fn packets<'a>(events: &'a [Value], subject: &str) -> Vec<&'a Value> {
 #[tokio::test]
 async fn a_senior_fans_a_task_out_to_configured_juniors_and_synthesizes() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("orchestrata.yaml");
-    std::fs::write(
-        &config,
-        "agents:\n  drivers:\n    upper: { cli: [tr, a-z, A-Z], timeout_s: 30 }\n    broken: { cli: [sh, -c, 'cat > /dev/null; echo no >&2; exit 2'] }\n",
-    )
-    .expect("config");
     let grant =
         format!("[{{token: {VZ_TOKEN}, scope: read_write, name: vz-bot, acts_as: [U:Vz]}}]");
     let port = support::free_port();
-    let config = config.display().to_string();
-    let _up = Up::start(
-        &dir.path().join("data"),
+    let _up = Up::with_config(
+        dir.path(),
+        "agents:\n  drivers:\n    upper: { cli: [tr, a-z, A-Z], timeout_s: 30 }\n    broken: { cli: [sh, -c, 'cat > /dev/null; echo no >&2; exit 2'] }\n",
         port,
         TOKEN,
-        &[],
-        &[
-            ("ORCHESTRATA_CONFIG", config.as_str()),
-            ("ORCHESTRATA_GATEWAY__TOKENS", grant.as_str()),
-        ],
+        &[("ORCHESTRATA_GATEWAY__TOKENS", grant.as_str())],
     );
     let url = format!("ws://127.0.0.1:{port}/");
     let mut vz = Ws::connect(&url).await;
@@ -74,7 +57,7 @@ async fn a_senior_fans_a_task_out_to_configured_juniors_and_synthesizes() {
 
     let mut traffic = Vec::new();
     for _ in 0..400 {
-        traffic = replay(&mut vz, "cxp.traffic").await;
+        traffic = support::replay(&mut vz, "cxp.traffic").await;
         if !packets(&traffic, "synthesis").is_empty() {
             break;
         }
@@ -100,7 +83,7 @@ async fn a_senior_fans_a_task_out_to_configured_juniors_and_synthesizes() {
     assert_eq!(results.len(), 3, "{traffic:?}");
     assert!(results.iter().all(|p| p["to_agent"] == "U:Vz"));
 
-    let lifecycle = replay(&mut vz, "volk.lifecycle").await;
+    let lifecycle = support::replay(&mut vz, "volk.lifecycle").await;
     let count = |t: &str| lifecycle.iter().filter(|e| e["event_type"] == t).count();
     assert_eq!(count("spawned"), 3, "{lifecycle:?}");
     assert_eq!(count("terminated"), 3, "{lifecycle:?}");

@@ -31,21 +31,12 @@ async fn a_client_resolves_an_entry_of_the_human_queue() {
     )
     .expect("coder");
     std::fs::set_permissions(&coder, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let config = dir.path().join("orchestrata.yaml");
     let yaml = format!(
         "agents:\n  pipeline:\n    coder: [{}]\n    junior_retries: 0\n",
         coder.display()
     );
-    std::fs::write(&config, yaml).expect("config");
     let port = support::free_port();
-    let config = config.display().to_string();
-    let _up = Up::start(
-        &dir.path().join("data"),
-        port,
-        TOKEN,
-        &[],
-        &[("ORCHESTRATA_CONFIG", config.as_str())],
-    );
+    let _up = Up::with_config(dir.path(), &yaml, port, TOKEN, &[]);
     let mut ws = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
     ws.auth(TOKEN).await;
     ws.ok(
@@ -94,19 +85,12 @@ async fn a_client_resolves_an_entry_of_the_human_queue() {
     let all = checked_ok(&mut ws, "agents.escalations", json!({ "status": "all" })).await;
     assert_eq!(all["total"], 1, "{all}");
 
-    let lifecycle = ws
-        .ok(
-            "gateway.replay",
-            json!({ "topic": "volk.lifecycle", "count": 1000 }),
-        )
-        .await;
-    let decisions: Vec<&Value> = lifecycle["events"]
-        .as_array()
-        .expect("events")
+    let lifecycle = support::replay(&mut ws, "volk.lifecycle").await;
+    let decisions: Vec<&Value> = lifecycle
         .iter()
         .filter(|e| e["event_type"] == "human_escalation_resolved")
         .collect();
-    assert_eq!(decisions.len(), 1, "{lifecycle}");
+    assert_eq!(decisions.len(), 1, "{lifecycle:?}");
     assert_eq!(decisions[0]["payload"]["escalation_id"], id.as_str());
 
     for bad in [

@@ -15,15 +15,8 @@ const TOKEN: &str = "session-writes-test-token";
 
 /// `(event_type, payload)` of every `session.events` event.
 async fn session_events(ws: &mut Ws) -> Vec<(String, Value)> {
-    let r = ws
-        .ok(
-            "gateway.replay",
-            json!({ "topic": "session.events", "count": 1000 }),
-        )
-        .await;
-    r["events"]
-        .as_array()
-        .expect("events")
+    support::replay(ws, "session.events")
+        .await
         .iter()
         .map(|e| {
             (

@@ -71,15 +71,8 @@ fn steps(run: &Value) -> Vec<(String, String)> {
 
 /// `(event_type, alias, reason)` of every `volk.lifecycle` event.
 async fn lifecycle(ws: &mut Ws) -> Vec<(String, String, String)> {
-    let r = ws
-        .ok(
-            "gateway.replay",
-            json!({ "topic": "volk.lifecycle", "count": 1000 }),
-        )
-        .await;
-    r["events"]
-        .as_array()
-        .expect("events")
+    support::replay(ws, "volk.lifecycle")
+        .await
         .iter()
         .map(|e| {
             let field = |k: &str| e["payload"][k].as_str().unwrap_or_default().to_owned();

@@ -391,3 +391,14 @@ pub async fn checked_ok(
     conforms(method, &answer);
     answer
 }
+
+/// Every event of `topic` in the log (at most 1,000), as `gateway.replay` answers them.
+pub async fn replay(ws: &mut ws::Ws, topic: &str) -> Vec<serde_json::Value> {
+    let r = ws
+        .ok(
+            "gateway.replay",
+            serde_json::json!({ "topic": topic, "count": 1000 }),
+        )
+        .await;
+    r["events"].as_array().cloned().unwrap_or_default()
+}

@@ -76,6 +76,17 @@ impl Up {
         }
     }
 
+    /// [`Up::start`] with `yaml` written to `<dir>/orchestrata.yaml` as its
+    /// configuration file (`ORCHESTRATA_CONFIG`) and the data dir `<dir>/data`.
+    pub fn with_config(dir: &Path, yaml: &str, port: u16, token: &str, env: &[(&str, &str)]) -> Up {
+        let file = dir.join("orchestrata.yaml");
+        std::fs::write(&file, yaml).expect("write the config file");
+        let file = file.display().to_string();
+        let mut all = vec![("ORCHESTRATA_CONFIG", file.as_str())];
+        all.extend_from_slice(env);
+        Up::start(&dir.join("data"), port, token, &[], &all)
+    }
+
     /// The process id.
     pub fn pid(&self) -> i32 {
         i32::try_from(self.child.id()).expect("pid fits in i32")
