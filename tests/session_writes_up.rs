@@ -166,14 +166,20 @@ async fn bad_session_writes_are_refused_and_append_nothing() {
                     "session.assert_fact" => "session.fact",
                     _ => "session.error",
                 };
-                let decisions = ws.ok("governance.query", json!({ "action": action })).await;
+                // The decisions view folds the denial just after the answer: poll it.
                 let id = err["data"]["decision_id"].as_str().expect("decision id");
-                let decision = decisions["decisions"]
-                    .as_array()
-                    .expect("decisions")
-                    .iter()
-                    .find(|d| d["decision_id"] == id)
-                    .unwrap_or_else(|| panic!("{id} not in {decisions}"));
+                let mut decision = None;
+                for _ in 0..200 {
+                    let decisions = ws.ok("governance.query", json!({ "action": action })).await;
+                    decision = decisions["decisions"]
+                        .as_array()
+                        .and_then(|all| all.iter().find(|d| d["decision_id"] == id).cloned());
+                    if decision.is_some() {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+                }
+                let decision = decision.unwrap_or_else(|| panic!("{id} never listed"));
                 assert!(decision.to_string().contains(rule), "{decision}");
             }
         }
