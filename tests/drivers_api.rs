@@ -162,8 +162,8 @@ async fn quota_exhaustion_falls_back_to_the_next_provider() {
         .await
         .unwrap()
         .starts_with("small:"));
-    assert!(quota.exhausted("empty"));
-    assert!(quota.exhausted("small"), "10 of 10 tokens used");
+    assert!(quota.is_exhausted("empty"));
+    assert!(quota.is_exhausted("small"), "10 of 10 tokens used");
     let mut d = ApiDriver::new(providers.clone(), quota.clone());
     assert!(run_task(&mut d, &task(5))
         .await

@@ -82,10 +82,7 @@ async fn stack() -> Stack {
             agents.clone(),
             [(
                 "echo".to_owned(),
-                orchestrata::agents::profiles::DriverProfile {
-                    cli: vec!["cat".into()],
-                    timeout_s: 30,
-                },
+                orchestrata::agents::profiles::DriverProfile::cli(["cat"], 30),
             )]
             .into(),
         ))
@@ -294,6 +291,31 @@ async fn every_method_answers_as_its_result_schema_says() {
         .ok(
             "agents.delegate",
             json!({"senior": "U:Vz", "task": "contract", "juniors": ["echo"]}),
+        )
+        .await;
+    admin
+        .ok(
+            "agents.spawn",
+            json!({"parent": "U:Vz", "driver": "echo", "task": "contract"}),
+        )
+        .await;
+    let idle = admin
+        .ok(
+            "agents.spawn",
+            json!({"parent": "U:Vz", "driver": "echo", "lifespan": {"deadline_ms": 60_000}}),
+        )
+        .await;
+    let junior = idle["alias"].as_str().expect("junior alias").to_owned();
+    admin
+        .ok(
+            "agents.assign",
+            json!({"junior": junior, "task": "contract"}),
+        )
+        .await;
+    admin
+        .ok(
+            "agents.terminate",
+            json!({"alias": junior, "reason": "contract"}),
         )
         .await;
 

@@ -198,6 +198,29 @@ fn command_kinds() -> Vec<CommandKind> {
             message: s("cargo test failed"),
             recoverable: true,
         },
+        CommandKind::RegisterProvider {
+            provider: s("local"),
+            kind: s("openai"),
+            models: vec![s("m1")],
+            quota_tokens: Some(50_000),
+        },
+        CommandKind::RecordProviderUsage {
+            provider: s("local"),
+            request_id: s("r1"),
+            model: s("m1"),
+            input_tokens: 4,
+            output_tokens: 6,
+            latency_ms: 12,
+        },
+        CommandKind::RecordProviderFailure {
+            provider: s("local"),
+            request_id: s("r2"),
+            model: s("m1"),
+            error: s("HTTP 429"),
+            retryable: true,
+            retry_after_ms: Some(1_000),
+            quota_exhausted: false,
+        },
     ]
 }
 
@@ -519,6 +542,7 @@ fn sample(kind: EventKind) -> Event {
             provider: s("anthropic"),
             kind: s("anthropic"),
             models: vec![s("m1")],
+            quota_tokens: Some(1_000_000),
         }
         .into(),
         EventKind::ProviderRequestStarted => ProviderRequestStarted {
@@ -548,6 +572,13 @@ fn sample(kind: EventKind) -> Event {
         EventKind::ProviderRateLimited => ProviderRateLimited {
             provider: s("p"),
             retry_after_ms: None,
+        }
+        .into(),
+        EventKind::ProviderQuotaExhausted => ProviderQuotaExhausted {
+            provider: s("p"),
+            used_tokens: 1_000_010,
+            quota_tokens: Some(1_000_000),
+            reason: s("counted"),
         }
         .into(),
         EventKind::ProviderHealthChanged => ProviderHealthChanged {

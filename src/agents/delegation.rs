@@ -16,7 +16,7 @@ use orchestrata_schemas::events::types::Health;
 use orchestrata_schemas::events::{Command, CommandKind};
 use uuid::Uuid;
 
-use super::driver::{result_packet, run_task, Driver, DriverError, Task};
+use super::driver::{result_packet, run_kept, run_task, Driver, DriverError, Task};
 use super::error::AgentError;
 use super::limits::MAX_JUNIORS;
 use super::service::{Agents, LifespanSpec, SpawnSpec};
@@ -65,7 +65,7 @@ pub async fn delegate(
     let mut spec = SpawnSpec::for_task(senior, kind, &task.prompt_title(), &task.id);
     spec.lifespan = LifespanSpec::Task(task.id.clone());
     let alias = agents.spawn(spec).await?;
-    let run = run_spawned(agents, senior, &alias, driver, task).await;
+    let run = run_spawned(agents, senior, &alias, driver, task, false).await;
     // Whatever happened, the task is over for this junior.
     if agents.node(&alias).await?.is_some_and(|n| n.live) {
         agents.terminate(&alias, "task_completed").await?;
@@ -73,14 +73,24 @@ pub async fn delegate(
     run
 }
 
-async fn run_spawned(
+/// Runs `task` on the spawned junior `alias` and answers `senior` with its
+/// `junior_result` packet; with `keep` the driver is not cleaned up (the junior lives
+/// on for more tasks). A failed driver makes the junior `unhealthy`; a violation
+/// escalates and terminates it; every provider exhausted escalates from the senior to
+/// the human queue (005 NFR10).
+pub(crate) async fn run_spawned(
     agents: &Agents,
     senior: &str,
     alias: &str,
     driver: &mut dyn Driver,
     task: &Task,
+    keep: bool,
 ) -> Result<JuniorRun, AgentError> {
-    let result = run_task(driver, task).await;
+    let result = if keep {
+        run_kept(driver, task).await
+    } else {
+        run_task(driver, task).await
+    };
     let packet = result_packet(alias, senior, task, &driver.name(), &result)?;
     send(agents, alias, &packet).await?;
     match &result {
@@ -96,6 +106,18 @@ async fn run_spawned(
                 )
                 .await?;
         }
+    }
+    if let Err(e @ DriverError::QuotaExhausted { .. }) = &result {
+        let context =
+            serde_json::json!({ "task_id": task.id, "junior": alias, "error": e.to_string() });
+        agents
+            .escalate_to_human(
+                senior,
+                "every provider's quota is used up",
+                Some(packet.thread_id()),
+                context,
+            )
+            .await?;
     }
     if let Err(DriverError::Violation { reason }) = &result {
         let context = serde_json::json!({ "task_id": task.id, "violation": reason });
@@ -172,7 +194,7 @@ pub async fn fan_out(
         spawned.push((alias, driver));
     }
     let runs = join_all(spawned.into_iter().map(|(alias, mut driver)| async move {
-        run_spawned(agents, senior, &alias, driver.as_mut(), task).await
+        run_spawned(agents, senior, &alias, driver.as_mut(), task, false).await
     }))
     .await
     .into_iter()

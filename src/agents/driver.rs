@@ -124,6 +124,15 @@ pub async fn run_task(driver: &mut dyn Driver, task: &Task) -> Result<String, Dr
     Ok(answer)
 }
 
+/// Runs one task on a driver that stays up for the next one (a junior that lives for a
+/// session or a deadline keeps its browser session or connection); the caller cleans
+/// up when the junior ends.
+pub async fn run_kept(driver: &mut dyn Driver, task: &Task) -> Result<String, DriverError> {
+    driver.initialize().await?;
+    driver.send_task(task).await?;
+    driver.get_response().await
+}
+
 /// Runs `task` on `driver` for `junior` and turns the outcome into the packet the
 /// junior sends its `parent`: subject [`JUNIOR_RESULT_SUBJECT`], payload
 /// `{task_id, driver, status, output | error}`, and the junior's work status

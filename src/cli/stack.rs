@@ -149,20 +149,37 @@ fn agents(settings: &AgentSettings, kernel: Kernel) -> anyhow::Result<Agents> {
     Ok(Agents::new(kernel, settings.escalation.clone(), metrics))
 }
 
+/// Who registers the configured providers (the issuer of `register_provider`).
+const PROVIDER_REGISTRAR: &str = "orchestrata-up";
+
 /// What the agents' settings make available to the gateway: workflow runs when
 /// `agents.pipeline.coder` names the coding junior's command (`None` otherwise: the
 /// `workflow.*` methods answer `workflows_unavailable`), and delegation when
-/// `agents.drivers` names junior programs (`None`: `agents.delegate` answers
-/// `delegation_unavailable`). Both share one coordination API.
-pub(super) fn agent_services(
+/// `agents.drivers` names juniors (`None`: `agents.delegate`, `agents.spawn` answer
+/// `delegation_unavailable`). Both share one coordination API. The configured
+/// `agents.providers` are registered with the kernel first (`provider.events`).
+pub(super) async fn agent_services(
     system: &SystemConfig,
     config: &LogConfig,
     kernel: Kernel,
 ) -> anyhow::Result<(Option<Workflows>, Option<Delegator>)> {
     let settings = AgentSettings::from_config(system)?;
+    let registered = crate::agents::providers::register(
+        &kernel,
+        PROVIDER_REGISTRAR,
+        &settings.drivers.providers,
+    )
+    .await
+    .context("registering agents.providers")?;
+    if registered > 0 {
+        say(&format!(
+            "providers: registered {registered} of {} (provider.events)",
+            settings.drivers.providers.len()
+        ));
+    }
     let agents = agents(&settings, kernel)?;
-    let delegator = (!settings.drivers.is_empty())
-        .then(|| Delegator::new(agents.clone(), settings.drivers.clone()));
+    let delegator = (!settings.drivers.profiles.is_empty())
+        .then(|| Delegator::with_setup(agents.clone(), settings.drivers.clone()));
     let Some(pipeline) = settings.pipeline.clone() else {
         return Ok((None, delegator));
     };

@@ -11,12 +11,13 @@ use crate::log::{EventLog, Pager};
 
 /// The streams the aggregate folds, in fold order (sessions before the packets that
 /// name them).
-pub const FOLDED: [Stream; 5] = [
+pub const FOLDED: [Stream; 6] = [
     Stream::VolkLifecycle,
     Stream::SessionEvents,
     Stream::WorkflowEvents,
     Stream::CxpTraffic,
     Stream::KernelEvents,
+    Stream::ProviderEvents,
 ];
 
 /// Folds every stored event of [`FOLDED`] into a fresh state: the state a kernel

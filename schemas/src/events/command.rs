@@ -312,4 +312,50 @@ pub enum CommandKind {
         /// Whether the session can go on.
         recoverable: bool,
     },
+    /// Make a provider known (or change its models or quota): `registered`, nothing
+    /// when the last registration said the same.
+    RegisterProvider {
+        /// Provider name.
+        provider: String,
+        /// Its protocol, e.g. `openai` (chat completions).
+        kind: String,
+        /// Models it serves.
+        models: Vec<String>,
+        /// Tokens it may use in total (`None`: unlimited).
+        quota_tokens: Option<i64>,
+    },
+    /// A provider answered a junior's request: `request_completed`, and
+    /// `quota_exhausted` when the tokens counted reach its quota.
+    RecordProviderUsage {
+        /// Provider name (registered).
+        provider: String,
+        /// The request.
+        request_id: String,
+        /// Model.
+        model: String,
+        /// Tokens sent.
+        input_tokens: i64,
+        /// Tokens received.
+        output_tokens: i64,
+        /// Time to the full answer.
+        latency_ms: i64,
+    },
+    /// A provider request failed: `request_failed`, with `rate_limited` when the
+    /// provider asked us to wait and `quota_exhausted` when it said its quota is gone.
+    RecordProviderFailure {
+        /// Provider name (registered).
+        provider: String,
+        /// The request.
+        request_id: String,
+        /// Model.
+        model: String,
+        /// What went wrong.
+        error: String,
+        /// Whether retrying may help.
+        retryable: bool,
+        /// What the provider asked us to wait (HTTP 429 `Retry-After`).
+        retry_after_ms: Option<i64>,
+        /// The provider reported its quota used up.
+        quota_exhausted: bool,
+    },
 }

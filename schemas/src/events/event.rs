@@ -177,6 +177,7 @@ events! {
     ProviderRequestFailed(provider::ProviderRequestFailed) => ProviderEvents, "request_failed", "provider.events.ProviderRequestFailed.avsc";
     ProviderRateLimited(provider::ProviderRateLimited) => ProviderEvents, "rate_limited", "provider.events.ProviderRateLimited.avsc";
     ProviderHealthChanged(provider::ProviderHealthChanged) => ProviderEvents, "health_changed", "provider.events.ProviderHealthChanged.avsc";
+    ProviderQuotaExhausted(provider::ProviderQuotaExhausted) => ProviderEvents, "quota_exhausted", "provider.events.ProviderQuotaExhausted.avsc";
     Command(command::Command) => Commands, "command_submitted", "commands.Command.avsc";
 }
 

@@ -16,6 +16,11 @@ pub struct ProviderRegistered {
     pub kind: String,
     /// Models it serves.
     pub models: Vec<String>,
+    /// Tokens it may use in total (`None`: unlimited). A registration with another
+    /// quota than the last one starts the provider afresh: an exhaustion recorded
+    /// before it no longer counts (the operator raised or reset the quota).
+    #[serde(default)]
+    pub quota_tokens: Option<i64>,
 }
 
 /// A request was sent to a provider.
@@ -93,4 +98,20 @@ pub struct ProviderHealthChanged {
     pub new: Health,
     /// What was observed.
     pub details: Option<String>,
+}
+
+/// A provider's quota is used up: calls go to the next provider until it is registered
+/// again with another quota.
+///
+/// Stream `provider.events`, event type `quota_exhausted`, Avro `schemas/avro/provider.events.ProviderQuotaExhausted.avsc`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderQuotaExhausted {
+    /// Provider name.
+    pub provider: String,
+    /// Tokens counted against it since its registration.
+    pub used_tokens: i64,
+    /// Its quota, if one is configured.
+    pub quota_tokens: Option<i64>,
+    /// Why: `counted` (the configured quota was reached) or what the provider said.
+    pub reason: String,
 }

@@ -1,38 +1,48 @@
-//! [`ApiDriver`]: a junior behind OpenAI-compatible chat-completions endpoints.
+//! [`ApiDriver`]: a junior behind OpenAI-compatible chat-completions endpoints (the
+//! protocol OpenAI, vLLM, llama.cpp's server, Ollama and LiteLLM serve).
 //!
 //! Providers are tried in the configured order. For each:
+//! - a provider the [`ProviderLedger`] says is exhausted is skipped;
 //! - the key comes from the environment variable the configuration names (never from
-//!   the configuration itself);
-//! - HTTP 429 is a rate limit: wait `Retry-After` (capped) and retry, up to
-//!   `max_retries`; a 429 whose error code is `insufficient_quota` is quota exhaustion;
-//! - the request has the task's timeout;
-//! - tokens are counted against the provider's `quota_tokens` in a [`QuotaBook`]
-//!   shared by every junior, so one junior's usage counts for the next.
+//!   the configuration itself), sent as a bearer token;
+//! - HTTP 429 is a rate limit: wait `Retry-After` (capped at `max_backoff_ms`) and retry,
+//!   up to `max_retries`; a 429 whose error code is `insufficient_quota` is exhaustion;
+//! - each request has the task's timeout;
+//! - every request that ends — answered with its `usage`, or failed (429, 401, 5xx, a
+//!   timeout, an answer that is not a chat completion) — is recorded in the ledger, so
+//!   the tokens count against the provider's quota for every later junior.
 //!
-//! Quota exhaustion (reported or counted) falls back to the next provider; any other
-//! failure ends the task.
+//! A provider that fails (exhausted, rate-limited past its retries, refusing the key,
+//! erroring) hands the task to the next one. When none answers, the task fails with the
+//! last provider's error — [`DriverError::QuotaExhausted`] when every provider was
+//! exhausted, which the junior's senior escalates to the human queue (005 NFR10).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde::Deserialize;
+use uuid::Uuid;
 
+pub use super::quota::QuotaBook;
+use super::quota::{CallOutcome, CallRecord, ProviderLedger};
 use crate::agents::driver::{Driver, DriverError, Task};
 
-/// One OpenAI-compatible provider.
+/// One OpenAI-compatible provider (an entry of `agents.providers`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
-    /// A name for errors and quota accounting.
+    /// A name for errors, events and quota accounting.
     pub name: String,
     /// Base URL; `/chat/completions` is appended (e.g. `https://api.openai.com/v1`).
     pub base_url: String,
     /// The model.
     pub model: String,
     /// The environment variable holding the API key (no key sent when unset/`None`).
+    #[serde(default)]
     pub api_key_env: Option<String>,
     /// Tokens this provider may use in total (`None`: unlimited).
+    #[serde(default)]
     pub quota_tokens: Option<u64>,
     /// Retries after HTTP 429.
     #[serde(default = "default_retries")]
@@ -63,49 +73,22 @@ impl ProviderConfig {
             max_backoff_ms: default_backoff(),
         }
     }
-}
 
-/// Tokens used per provider, shared by all API juniors of a senior (or a process).
-#[derive(Debug, Default, Clone)]
-pub struct QuotaBook(Arc<Mutex<HashMap<String, QuotaEntry>>>);
-
-#[derive(Debug, Default, Clone, Copy)]
-struct QuotaEntry {
-    used: u64,
-    exhausted: bool,
-}
-
-impl QuotaBook {
-    /// Tokens `provider` has used so far.
-    pub fn used(&self, provider: &str) -> u64 {
-        self.with(|m| m.get(provider).map_or(0, |e| e.used))
-    }
-
-    /// Whether `provider` reported or reached exhaustion.
-    pub fn exhausted(&self, provider: &str) -> bool {
-        self.with(|m| m.get(provider).is_some_and(|e| e.exhausted))
-    }
-
-    fn with<R>(&self, f: impl FnOnce(&mut HashMap<String, QuotaEntry>) -> R) -> R {
-        let mut guard = match self.0.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        f(&mut guard)
-    }
-
-    fn add(&self, provider: &str, tokens: u64, quota: Option<u64>) {
-        self.with(|m| {
-            let e = m.entry(provider.to_owned()).or_default();
-            e.used = e.used.saturating_add(tokens);
-            if quota.is_some_and(|q| e.used >= q) {
-                e.exhausted = true;
-            }
-        })
-    }
-
-    fn exhaust(&self, provider: &str) {
-        self.with(|m| m.entry(provider.to_owned()).or_default().exhausted = true)
+    /// Checks what can be checked without calling: a name and an http(s) URL.
+    pub fn validate(&self) -> Result<(), DriverError> {
+        if self.name.trim().is_empty() {
+            return Err(DriverError::Start {
+                field: "name",
+                reason: "a provider needs a name".into(),
+            });
+        }
+        if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
+            return Err(DriverError::Start {
+                field: "base_url",
+                reason: format!("{}: `{}` is not an http(s) URL", self.name, self.base_url),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -113,18 +96,23 @@ impl QuotaBook {
 #[derive(Debug)]
 pub struct ApiDriver {
     providers: Vec<ProviderConfig>,
-    quota: QuotaBook,
+    ledger: Arc<dyn ProviderLedger>,
     client: reqwest::Client,
     task: Option<Task>,
     used: Option<String>,
 }
 
 impl ApiDriver {
-    /// A driver trying `providers` in order, counting tokens in `quota`.
+    /// A driver trying `providers` in order, counting tokens in the in-memory `quota`.
     pub fn new(providers: Vec<ProviderConfig>, quota: QuotaBook) -> Self {
+        Self::with_ledger(providers, Arc::new(quota))
+    }
+
+    /// A driver trying `providers` in order, recording every call in `ledger`.
+    pub fn with_ledger(providers: Vec<ProviderConfig>, ledger: Arc<dyn ProviderLedger>) -> Self {
         ApiDriver {
             providers,
-            quota,
+            ledger,
             client: reqwest::Client::new(),
             task: None,
             used: None,
@@ -136,6 +124,38 @@ impl ApiDriver {
         self.used.as_deref()
     }
 
+    async fn record(&self, p: &ProviderConfig, started: Instant, outcome: CallOutcome) {
+        let call = CallRecord {
+            provider: p.name.clone(),
+            quota_tokens: p.quota_tokens,
+            request_id: Uuid::new_v4().to_string(),
+            model: p.model.clone(),
+            latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            outcome,
+        };
+        if let Err(e) = self.ledger.record(call).await {
+            // The answer stands; the account misses one call, and says so.
+            tracing::warn!(provider = %p.name, error = %e, "provider call not recorded");
+        }
+    }
+
+    async fn failed(
+        &self,
+        p: &ProviderConfig,
+        started: Instant,
+        error: DriverError,
+        retryable: bool,
+    ) -> DriverError {
+        let outcome = CallOutcome::Failed {
+            error: error.to_string(),
+            retryable,
+            retry_after_ms: None,
+            quota_exhausted: matches!(error, DriverError::QuotaExhausted { .. }),
+        };
+        self.record(p, started, outcome).await;
+        error
+    }
+
     async fn ask(&self, p: &ProviderConfig, task: &Task) -> Result<String, DriverError> {
         let url = format!("{}/chat/completions", p.base_url.trim_end_matches('/'));
         let body = serde_json::json!({
@@ -145,14 +165,19 @@ impl ApiDriver {
         let key = p.api_key_env.as_ref().and_then(|v| std::env::var(v).ok());
         let mut attempt = 0;
         loop {
+            let started = Instant::now();
             let mut req = self.client.post(&url).json(&body).timeout(task.timeout);
             if let Some(key) = &key {
                 req = req.bearer_auth(key);
             }
-            let resp = req
-                .send()
-                .await
-                .map_err(|e| request_error(e, task.timeout))?;
+            let resp = match req.send().await {
+                Ok(r) => r,
+                Err(e) => {
+                    return Err(self
+                        .failed(p, started, request_error(e, task.timeout), true)
+                        .await)
+                }
+            };
             let status = resp.status();
             if status.as_u16() == 429 {
                 let retry_after_ms = resp
@@ -160,15 +185,23 @@ impl ApiDriver {
                     .get(reqwest::header::RETRY_AFTER)
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.trim().parse::<f64>().ok())
-                    .map_or(1_000, |s| (s * 1000.0) as u64);
+                    .filter(|s| s.is_finite() && *s >= 0.0)
+                    .map_or(1_000, |s| (s * 1000.0).min(u64::MAX as f64) as u64);
                 let text = resp.text().await.unwrap_or_default();
                 if text.contains("insufficient_quota") {
-                    self.quota.exhaust(&p.name);
-                    return Err(DriverError::QuotaExhausted {
+                    let e = DriverError::QuotaExhausted {
                         provider: p.name.clone(),
                         reason: "the provider reported insufficient_quota".into(),
-                    });
+                    };
+                    return Err(self.failed(p, started, e, false).await);
                 }
+                let outcome = CallOutcome::Failed {
+                    error: format!("{}: HTTP 429", p.name),
+                    retryable: true,
+                    retry_after_ms: Some(retry_after_ms),
+                    quota_exhausted: false,
+                };
+                self.record(p, started, outcome).await;
                 if attempt >= p.max_retries {
                     return Err(DriverError::RateLimited {
                         provider: p.name.clone(),
@@ -180,26 +213,41 @@ impl ApiDriver {
                     .await;
                 continue;
             }
-            let text = resp
-                .text()
-                .await
-                .map_err(|e| request_error(e, task.timeout))?;
+            let text = match resp.text().await {
+                Ok(t) => t,
+                Err(e) => {
+                    return Err(self
+                        .failed(p, started, request_error(e, task.timeout), true)
+                        .await)
+                }
+            };
             if !status.is_success() {
-                let end = text.len().min(500);
-                return Err(DriverError::Crashed {
-                    reason: format!(
-                        "{}: HTTP {status}: {}",
-                        p.name,
-                        text.get(..end).unwrap_or("")
-                    ),
-                });
+                let end = text.floor_char_boundary(500);
+                let e = DriverError::Crashed {
+                    reason: format!("{}: HTTP {status}: {}", p.name, &text[..end]),
+                };
+                return Err(self.failed(p, started, e, status.is_server_error()).await);
             }
-            let parsed: Completion =
-                serde_json::from_str(&text).map_err(|e| DriverError::Protocol {
-                    reason: format!("{}: not a chat completion: {e}", p.name),
-                })?;
-            let tokens = parsed.usage.map_or(0, |u| u.total_tokens);
-            self.quota.add(&p.name, tokens, p.quota_tokens);
+            let parsed: Completion = match serde_json::from_str(&text) {
+                Ok(c) => c,
+                Err(e) => {
+                    let e = DriverError::Protocol {
+                        reason: format!("{}: not a chat completion: {e}", p.name),
+                    };
+                    return Err(self.failed(p, started, e, false).await);
+                }
+            };
+            let usage = parsed.usage.unwrap_or_default();
+            let (input_tokens, output_tokens) = match (usage.prompt_tokens, usage.completion_tokens)
+            {
+                (None, None) => (0, usage.total_tokens.unwrap_or(0)),
+                (i, o) => (i.unwrap_or(0), o.unwrap_or(0)),
+            };
+            let answered = CallOutcome::Answered {
+                input_tokens,
+                output_tokens,
+            };
+            self.record(p, started, answered).await;
             return parsed
                 .choices
                 .into_iter()
@@ -240,9 +288,11 @@ struct Message {
     content: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct Usage {
-    total_tokens: u64,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    total_tokens: Option<u64>,
 }
 
 #[async_trait]
@@ -261,15 +311,7 @@ impl Driver for ApiDriver {
                 reason: "no provider configured".into(),
             });
         }
-        for p in &self.providers {
-            if !(p.base_url.starts_with("http://") || p.base_url.starts_with("https://")) {
-                return Err(DriverError::Start {
-                    field: "base_url",
-                    reason: format!("{}: `{}` is not an http(s) URL", p.name, p.base_url),
-                });
-            }
-        }
-        Ok(())
+        self.providers.iter().try_for_each(ProviderConfig::validate)
     }
 
     async fn send_task(&mut self, task: &Task) -> Result<(), DriverError> {
@@ -282,11 +324,12 @@ impl Driver for ApiDriver {
             reason: "get_response before send_task".into(),
         })?;
         let mut last = None;
+        let mut all_exhausted = true;
         for p in &self.providers {
-            if self.quota.exhausted(&p.name) {
-                last = Some(DriverError::QuotaExhausted {
+            if let Some(reason) = self.ledger.exhausted(&p.name).await? {
+                last.get_or_insert(DriverError::QuotaExhausted {
                     provider: p.name.clone(),
-                    reason: format!("{} tokens used", self.quota.used(&p.name)),
+                    reason,
                 });
                 continue;
             }
@@ -295,13 +338,30 @@ impl Driver for ApiDriver {
                     self.used = Some(p.name.clone());
                     return Ok(answer);
                 }
-                Err(e @ DriverError::QuotaExhausted { .. }) => last = Some(e),
-                Err(e) => return Err(e),
+                Err(e) => {
+                    tracing::info!(provider = %p.name, error = %e, "provider failed; trying the next");
+                    all_exhausted &= matches!(e, DriverError::QuotaExhausted { .. });
+                    last = Some(e);
+                }
             }
         }
-        Err(last.unwrap_or(DriverError::State {
-            reason: "no provider answered".into(),
-        }))
+        Err(match last {
+            Some(DriverError::QuotaExhausted { .. }) | None if all_exhausted => {
+                DriverError::QuotaExhausted {
+                    provider: self
+                        .providers
+                        .iter()
+                        .map(|p| p.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    reason: "every provider's quota is used up".into(),
+                }
+            }
+            Some(e) => e,
+            None => DriverError::State {
+                reason: "no provider answered".into(),
+            },
+        })
     }
 
     async fn cleanup(&mut self) -> Result<(), DriverError> {

@@ -4,3 +4,4 @@ pub mod api;
 pub mod browser;
 pub mod cdp;
 pub mod cli;
+pub mod quota;

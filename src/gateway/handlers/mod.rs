@@ -7,6 +7,7 @@ pub mod delegate;
 pub mod escalations;
 pub mod gateway;
 pub mod governance;
+pub mod juniors;
 pub mod knowledge;
 pub mod replay;
 pub mod session;

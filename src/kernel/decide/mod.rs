@@ -7,6 +7,7 @@
 
 mod agents;
 pub(crate) mod packets;
+mod providers;
 mod sessions;
 mod threads;
 mod volks;
@@ -232,6 +233,50 @@ pub(crate) fn decide(
             message,
             recoverable,
         } => sessions::report_error(&cx, session_id, code, message, *recoverable),
+        CommandKind::RegisterProvider {
+            provider,
+            kind,
+            models,
+            quota_tokens,
+        } => providers::register(&cx, provider, kind, models, *quota_tokens),
+        CommandKind::RecordProviderUsage {
+            provider,
+            request_id,
+            model,
+            input_tokens,
+            output_tokens,
+            latency_ms,
+        } => providers::usage(
+            &cx,
+            &providers::Usage {
+                provider,
+                request_id,
+                model,
+                input_tokens: *input_tokens,
+                output_tokens: *output_tokens,
+                latency_ms: *latency_ms,
+            },
+        ),
+        CommandKind::RecordProviderFailure {
+            provider,
+            request_id,
+            model,
+            error,
+            retryable,
+            retry_after_ms,
+            quota_exhausted,
+        } => providers::failure(
+            &cx,
+            &providers::Failure {
+                provider,
+                request_id,
+                model,
+                error,
+                retryable: *retryable,
+                retry_after_ms: *retry_after_ms,
+                quota_exhausted: *quota_exhausted,
+            },
+        ),
     }
 }
 

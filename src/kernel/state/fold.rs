@@ -15,8 +15,8 @@ use super::{
 use crate::kernel::convert;
 
 impl KernelState {
-    /// Folds one event into the state. Events of other areas (governance, workflows,
-    /// presence, providers) are ignored. An event that does not fit the state (which
+    /// Folds one event into the state. Events of other areas (governance,
+    /// presence) are ignored. An event that does not fit the state (which
     /// cannot happen for events this kernel validated) is skipped with a warning.
     pub fn apply(&mut self, record: &EventRecord) {
         self.applied += 1;
@@ -25,6 +25,7 @@ impl KernelState {
         }
         let at = record.timestamp;
         self.agents.apply(record);
+        self.apply_provider(&record.event);
         match &record.event {
             Event::PacketSent(e) => self.packet_sent(&e.packet, at),
             Event::PacketDelivered(e) => self.on_packet(e.message_id, at, |p, at| {

@@ -19,8 +19,10 @@
 mod digest;
 mod fold;
 mod mailbox;
+mod providers;
 
 pub use digest::StateDigest;
+pub use providers::ProviderUsage;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -182,6 +184,7 @@ pub struct KernelState {
     queues: HashMap<VolkAlias, std::collections::BinaryHeap<mailbox::QueueKey>>,
     queued: HashMap<VolkAlias, usize>,
     delivered: HashMap<VolkAlias, BTreeSet<Uuid>>,
+    providers: HashMap<String, ProviderUsage>,
     applied: u64,
 }
 
@@ -200,6 +203,7 @@ impl KernelState {
             queues: HashMap::new(),
             queued: HashMap::new(),
             delivered: HashMap::new(),
+            providers: HashMap::new(),
             applied: 0,
         }
     }
