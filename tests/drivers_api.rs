@@ -1,99 +1,20 @@
 //! API driver (005 US-007, T16.6..T16.10): a real HTTP server on loopback that speaks
 //! the OpenAI chat-completions API, with rate limits, slowness and quota exhaustion.
 
+mod support;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Json, Router};
 use orchestrata::agents::driver::run_task;
 use orchestrata::agents::drivers::api::{ApiDriver, ProviderConfig, QuotaBook};
 use orchestrata::agents::{DriverError, Task};
-
-/// How the fake provider behaves.
-#[derive(Clone, Copy)]
-enum Mode {
-    /// Answers `<name>: <prompt>` with 10 tokens.
-    Ok,
-    /// 429 with Retry-After 0 for the first `n` calls, then answers.
-    RateLimitFirst(u32),
-    /// Always 429 insufficient_quota.
-    NoQuota,
-    /// Sleeps 5 s before answering.
-    Slow,
-}
-
-#[derive(Clone)]
-struct Provider {
-    name: &'static str,
-    mode: Mode,
-    calls: Arc<AtomicU32>,
-}
-
-async fn completions(
-    State(p): State<Provider>,
-    headers: HeaderMap,
-    Json(body): Json<serde_json::Value>,
-) -> Response {
-    let n = p.calls.fetch_add(1, Ordering::SeqCst);
-    let auth = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    match p.mode {
-        Mode::RateLimitFirst(k) if n < k => {
-            return (
-                StatusCode::TOO_MANY_REQUESTS,
-                [("retry-after", "0")],
-                "{\"error\":{\"code\":\"rate_limit_exceeded\"}}",
-            )
-                .into_response()
-        }
-        Mode::NoQuota => {
-            return (
-                StatusCode::TOO_MANY_REQUESTS,
-                "{\"error\":{\"code\":\"insufficient_quota\"}}",
-            )
-                .into_response()
-        }
-        Mode::Slow => tokio::time::sleep(Duration::from_secs(5)).await,
-        _ => {}
-    }
-    let prompt = body["messages"][0]["content"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned();
-    Json(serde_json::json!({
-        "id": "cmpl-1", "object": "chat.completion", "model": body["model"],
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": format!("{}: {prompt} [{auth}]", p.name)}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 4, "completion_tokens": 6, "total_tokens": 10}
-    }))
-    .into_response()
-}
+use support::llm::{self, Mode};
 
 async fn serve(name: &'static str, mode: Mode) -> (ProviderConfig, Arc<AtomicU32>) {
-    let calls = Arc::new(AtomicU32::new(0));
-    let app = Router::new()
-        .route("/v1/chat/completions", post(completions))
-        .with_state(Provider {
-            name,
-            mode,
-            calls: calls.clone(),
-        });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (
-        ProviderConfig::new(name, &format!("http://{addr}/v1"), "m-1"),
-        calls,
-    )
+    let p = llm::serve(name, mode).await;
+    (ProviderConfig::new(name, &p.base_url(), "m-1"), p.calls)
 }
 
 fn task(secs: u64) -> Task {

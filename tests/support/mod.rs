@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod faulty_log;
+pub mod llm;
 pub mod policy;
 pub mod stack;
 pub mod up;
