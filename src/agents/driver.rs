@@ -108,6 +108,13 @@ pub trait Driver: Send {
     async fn get_response(&mut self) -> Result<String, DriverError>;
     /// Releases everything: processes, profile directories, connections. Idempotent.
     async fn cleanup(&mut self) -> Result<(), DriverError>;
+    /// Ends one task of a junior that lives on for more: releases what belongs to the
+    /// task and keeps what belongs to the junior's session. By default that is
+    /// everything ([`Driver::cleanup`]: a program runs once per task); a browser keeps
+    /// its page, cookies and profile for the junior's lifetime.
+    async fn finish_task(&mut self) -> Result<(), DriverError> {
+        self.cleanup().await
+    }
 }
 
 /// Runs one task on `driver` and always cleans up; the answer or the error.
@@ -125,12 +132,19 @@ pub async fn run_task(driver: &mut dyn Driver, task: &Task) -> Result<String, Dr
 }
 
 /// Runs one task on a driver that stays up for the next one (a junior that lives for a
-/// session or a deadline keeps its browser session or connection); the caller cleans
-/// up when the junior ends.
+/// session or a deadline): [`Driver::finish_task`] instead of `cleanup`, so a browser
+/// keeps its session; the caller cleans up when the junior ends.
 pub async fn run_kept(driver: &mut dyn Driver, task: &Task) -> Result<String, DriverError> {
-    driver.initialize().await?;
-    driver.send_task(task).await?;
-    driver.get_response().await
+    let result = async {
+        driver.initialize().await?;
+        driver.send_task(task).await?;
+        driver.get_response().await
+    }
+    .await;
+    let finished = driver.finish_task().await;
+    let answer = result?;
+    finished?;
+    Ok(answer)
 }
 
 /// Runs `task` on `driver` for `junior` and turns the outcome into the packet the

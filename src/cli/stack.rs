@@ -35,6 +35,9 @@ use crate::roles::Role;
 pub(super) struct KernelPart {
     pub kernel: Kernel,
     pub node: String,
+    /// The one coordination API of the process: the lifespan supervisor wakes on its
+    /// spawns, so every spawner (delegation, workflows) must use this one.
+    pub agents: Agents,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -120,7 +123,7 @@ pub(super) async fn start_kernel(
     let kernel = kernel.with_governance(governance);
     let commands = kernel.consume_commands();
     let agents = agents(&AgentSettings::from_config(system)?, kernel.clone())?;
-    let lifespans = crate::agents::lifespan::supervise(agents, clock);
+    let lifespans = crate::agents::lifespan::supervise(agents.clone(), clock);
     tracing::info!(node = %node, events_folded = report.events_folded, volks = report.volks, "kernel started");
     say(&format!(
         "kernel: folded {} events; {} Volks registered{}; executing commands from the `commands` stream; Postman running",
@@ -139,6 +142,7 @@ pub(super) async fn start_kernel(
     Ok(KernelPart {
         kernel,
         node,
+        agents,
         tasks: vec![commands, retention, lifespans],
     })
 }
@@ -161,11 +165,11 @@ const PROVIDER_REGISTRAR: &str = "orchestrata-up";
 pub(super) async fn agent_services(
     system: &SystemConfig,
     config: &LogConfig,
-    kernel: Kernel,
+    agents: Agents,
 ) -> anyhow::Result<(Option<Workflows>, Option<Delegator>)> {
     let settings = AgentSettings::from_config(system)?;
     let registered = crate::agents::providers::register(
-        &kernel,
+        agents.kernel(),
         PROVIDER_REGISTRAR,
         &settings.drivers.providers,
     )
@@ -177,7 +181,6 @@ pub(super) async fn agent_services(
             settings.drivers.providers.len()
         ));
     }
-    let agents = agents(&settings, kernel)?;
     let delegator = (!settings.drivers.profiles.is_empty())
         .then(|| Delegator::with_setup(agents.clone(), settings.drivers.clone()));
     let Some(pipeline) = settings.pipeline.clone() else {

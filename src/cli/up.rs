@@ -98,7 +98,7 @@ pub(super) async fn run(args: UpArgs, log_args: LogArgs) -> anyhow::Result<()> {
         let port = stack::kernel_port(kernel.as_ref(), &system, log.clone(), role).await?;
         let views = projections.as_ref().map(|(p, _)| stack::views(p));
         let (workflows, delegator) = match &kernel {
-            Some(k) => stack::agent_services(&system, &config, k.kernel.clone()).await?,
+            Some(k) => stack::agent_services(&system, &config, k.agents.clone()).await?,
             None => (None, None),
         };
         if let Some(w) = &workflows {
