@@ -274,6 +274,30 @@ fn agents_sections_are_checked_as_up_reads_them() {
             "agents:\n  drivers:\n    upper: { cli: [tr], shell: true }\n",
             "agents.drivers",
         ),
+        (
+            "agents:\n  drivers:\n    both: { cli: [tr], api: [] }\n",
+            "agents.drivers.both.kind",
+        ),
+        (
+            "agents:\n  providers:\n    - { name: a, base_url: \"http://127.0.0.1:1/v1\", model: m }\n  drivers:\n    w: { api: [b] }\n",
+            "agents.drivers.w.api",
+        ),
+        (
+            "agents:\n  providers:\n    - { name: a, base_url: \"ftp://x\", model: m }\n",
+            "agents.providers[0]",
+        ),
+        (
+            "agents:\n  providers:\n    - { name: a, base_url: \"http://x/v1\", model: m, api_key: sk-1 }\n",
+            "agents.providers",
+        ),
+        (
+            "agents:\n  drivers:\n    b: { browser: /nonexistent/site.yaml }\n",
+            "agents.drivers.b.browser",
+        ),
+        (
+            "agents:\n  browser:\n    headless: false\n",
+            "agents.browser",
+        ),
     ] {
         let (ok, _, err) = check(body, &[]);
         assert!(!ok, "config check accepted {body}");
@@ -281,12 +305,20 @@ fn agents_sections_are_checked_as_up_reads_them() {
         let err = up_refuses(body);
         assert!(err.contains(key), "up names {key}: {err}");
     }
-    let documented = "agents:\n  drivers:\n    upper: { cli: [tr, a-z, A-Z], timeout_s: 30 }\n  escalation:\n    paths:\n      U:Qa: [U:Ox]\n  pipeline:\n    \
+    let documented = "agents:\n  drivers:\n    upper: { cli: [tr, a-z, A-Z], timeout_s: 30 }\n    \
+                      writer: { api: [local, hosted], timeout_s: 60 }\n    \
+                      qwen: { browser: config/browser-profiles/qwen.yaml }\n  providers:\n    \
+                      - { name: local, base_url: \"http://127.0.0.1:8080/v1\", model: llama3, api_key_env: LOCAL_LLM_KEY, quota_tokens: 1000000, max_retries: 2, max_backoff_ms: 5000 }\n    \
+                      - { name: hosted, base_url: \"https://api.openai.com/v1\", model: gpt-4o-mini, api_key_env: OPENAI_API_KEY }\n  \
+                      browser:\n    chromium: chromium\n    extra_allowed: []\n    session_cap_s: 1800\n    start_timeout_s: 30\n  escalation:\n    paths:\n      U:Qa: [U:Ox]\n  pipeline:\n    \
                       coder: [python3, coder.py]\n    workdir: ./data/workflows\n    \
                       task_timeout_s: 300\n    junior_retries: 2\n  review:\n    MAX_REVIEW_CYCLES: 3\n    \
                       REVIEW_TIMEOUT_SECONDS: 300\n    ESCALATE_ON_MAX_CYCLES: true\n    \
                       AUTO_FIX_ON_SINGLE_ISSUE: true\n    checkers: [[ruff, check]]\n";
-    let (ok, out, err) = check(documented, &[]);
+    // A site profile path is read relative to the directory `up` runs in.
+    let site = concat!(env!("CARGO_MANIFEST_DIR"), "/config/browser-profiles/qwen.yaml");
+    let documented = documented.replace("config/browser-profiles/qwen.yaml", site);
+    let (ok, out, err) = check(&documented, &[]);
     assert!(ok, "the documented example passes: {err}");
     assert!(out.starts_with("ok: "), "{out}");
 }
