@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use criterion::{criterion_group, criterion_main, Criterion};
 use orchestrata::agents::delegation::fan_out;
+use orchestrata::agents::drivers::api::ProviderConfig;
 use orchestrata::agents::drivers::cli::{CliConfig, CliDriver};
+use orchestrata::agents::drivers::quota::{CallOutcome, CallRecord, ProviderLedger};
+use orchestrata::agents::providers::{self, KernelLedger};
 use orchestrata::agents::{
     AgentMetrics, AgentTree, Agents, Driver, EscalationPaths, LifespanSpec, SpawnSpec, Task,
 };
@@ -156,6 +159,46 @@ fn bench(c: &mut Criterion) {
             b.iter(|| paths.resolve(&tree, &leaf, &prior).unwrap())
         });
     }
+
+    // The quota fall-back decision an API junior makes before each call: ask the
+    // kernel's fold of provider.events whether each provider, in order, is exhausted
+    // (the first is, the second is not).
+    let ledger = rt.block_on(async {
+        let providers = [
+            ProviderConfig::new("first", "http://127.0.0.1:9/v1", "m"),
+            ProviderConfig::new("second", "http://127.0.0.1:9/v1", "m"),
+        ];
+        providers::register(agents.kernel(), "bench", &providers)
+            .await
+            .unwrap();
+        let ledger = KernelLedger::new(agents.kernel().clone(), "U:Vz");
+        ledger
+            .record(CallRecord {
+                provider: "first".into(),
+                quota_tokens: None,
+                request_id: "r-1".into(),
+                model: "m".into(),
+                latency_ms: 1,
+                outcome: CallOutcome::Failed {
+                    error: "insufficient_quota".into(),
+                    retryable: false,
+                    retry_after_ms: None,
+                    quota_exhausted: true,
+                },
+            })
+            .await
+            .unwrap();
+        ledger
+    });
+    g.bench_function("quota_fallback_decision", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let first = ledger.exhausted("first").await.unwrap();
+                let second = ledger.exhausted("second").await.unwrap();
+                assert!(first.is_some() && second.is_none());
+            })
+        })
+    });
 
     let script = dir.path().join("echo.sh");
     std::fs::write(&script, "#!/bin/sh\ncat\n").unwrap();

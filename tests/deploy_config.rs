@@ -316,7 +316,10 @@ fn agents_sections_are_checked_as_up_reads_them() {
                       REVIEW_TIMEOUT_SECONDS: 300\n    ESCALATE_ON_MAX_CYCLES: true\n    \
                       AUTO_FIX_ON_SINGLE_ISSUE: true\n    checkers: [[ruff, check]]\n";
     // A site profile path is read relative to the directory `up` runs in.
-    let site = concat!(env!("CARGO_MANIFEST_DIR"), "/config/browser-profiles/qwen.yaml");
+    let site = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/config/browser-profiles/qwen.yaml"
+    );
     let documented = documented.replace("config/browser-profiles/qwen.yaml", site);
     let (ok, out, err) = check(&documented, &[]);
     assert!(ok, "the documented example passes: {err}");
