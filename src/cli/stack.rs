@@ -161,8 +161,10 @@ pub(super) fn agent_services(
 ) -> anyhow::Result<(Option<Workflows>, Option<Delegator>)> {
     let settings = AgentSettings::from_config(system)?;
     let agents = agents(&settings, kernel)?;
+    // The fan-out's answers are scored by the review loop's checkers.
+    let scorer = crate::agents::synthesis::Scorer::from_review(&settings.review);
     let delegator = (!settings.drivers.is_empty())
-        .then(|| Delegator::new(agents.clone(), settings.drivers.clone()));
+        .then(|| Delegator::new(agents.clone(), settings.drivers.clone()).with_scorer(scorer));
     let Some(pipeline) = settings.pipeline.clone() else {
         return Ok((None, delegator));
     };
