@@ -128,7 +128,7 @@ methods! {
     "workflow.cancel" => handlers::workflow::cancel, RW, mutates: true, exposed: true, "Cancel a workflow run.";
     "workflow.get" => handlers::workflow::get, RO, mutates: false, exposed: true, "A workflow run's state, folded from workflow.events.";
     "agents.escalations" => handlers::escalations::escalations, RO, mutates: false, exposed: true, "The human escalation queue: escalations beyond the root, with context (status open, resolved or all).";
-    "agents.delegate" => handlers::delegate::delegate, RW, mutates: true, exposed: true, "Hand one task to 1-5 juniors running configured agents.drivers programs, for a senior the caller acts as; answers are synthesized to the senior's parent.";
+    "agents.delegate" => handlers::delegate::delegate, RW, mutates: true, exposed: true, "Hand one task to 1-5 juniors running configured agents.drivers programs, for a senior the caller acts as; answers are scored by agents.review.checkers and the best one (synthesis: best) or all in score order (merge) go to the senior's parent.";
     "agents.resolve_escalation" => handlers::escalations::resolve, RW, mutates: true, exposed: true, "Record a human's decision on an open entry of the human escalation queue.";
     "session.list" => handlers::session::list, RO, mutates: false, exposed: true, "Sessions in opening order, filtered by portfolio, status and opener, offset/limit paginated.";
     "session.get" => handlers::session::get, RO, mutates: false, exposed: true, "One session's full state: context, facts, carryover tasks, duration, summary.";
