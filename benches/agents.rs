@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use criterion::{criterion_group, criterion_main, Criterion};
-use orchestrata::agents::delegation::fan_out;
+use orchestrata::agents::delegation::{fan_out, Synthesis};
 use orchestrata::agents::drivers::api::ProviderConfig;
 use orchestrata::agents::drivers::cli::{CliConfig, CliDriver};
 use orchestrata::agents::drivers::quota::{CallOutcome, CallRecord, ProviderLedger};
 use orchestrata::agents::providers::{self, KernelLedger};
+use orchestrata::agents::synthesis::Strategy;
 use orchestrata::agents::{
     AgentMetrics, AgentTree, Agents, Driver, EscalationPaths, LifespanSpec, SpawnSpec, Task,
 };
@@ -226,7 +227,11 @@ fn bench(c: &mut Criterion) {
                         prompt: "x".into(),
                         timeout: Duration::from_secs(10),
                     };
-                    let merge = |a: &[&str]| a.join("");
+                    // No checkers: scoring is free, merge joins all five answers.
+                    let merge = Synthesis {
+                        strategy: Strategy::Merge,
+                        ..Synthesis::default()
+                    };
                     let t = Instant::now();
                     fan_out(&agents, "U:Vz", drivers, &task, &merge)
                         .await

@@ -5,9 +5,10 @@ mod agents_support;
 use std::time::Duration;
 
 use agents_support::{env, script};
-use orchestrata::agents::delegation::{delegate, fan_out, FanOutOutcome};
+use orchestrata::agents::delegation::{delegate, fan_out, FanOutOutcome, Synthesis};
 use orchestrata::agents::driver::{run_junior, run_task, WORK_STATUS_KEY};
 use orchestrata::agents::drivers::cli::{CliConfig, CliDriver};
+use orchestrata::agents::synthesis::{Scorer, Strategy};
 use orchestrata::agents::{Driver, DriverError, EscalationPaths, Task};
 
 fn task(prompt: &str, secs: u64) -> Task {
@@ -173,22 +174,20 @@ async fn fan_out_synthesizes_or_escalates() {
             )))),
         ),
     ];
-    let merge = |answers: &[&str]| {
-        answers
-            .iter()
-            .map(|a| a.trim())
-            .collect::<Vec<_>>()
-            .join("+")
+    // No checkers: every answer scores 100, so `merge` keeps junior order.
+    let merge = Synthesis {
+        strategy: Strategy::Merge,
+        scorer: Scorer::default(),
     };
     let (runs, outcome) = fan_out(&e.agents, "U:Vz", drivers, &task("same task", 10), &merge)
         .await
         .unwrap();
     assert_eq!(runs.len(), 3);
     assert_eq!(runs.iter().filter(|r| r.result.is_err()).count(), 1);
-    let FanOutOutcome::Synthesized { output, packet } = outcome else {
+    let FanOutOutcome::Synthesized { output, packet, .. } = outcome else {
         panic!("expected a synthesis");
     };
-    assert_eq!(output, "alpha+gamma");
+    assert_eq!(output, "alpha\n---\ngamma");
     assert_eq!(packet.to_agent().as_str(), "U:Ox");
     let inbox = e.kernel.inbox("U:Ox", 20).await.unwrap();
     assert!(inbox.packets.iter().any(|p| p.subject() == "synthesis"));

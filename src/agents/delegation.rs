@@ -6,7 +6,9 @@
 //! each other), and dies when the task completes. A driver reporting a
 //! [`DriverError::Violation`] gets its junior terminated for the violation and the
 //! senior is told by an escalation (Articles XII/XIII). When every junior of a fan-out
-//! fails, the senior escalates (to its parent, and beyond the root to the human queue).
+//! fails, the senior escalates hop by hop up to the human queue (T18.4).
+//! A fan-out's successful answers are scored and synthesized by [`super::synthesis`]:
+//! one `junior_score` packet per scored answer, then the `synthesis` packet.
 //! A junior whose driver failed otherwise (crash, timeout, protocol) is recorded
 //! `unhealthy` (`health_changed`) before it terminates.
 
@@ -20,6 +22,7 @@ use super::driver::{result_packet, run_kept, run_task, Driver, DriverError, Task
 use super::error::AgentError;
 use super::limits::MAX_JUNIORS;
 use super::service::{Agents, LifespanSpec, SpawnSpec};
+use super::synthesis::{score_map, score_packet, synthesize, Score, Scorer, Strategy};
 use crate::kernel::convert;
 
 /// Subject of the senior's synthesized answer.
@@ -39,19 +42,31 @@ pub struct JuniorRun {
 /// The end of a fan-out.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FanOutOutcome {
-    /// At least one junior answered; the synthesis packet went to the senior's parent.
+    /// At least one junior answered; the scores and the synthesis packet went to the
+    /// senior's parent.
     Synthesized {
-        /// The merged answer.
+        /// The answer (the best output, or the merge).
         output: String,
         /// The `synthesis` packet (boxed: it dwarfs the other variant).
         packet: Box<CxpPacket>,
+        /// The junior whose output is the answer (strategy `best`).
+        chosen: Option<String>,
+        /// Every successful output's score, in junior order.
+        scores: Vec<Score>,
     },
-    /// Every junior failed; the senior escalated with their errors.
+    /// Every junior failed; the senior escalated with their errors, hop by hop, to the
+    /// human queue (the last hop).
     Escalated(super::escalation::Resolution),
 }
 
-/// Chooses and merges the successful answers (in junior order) into one.
-pub type Synthesizer = dyn Fn(&[&str]) -> String + Send + Sync;
+/// How a fan-out compares and combines its answers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Synthesis {
+    /// Best output or merge.
+    pub strategy: Strategy,
+    /// What scores each answer.
+    pub scorer: Scorer,
+}
 
 /// Runs `task` on one junior of `senior` driven by `driver` (`kind` = `cli`, `api`,
 /// `browser`).
@@ -160,14 +175,15 @@ pub(crate) async fn send(
 }
 
 /// The same `task` to every driver (at most [`MAX_JUNIORS`]), concurrently; failed
-/// juniors are tolerated; `synthesize` merges the answers into a `synthesis` packet
-/// from `senior` to its parent. All failed: the senior escalates.
+/// juniors are tolerated; the answers are scored (a `junior_score` packet each) and
+/// combined by `synthesis` into a `synthesis` packet from `senior` to its parent. All
+/// failed: the senior escalates to the human queue.
 pub async fn fan_out(
     agents: &Agents,
     senior: &str,
     drivers: Vec<(String, Box<dyn Driver>)>,
     task: &Task,
-    synthesize: &Synthesizer,
+    synthesis: &Synthesis,
 ) -> Result<(Vec<JuniorRun>, FanOutOutcome), AgentError> {
     if drivers.is_empty() || drivers.len() > MAX_JUNIORS {
         return Err(AgentError::invalid(
@@ -200,9 +216,14 @@ pub async fn fan_out(
     .into_iter()
     .collect::<Result<Vec<_>, _>>()?;
     agents.complete_task(&task.id).await?;
-    let answers: Vec<&str> = runs
+    let answers: Vec<(&str, &str)> = runs
         .iter()
-        .filter_map(|r| r.result.as_ref().ok().map(String::as_str))
+        .filter_map(|r| {
+            r.result
+                .as_ref()
+                .ok()
+                .map(|o| (r.alias.as_str(), o.as_str()))
+        })
         .collect();
     if answers.is_empty() {
         let errors: Vec<String> = runs
@@ -211,22 +232,28 @@ pub async fn fan_out(
             .collect();
         let context = serde_json::json!({ "task_id": task.id, "errors": errors });
         let resolution = agents
-            .escalate(senior, "every junior failed", None, context, &[])
+            .escalate_to_human(senior, "every junior failed", None, context)
             .await?;
         return Ok((runs, FanOutOutcome::Escalated(resolution)));
     }
-    let output = synthesize(&answers);
     let to = parent.ok_or_else(|| {
         AgentError::invalid("senior", "a root has no parent to send the synthesis to")
     })?;
+    let scores = synthesis.scorer.score_all(&answers).await;
+    for score in &scores {
+        send(agents, senior, &score_packet(senior, &to, &task.id, score)?).await?;
+    }
+    let chosen = synthesize(synthesis.strategy, &answers, &scores);
     let alias = |a: &str, f: &'static str| {
         orchestrata_schemas::cxp::VolkAlias::parse_field(a, f)
             .map_err(|e| AgentError::invalid(f, e.to_string()))
     };
     let sources: Vec<&str> = runs.iter().map(|r| r.alias.as_str()).collect();
     let body = serde_json::json!({
-        "task_id": task.id, "output": output, "juniors": sources,
+        "task_id": task.id, "output": chosen.output, "juniors": sources,
         "succeeded": answers.len(), "failed": runs.len() - answers.len(),
+        "strategy": synthesis.strategy.as_str(), "chosen": chosen.chosen,
+        "order": chosen.order, "scores": score_map(&scores),
     });
     let packet = CxpPacket::new(
         alias(senior, "senior")?,
@@ -239,8 +266,10 @@ pub async fn fan_out(
     Ok((
         runs,
         FanOutOutcome::Synthesized {
-            output,
+            output: chosen.output,
             packet: Box::new(packet),
+            chosen: chosen.chosen,
+            scores,
         },
     ))
 }

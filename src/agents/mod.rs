@@ -12,7 +12,8 @@
 //! - [`service`]: [`Agents`], spawn / terminate / escalate / task and session ends.
 //! - [`lifespan`]: the deadline supervisor. [`metrics`]: Prometheus series.
 //! - [`delegation`]: one junior or a fan-out of up to five, with synthesis;
-//!   [`profiles`]: the same from the gateway, over the configured `agents.drivers`.
+//!   [`profiles`]: the same from the gateway, over the configured `agents.drivers`;
+//!   [`synthesis`]: scoring the answers with the review checkers, best or merge.
 //! - [`review`]: the review-fix loop (`review_code` -> `fix_issues` -> `review_complete`).
 //! - [`workflow`]: starting, supervising and closing runs of the built-in pipeline
 //!   (its steps: `pipeline`); [`workflow_view`]: a run's state from the log.
@@ -35,6 +36,7 @@ pub mod providers;
 pub mod review;
 pub mod service;
 pub mod settings;
+pub mod synthesis;
 pub mod tree;
 pub mod workflow;
 pub mod workflow_view;

@@ -24,7 +24,7 @@ use serde::Deserialize;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use super::delegation::{fan_out, FanOutOutcome, JuniorRun};
+use super::delegation::{fan_out, FanOutOutcome, JuniorRun, Synthesis};
 use super::driver::{Driver, Task};
 use super::drivers::api::{ApiDriver, ProviderConfig};
 use super::drivers::browser::{BrowserConfig, BrowserDriver, SiteProfile};
@@ -34,6 +34,7 @@ use super::juniors::Juniors;
 use super::limits::MAX_JUNIORS;
 use super::providers::KernelLedger;
 use super::service::Agents;
+use super::synthesis::{Scorer, Strategy};
 
 /// One entry of `agents.drivers`: exactly one of `cli`, `api`, `browser`, and the time
 /// limit of a task.
@@ -215,6 +216,7 @@ pub struct Delegator {
     agents: Agents,
     setup: Arc<DriverSetup>,
     juniors: Juniors,
+    scorer: Scorer,
 }
 
 /// Joins the juniors' answers, in junior order, separated by a line `---`.
@@ -240,7 +242,14 @@ impl Delegator {
             agents,
             setup,
             juniors,
+            scorer: Scorer::default(),
         }
+    }
+
+    /// Scores the juniors' answers with `scorer` (default: no checkers, all tie).
+    pub fn with_scorer(mut self, scorer: Scorer) -> Self {
+        self.scorer = scorer;
+        self
     }
 
     /// The configured profile names.
@@ -255,13 +264,15 @@ impl Delegator {
 
     /// Starts `prompt` on one junior of `senior` per entry of `juniors` (profile
     /// names, 1 to 5); the juniors answer `senior` with `junior_result` packets and the
-    /// merged answer goes to `senior`'s parent as a `synthesis` packet (all failed: the
-    /// senior escalates). Returns the task id at once and the run's handle.
+    /// answers, scored, are combined by `strategy` into a `synthesis` packet to
+    /// `senior`'s parent (all failed: the senior escalates to the human queue). Returns
+    /// the task id at once and the run's handle.
     pub async fn start(
         &self,
         senior: &str,
         prompt: &str,
         juniors: &[String],
+        strategy: Strategy,
     ) -> Result<(String, JoinHandle<Delegated>), AgentError> {
         if juniors.is_empty() || juniors.len() > MAX_JUNIORS {
             return Err(AgentError::invalid(
@@ -301,8 +312,12 @@ impl Delegator {
             timeout,
         };
         let (agents, senior) = (self.agents.clone(), senior.to_owned());
+        let synthesis = Synthesis {
+            strategy,
+            scorer: self.scorer.clone(),
+        };
         let handle = tokio::spawn(async move {
-            let outcome = fan_out(&agents, &senior, drivers, &task, &concatenate).await;
+            let outcome = fan_out(&agents, &senior, drivers, &task, &synthesis).await;
             if let Err(e) = &outcome {
                 tracing::warn!(task_id = %task.id, %senior, error = %e, "delegation failed");
             }

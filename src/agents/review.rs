@@ -228,36 +228,49 @@ fn summarize(issues: &[ReviewIssue]) -> ReviewSummary {
     }
 }
 
-/// Runs every checker on `file`; their issues, in checker order.
+/// Runs every checker on `file`; their issues, in checker order. The first checker
+/// that cannot run or answers something else than an issue list fails the whole check.
 pub async fn check(config: &ReviewConfig, file: &Path) -> Result<Vec<ReviewIssue>, AgentError> {
+    let timeout = Duration::from_secs(config.timeout_seconds);
     let mut all = Vec::new();
     for argv in &config.checkers {
-        let Some((program, args)) = argv.split_first() else {
-            return Err(AgentError::Config {
-                field: "checkers",
-                reason: "a checker needs a program".into(),
-            });
-        };
-        let mut cli = CliConfig::new(PathBuf::from(program)).args(args.iter().cloned());
-        cli.args.push(file.display().to_string());
-        let mut driver = CliDriver::new(cli);
-        let task = Task {
-            id: "review".into(),
-            prompt: String::new(),
-            timeout: Duration::from_secs(config.timeout_seconds),
-        };
-        let out = run_task(&mut driver, &task)
-            .await
-            .map_err(|e| AgentError::invalid("checkers", format!("{program}: {e}")))?;
-        let issues: Vec<ReviewIssue> = serde_json::from_str(out.trim()).map_err(|e| {
-            AgentError::invalid(
-                "checkers",
-                format!("{program}: output is not a JSON issue list: {e}"),
-            )
-        })?;
-        all.extend(issues);
+        all.extend(run_checker(argv, timeout, file).await?);
     }
     Ok(all)
+}
+
+/// Runs one checker (`argv` = program and leading arguments; `file` is appended) on its
+/// CLI driver within `timeout` and parses its standard output as a JSON issue list. A
+/// checker that cannot start, crashes, times out or prints anything else is an error
+/// (field `checkers`) naming the program and why.
+pub async fn run_checker(
+    argv: &[String],
+    timeout: Duration,
+    file: &Path,
+) -> Result<Vec<ReviewIssue>, AgentError> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(AgentError::Config {
+            field: "checkers",
+            reason: "a checker needs a program".into(),
+        });
+    };
+    let mut cli = CliConfig::new(PathBuf::from(program)).args(args.iter().cloned());
+    cli.args.push(file.display().to_string());
+    let mut driver = CliDriver::new(cli);
+    let task = Task {
+        id: "review".into(),
+        prompt: String::new(),
+        timeout,
+    };
+    let out = run_task(&mut driver, &task)
+        .await
+        .map_err(|e| AgentError::invalid("checkers", format!("{program}: {e}")))?;
+    serde_json::from_str(out.trim()).map_err(|e| {
+        AgentError::invalid(
+            "checkers",
+            format!("{program}: output is not a JSON issue list: {e}"),
+        )
+    })
 }
 
 /// Sends a packet as a kernel command; returns its thread.

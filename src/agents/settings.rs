@@ -22,7 +22,8 @@
 //!     workdir: ./data/workflows   # where code files are written (default <data dir>/workflows)
 //!     task_timeout_s: 300         # a junior task's time limit
 //!     junior_retries: 2           # fresh juniors after a failed one, then the run fails
-//!   review:                     # the review-fix loop (spec 005)
+//!   review:                     # the review-fix loop (spec 005); its checkers also
+//!                               # score the answers of agents.delegate
 //!     MAX_REVIEW_CYCLES: 3
 //!     REVIEW_TIMEOUT_SECONDS: 300
 //!     ESCALATE_ON_MAX_CYCLES: true

@@ -181,8 +181,11 @@ pub(super) async fn agent_services(
             settings.drivers.providers.len()
         ));
     }
-    let delegator = (!settings.drivers.profiles.is_empty())
-        .then(|| Delegator::with_setup(agents.clone(), settings.drivers.clone()));
+    // The fan-out's answers are scored by the review loop's checkers.
+    let scorer = crate::agents::synthesis::Scorer::from_review(&settings.review);
+    let delegator = (!settings.drivers.profiles.is_empty()).then(|| {
+        Delegator::with_setup(agents.clone(), settings.drivers.clone()).with_scorer(scorer)
+    });
     let Some(pipeline) = settings.pipeline.clone() else {
         return Ok((None, delegator));
     };

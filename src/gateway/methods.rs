@@ -128,7 +128,7 @@ methods! {
     "workflow.cancel" => handlers::workflow::cancel, RW, mutates: true, exposed: true, "Cancel a workflow run.";
     "workflow.get" => handlers::workflow::get, RO, mutates: false, exposed: true, "A workflow run's state, folded from workflow.events.";
     "agents.escalations" => handlers::escalations::escalations, RO, mutates: false, exposed: true, "The human escalation queue: escalations beyond the root, with context (status open, resolved or all).";
-    "agents.delegate" => handlers::delegate::delegate, RW, mutates: true, exposed: true, "Hand one task to 1-5 juniors running configured agents.drivers programs, for a senior the caller acts as; answers are synthesized to the senior's parent.";
+    "agents.delegate" => handlers::delegate::delegate, RW, mutates: true, exposed: true, "Hand one task to 1-5 juniors on configured agents.drivers profiles (cli, api or browser), for a senior the caller acts as; answers are scored by agents.review.checkers and the best one (synthesis: best) or all in score order (merge) go to the senior's parent.";
     "agents.spawn" => handlers::juniors::spawn, RW, mutates: true, exposed: true, "Spawn a junior under a senior the caller acts as, on a configured agents.drivers profile (cli, api or browser), with an optional first task and a lifespan (task, deadline or session).";
     "agents.assign" => handlers::juniors::assign, RW, mutates: true, exposed: true, "Give a living, idle junior (deadline or session lifespan) its next task; the answer goes to its parent.";
     "agents.terminate" => handlers::juniors::terminate, RW, mutates: true, exposed: true, "Terminate a live agent and its subtree (its task in flight stops), for a caller acting as its parent.";

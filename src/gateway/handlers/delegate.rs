@@ -3,6 +3,10 @@
 //! request; their answers come back to the senior as `junior_result` packets and the
 //! merged answer goes to the senior's parent as a `synthesis` packet, all on
 //! `cxp.traffic`, with the juniors' spawns and terminations on `volk.lifecycle`.
+//! Before the synthesis, the senior scores each answer with `agents.review.checkers`
+//! (a `junior_score` packet each); `synthesis` (`best`, the default, or `merge`)
+//! chooses between the best answer and a merge in score order
+//! ([`crate::agents::synthesis`]).
 //!
 //! The caller must be allowed to act as the senior (-32001 `not_acting_as`), and every
 //! step is a governed kernel command issued by the senior (the spawns are
@@ -13,6 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::workflow::rpc;
+use crate::agents::synthesis::Strategy;
 use crate::gateway::acting;
 use crate::gateway::error::RpcError;
 use crate::gateway::methods::RpcResult;
@@ -23,9 +28,12 @@ struct Params {
     senior: String,
     task: String,
     juniors: Vec<String>,
+    #[serde(default)]
+    synthesis: Option<String>,
 }
 
-/// Starts the fan-out; answers `{task_id, senior, juniors, status: "running"}`.
+/// Starts the fan-out; answers `{task_id, senior, juniors, synthesis, status:
+/// "running"}`.
 pub async fn delegate(call: Call) -> RpcResult {
     let p: Params = call.parse()?;
     let delegator = call.gw.services.delegator.clone().ok_or_else(|| {
@@ -34,9 +42,15 @@ pub async fn delegate(call: Call) -> RpcResult {
             "no junior programs are configured (agents.drivers)",
         )
     })?;
+    let strategy: Strategy = p
+        .synthesis
+        .as_deref()
+        .unwrap_or("best")
+        .parse()
+        .map_err(rpc)?;
     acting::act_as(&call, &p.senior).await?;
     let (task_id, _run) = delegator
-        .start(&p.senior, &p.task, &p.juniors)
+        .start(&p.senior, &p.task, &p.juniors, strategy)
         .await
         .map_err(rpc)?;
     tracing::info!(%task_id, senior = %p.senior, juniors = p.juniors.len(), "delegation started");
@@ -44,6 +58,7 @@ pub async fn delegate(call: Call) -> RpcResult {
         "task_id": task_id,
         "senior": p.senior,
         "juniors": p.juniors,
+        "synthesis": strategy.as_str(),
         "status": "running",
     }))
 }
