@@ -4,28 +4,45 @@
 //! A [`SiteProfile`] says where the chat is and how to use it (CSS selectors of the
 //! input, the send button and the answers); profiles for Qwen Chat, DeepSeek and Kimi
 //! ship in `config/browser-profiles/`. Guarantees:
-//! - only approved domains: the profile's URL and every page it lands on must be on
-//!   the allow-list (profile domains plus configured extras such as loopback in
-//!   tests), otherwise [`DriverError::Violation`];
+//! - **only approved domains, on every navigation**: the allow-list (profile domains
+//!   plus configured extras such as loopback in tests) is checked before the browser
+//!   starts, and then by the DevTools `Fetch` domain, enabled browser-wide for every
+//!   document request ([`navigation`]): a link, a script redirect, a meta refresh, an
+//!   HTTP redirect hop, a popup or an iframe aimed at another host is failed
+//!   (`BlockedByClient`) before the request leaves the browser. The blocked URL is
+//!   reported as [`DriverError::Violation`] by the next `send_task` or `get_response`
+//!   (the one running, if a task is being answered); the session is then terminated
+//!   (spec 005 JV2) and the driver refuses work until `cleanup`. As a second guard the
+//!   page's `location.href` is checked after the page loads and after each answer.
+//!   Only documents are checked: subresources (scripts, images, XHR) of an approved
+//!   page are not;
+//! - **one session for the junior's lifetime**: `initialize` starts the browser (and
+//!   does nothing while a session is alive), any number of `send_task` /
+//!   `get_response` rounds run in that same page (cookies, storage and page state
+//!   carry over; each task's answer is a bubble that was not there when the task was
+//!   sent), and `cleanup` ends it;
 //! - a fresh profile directory per session, deleted in `cleanup` (no login state or
 //!   history survives a junior, Article XII); the browser runs in its own process
 //!   group and is killed with it;
 //! - a session lifetime cap (30 minutes by default): past it, the session is refused;
-//! - timeouts on every step; when the page or browser dies mid-answer, the driver
-//!   restarts the session once and sends the task again (recovery).
+//! - timeouts on every step; **recovery** (FR13): when the browser is gone (its
+//!   DevTools connection closed or its process exited) in `initialize`, `send_task`
+//!   or `get_response`, the driver starts a fresh session and sends the task again,
+//!   once per task; a second loss in the same task is [`DriverError::Crashed`].
+
+pub mod navigation;
+mod session;
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde::Deserialize;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
-use super::cdp::Cdp;
 use crate::agents::driver::{Driver, DriverError, Task};
 use crate::agents::error::AgentError;
+use navigation::AllowList;
+use session::Session;
 
 /// How to use one chat site.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -79,14 +96,6 @@ impl Default for BrowserConfig {
     }
 }
 
-struct Session {
-    child: Child,
-    pgid: Option<i32>,
-    profile_dir: PathBuf,
-    cdp: Cdp,
-    started: Instant,
-}
-
 /// See the module docs.
 pub struct BrowserDriver {
     profile: SiteProfile,
@@ -95,6 +104,8 @@ pub struct BrowserDriver {
     task: Option<Task>,
     answers_before: u64,
     restarts: u32,
+    task_restarts: u32,
+    violation: Option<String>,
     last_profile_dir: Option<PathBuf>,
 }
 
@@ -110,6 +121,12 @@ fn js(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }
 
+fn timeout(limit: Duration) -> DriverError {
+    DriverError::Timeout {
+        after_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
 impl BrowserDriver {
     /// A driver for `profile`; nothing starts before `initialize`.
     pub fn new(profile: SiteProfile, config: BrowserConfig) -> Self {
@@ -120,6 +137,8 @@ impl BrowserDriver {
             task: None,
             answers_before: 0,
             restarts: 0,
+            task_restarts: 0,
+            violation: None,
             last_profile_dir: None,
         }
     }
@@ -134,35 +153,30 @@ impl BrowserDriver {
         self.session.as_ref().and_then(|s| s.pgid)
     }
 
-    /// How many times a session was restarted after a failure.
+    /// How many times a session was restarted after the browser was lost.
     pub fn restarts(&self) -> u32 {
         self.restarts
     }
 
+    fn allow_list(&self) -> AllowList {
+        AllowList::new(
+            self.profile
+                .allowed_domains
+                .iter()
+                .chain(&self.config.extra_allowed)
+                .cloned(),
+        )
+    }
+
     /// Whether `url`'s host is on the allow-list.
     pub fn allowed(&self, url: &str) -> bool {
-        let Ok(parsed) = reqwest::Url::parse(url) else {
-            return false;
-        };
-        let Some(host) = parsed.host_str() else {
-            return false;
-        };
-        self.profile
-            .allowed_domains
-            .iter()
-            .chain(&self.config.extra_allowed)
-            .any(|d| host == d || host.ends_with(&format!(".{d}")))
+        self.allow_list().allows(url)
     }
 
     /// Kills the current session's browser (as a crash would); the next step recovers.
     pub fn kill_browser(&mut self) {
         if let Some(s) = &self.session {
-            if let Some(pgid) = s.pgid {
-                // SAFETY: killpg only sends a signal.
-                unsafe {
-                    libc::killpg(pgid, libc::SIGKILL);
-                }
-            }
+            session::kill(s.pgid);
         }
     }
 
@@ -174,119 +188,113 @@ impl BrowserDriver {
         }
         let dir =
             std::env::temp_dir().join(format!("orchestrata-browser-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).map_err(|e| DriverError::Start {
-            field: "profile_dir",
-            reason: e.to_string(),
-        })?;
         self.last_profile_dir = Some(dir.clone());
-        let mut child = Command::new(&self.config.chromium)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--remote-debugging-port=0",
-                "--remote-debugging-address=127.0.0.1",
-            ])
-            .arg(format!("--user-data-dir={}", dir.display()))
-            .arg("about:blank")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| DriverError::Start {
-                field: "chromium",
-                reason: format!("{}: {e}", self.config.chromium.display()),
-            })?;
-        let pgid = child.id().and_then(|p| i32::try_from(p).ok());
-        let (tx, rx) = tokio::sync::oneshot::channel::<u16>();
-        if let Some(stderr) = child.stderr.take() {
-            // Reads the DevTools port, then keeps draining so Chromium never blocks on a
-            // full pipe.
-            tokio::spawn(async move {
-                let mut tx = Some(tx);
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let port = line
-                        .split("ws://127.0.0.1:")
-                        .nth(1)
-                        .and_then(|rest| rest.split('/').next())
-                        .and_then(|p| p.parse::<u16>().ok());
-                    if let Some(p) = port {
-                        if let Some(tx) = tx.take() {
-                            let _ = tx.send(p);
-                        }
-                    }
-                }
+        let limit = self.config.start_timeout;
+        let session = Session::launch(&self.config.chromium, dir, self.allow_list(), limit).await?;
+        let page = session.page.clone();
+        self.session = Some(session);
+        let navigated = page
+            .call(
+                "Page.navigate",
+                serde_json::json!({ "url": self.profile.url }),
+                limit,
+            )
+            .await?;
+        self.check_navigation()?;
+        if let Some(error) = navigated["errorText"].as_str() {
+            return Err(DriverError::Start {
+                field: "url",
+                reason: format!("{}: {error}", self.profile.url),
             });
         }
-        let port = match tokio::time::timeout(self.config.start_timeout, rx).await {
-            Ok(Ok(p)) => p,
-            _ => {
-                kill(pgid);
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(DriverError::Start {
-                    field: "chromium",
-                    reason: "no DevTools endpoint announced".into(),
-                });
-            }
-        };
-        let cdp = match Cdp::first_page(port).await {
-            Ok(c) => c,
-            Err(e) => {
-                kill(pgid);
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(e);
-            }
-        };
-        self.session = Some(Session {
-            child,
-            pgid,
-            profile_dir: dir,
-            cdp,
-            started: Instant::now(),
-        });
-        let limit = self.config.start_timeout;
-        let url = self.profile.url.clone();
         let ready = format!(
             "document.readyState === 'complete' && !!document.querySelector({})",
             js(&self.profile.input_selector)
         );
-        let cdp = self.cdp()?;
-        cdp.call("Page.navigate", serde_json::json!({ "url": url }), limit)
-            .await?;
         let deadline = Instant::now() + limit;
-        loop {
-            if cdp.eval(&ready, limit).await?.as_bool() == Some(true) {
-                break;
-            }
+        while page.eval(&ready, limit).await?.as_bool() != Some(true) {
+            self.check_navigation()?;
             if Instant::now() > deadline {
-                return Err(DriverError::Timeout {
-                    after_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
-                });
+                return Err(timeout(limit));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let here = cdp.eval("location.href", limit).await?;
-        let here = here.as_str().unwrap_or_default().to_owned();
-        if !self.allowed(&here) {
-            return Err(DriverError::Violation {
-                reason: format!("the page went to `{here}`, not an approved domain"),
-            });
+        self.check_location(limit).await
+    }
+
+    /// Starts a session unless one is alive; a lost one is replaced (a recovery).
+    async fn ensure_session(&mut self) -> Result<(), DriverError> {
+        self.check_navigation()?;
+        let lost = match &mut self.session {
+            Some(s) => s.lost(),
+            None => {
+                let started = self.start().await;
+                if started.is_err() {
+                    self.stop().await;
+                }
+                return started;
+            }
+        };
+        if lost {
+            self.recover("the browser is gone").await?;
         }
         Ok(())
     }
 
-    fn cdp(&mut self) -> Result<&mut Cdp, DriverError> {
+    /// A fresh session after the browser was lost: once per task, then `Crashed`.
+    async fn recover(&mut self, reason: &str) -> Result<(), DriverError> {
+        self.stop().await;
+        if self.task_restarts > 0 {
+            return Err(DriverError::Crashed {
+                reason: format!("the browser was lost again in the same task: {reason}"),
+            });
+        }
+        self.task_restarts += 1;
+        self.restarts += 1;
+        tracing::warn!(site = %self.profile.name, %reason, "browser session lost; recovering");
+        let started = self.start().await;
+        if started.is_err() {
+            self.stop().await;
+        }
+        started
+    }
+
+    fn lost(&mut self) -> bool {
+        self.session.as_mut().is_some_and(Session::lost)
+    }
+
+    /// A navigation the guard blocked (or one recorded earlier) as a violation; the
+    /// session is then over.
+    fn check_navigation(&mut self) -> Result<(), DriverError> {
+        if self.violation.is_none() {
+            self.violation = self.session.as_ref().and_then(|s| s.guard.violation());
+        }
+        match &self.violation {
+            Some(url) => {
+                // Dropping the session kills the browser and deletes the profile.
+                self.session = None;
+                Err(DriverError::Violation {
+                    reason: format!("navigation to `{url}` blocked: not an approved domain"),
+                })
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The second guard: where the page is now must be approved too.
+    async fn check_location(&mut self, limit: Duration) -> Result<(), DriverError> {
+        let here = self.page()?.eval("location.href", limit).await?;
+        let here = here.as_str().unwrap_or_default().to_owned();
+        if !self.allowed(&here) {
+            self.violation = Some(here);
+        }
+        self.check_navigation()
+    }
+
+    fn page(&self) -> Result<crate::agents::drivers::cdp::Cdp, DriverError> {
         self.session
-            .as_mut()
-            .map(|s| &mut s.cdp)
+            .as_ref()
+            .map(|s| s.page.clone())
             .ok_or_else(|| DriverError::State {
                 reason: "no browser session".into(),
             })
@@ -308,12 +316,14 @@ impl BrowserDriver {
 
     async fn post(&mut self, task: &Task) -> Result<(), DriverError> {
         self.check_cap()?;
+        self.check_navigation()?;
+        let page = self.page()?;
         let count = format!(
             "document.querySelectorAll({}).length",
             js(&self.profile.answer_selector)
         );
         let limit = task.timeout;
-        self.answers_before = self.cdp()?.eval(&count, limit).await?.as_u64().unwrap_or(0);
+        self.answers_before = page.eval(&count, limit).await?.as_u64().unwrap_or(0);
         let script = format!(
             "(() => {{ const i = document.querySelector({input}); const b = document.querySelector({send});
                if (!i || !b) return false;
@@ -323,7 +333,8 @@ impl BrowserDriver {
             send = js(&self.profile.send_selector),
             text = js(&task.prompt),
         );
-        if self.cdp()?.eval(&script, limit).await?.as_bool() != Some(true) {
+        if page.eval(&script, limit).await?.as_bool() != Some(true) {
+            self.check_navigation()?;
             return Err(DriverError::Protocol {
                 reason: "the input or send control is missing on the page".into(),
             });
@@ -341,39 +352,30 @@ impl BrowserDriver {
         let mut last = None;
         loop {
             self.check_cap()?;
-            let v = self.cdp()?.eval(&script, limit).await?;
+            self.check_navigation()?;
+            let v = self.page()?.eval(&script, limit).await;
+            self.check_navigation()?;
+            let v = v?;
             let n = v[0].as_u64().unwrap_or(0);
             let text = v[1].as_str().unwrap_or_default().trim().to_owned();
             if n > self.answers_before && !text.is_empty() {
                 // Streamed answers grow: take it once two polls agree.
                 if last.as_ref() == Some(&text) {
+                    self.check_location(limit).await?;
                     return Ok(text);
                 }
                 last = Some(text);
             }
             if Instant::now() > deadline {
-                return Err(DriverError::Timeout {
-                    after_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
-                });
+                return Err(timeout(limit));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
     async fn stop(&mut self) {
-        if let Some(mut s) = self.session.take() {
-            kill(s.pgid);
-            let _ = s.child.kill().await;
-            let _ = std::fs::remove_dir_all(&s.profile_dir);
-        }
-    }
-}
-
-fn kill(pgid: Option<i32>) {
-    if let Some(pgid) = pgid {
-        // SAFETY: killpg only sends a signal; a stale group fails with ESRCH.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
+        if let Some(s) = self.session.take() {
+            s.stop().await;
         }
     }
 }
@@ -385,51 +387,61 @@ impl Driver for BrowserDriver {
     }
 
     async fn initialize(&mut self) -> Result<(), DriverError> {
-        if self.session.is_some() {
-            return Ok(());
-        }
-        let started = self.start().await;
-        if started.is_err() {
-            self.stop().await;
-        }
-        started
+        self.ensure_session().await
     }
 
     async fn send_task(&mut self, task: &Task) -> Result<(), DriverError> {
         self.task = Some(task.clone());
-        self.post(task).await
+        if self.session.is_none() && self.violation.is_none() {
+            return Err(DriverError::State {
+                reason: "send_task before initialize".into(),
+            });
+        }
+        self.ensure_session().await?;
+        let mut posted = self.post(task).await;
+        while let Err(e) = &posted {
+            if !self.lost() {
+                break;
+            }
+            // The browser died before the task reached it: a fresh session, once.
+            let reason = e.to_string();
+            posted = match self.recover(&reason).await {
+                Ok(()) => self.post(task).await,
+                Err(e) => Err(e),
+            };
+        }
+        posted
     }
 
     async fn get_response(&mut self) -> Result<String, DriverError> {
         let task = self.task.clone().ok_or_else(|| DriverError::State {
             reason: "get_response before send_task".into(),
         })?;
-        match self.answer(&task).await {
-            Err(DriverError::Protocol { reason }) if self.restarts == 0 => {
-                // The page or the browser died: one fresh session, the task again.
-                tracing::warn!(site = %self.profile.name, %reason, "browser session lost; recovering");
-                self.restarts += 1;
-                self.stop().await;
-                self.start().await?;
-                self.post(&task).await?;
-                self.answer(&task).await
+        let mut answered = self.answer(&task).await;
+        while let Err(e) = &answered {
+            if !self.lost() {
+                break;
             }
-            other => other,
+            // The browser died mid-answer: a fresh session, the task again, once.
+            let reason = e.to_string();
+            answered = match self.recover(&reason).await {
+                Ok(()) => match self.post(&task).await {
+                    Ok(()) => self.answer(&task).await,
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e),
+            };
         }
+        // The task is over: the next one has its own restart.
+        self.task_restarts = 0;
+        answered
     }
 
     async fn cleanup(&mut self) -> Result<(), DriverError> {
         self.stop().await;
         self.task = None;
+        self.task_restarts = 0;
+        self.violation = None;
         Ok(())
-    }
-}
-
-impl Drop for BrowserDriver {
-    fn drop(&mut self) {
-        if let Some(s) = &self.session {
-            kill(s.pgid);
-            let _ = std::fs::remove_dir_all(&s.profile_dir);
-        }
     }
 }
