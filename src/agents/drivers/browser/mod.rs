@@ -353,9 +353,18 @@ impl BrowserDriver {
         loop {
             self.check_cap()?;
             self.check_navigation()?;
-            let v = self.page()?.eval(&script, limit).await;
+            let polled = self.page()?.eval(&script, limit).await;
             self.check_navigation()?;
-            let v = v?;
+            let v = match polled {
+                Ok(v) => v,
+                // While the page navigates (to an approved host) there may be no
+                // document to ask: poll again, unless the browser itself is gone.
+                Err(DriverError::Protocol { reason }) if !self.lost() => {
+                    tracing::debug!(%reason, "answer poll failed; polling again");
+                    serde_json::Value::Null
+                }
+                Err(e) => return Err(e),
+            };
             let n = v[0].as_u64().unwrap_or(0);
             let text = v[1].as_str().unwrap_or_default().trim().to_owned();
             if n > self.answers_before && !text.is_empty() {
