@@ -200,7 +200,7 @@ impl BrowserDriver {
                 limit,
             )
             .await?;
-        self.check_navigation()?;
+        self.check_navigation().await?;
         if let Some(error) = navigated["errorText"].as_str() {
             return Err(DriverError::Start {
                 field: "url",
@@ -213,7 +213,7 @@ impl BrowserDriver {
         );
         let deadline = Instant::now() + limit;
         while page.eval(&ready, limit).await?.as_bool() != Some(true) {
-            self.check_navigation()?;
+            self.check_navigation().await?;
             if Instant::now() > deadline {
                 return Err(timeout(limit));
             }
@@ -224,7 +224,7 @@ impl BrowserDriver {
 
     /// Starts a session unless one is alive; a lost one is replaced (a recovery).
     async fn ensure_session(&mut self) -> Result<(), DriverError> {
-        self.check_navigation()?;
+        self.check_navigation().await?;
         let lost = match &mut self.session {
             Some(s) => s.lost(),
             None => {
@@ -265,17 +265,15 @@ impl BrowserDriver {
 
     /// A navigation the guard blocked (or one recorded earlier) as a violation; the
     /// session is then over.
-    fn check_navigation(&mut self) -> Result<(), DriverError> {
+    async fn check_navigation(&mut self) -> Result<(), DriverError> {
         if self.violation.is_none() {
             self.violation = self.session.as_ref().and_then(|s| s.guard.violation());
         }
         match &self.violation {
             Some(url) => {
-                // Dropping the session kills the browser and deletes the profile.
-                self.session = None;
-                Err(DriverError::Violation {
-                    reason: format!("navigation to `{url}` blocked: not an approved domain"),
-                })
+                let reason = format!("navigation to `{url}` blocked: not an approved domain");
+                self.stop().await;
+                Err(DriverError::Violation { reason })
             }
             None => Ok(()),
         }
@@ -285,10 +283,12 @@ impl BrowserDriver {
     async fn check_location(&mut self, limit: Duration) -> Result<(), DriverError> {
         let here = self.page()?.eval("location.href", limit).await?;
         let here = here.as_str().unwrap_or_default().to_owned();
+        // A URL the guard blocked names the cause better than the error page shown.
+        self.check_navigation().await?;
         if !self.allowed(&here) {
             self.violation = Some(here);
         }
-        self.check_navigation()
+        self.check_navigation().await
     }
 
     fn page(&self) -> Result<crate::agents::drivers::cdp::Cdp, DriverError> {
@@ -316,7 +316,7 @@ impl BrowserDriver {
 
     async fn post(&mut self, task: &Task) -> Result<(), DriverError> {
         self.check_cap()?;
-        self.check_navigation()?;
+        self.check_navigation().await?;
         let page = self.page()?;
         let count = format!(
             "document.querySelectorAll({}).length",
@@ -334,7 +334,7 @@ impl BrowserDriver {
             text = js(&task.prompt),
         );
         if page.eval(&script, limit).await?.as_bool() != Some(true) {
-            self.check_navigation()?;
+            self.check_navigation().await?;
             return Err(DriverError::Protocol {
                 reason: "the input or send control is missing on the page".into(),
             });
@@ -352,9 +352,9 @@ impl BrowserDriver {
         let mut last = None;
         loop {
             self.check_cap()?;
-            self.check_navigation()?;
+            self.check_navigation().await?;
             let polled = self.page()?.eval(&script, limit).await;
-            self.check_navigation()?;
+            self.check_navigation().await?;
             let v = match polled {
                 Ok(v) => v,
                 // While the page navigates (to an approved host) there may be no

@@ -9,6 +9,10 @@
 //! (`Fetch.continueRequest`); any other is failed with `BlockedByClient`
 //! (`Fetch.failRequest`) before a byte goes to that host, and its URL is recorded as a
 //! violation for the driver to report ([`Guard::violation`]).
+//!
+//! Popups need a user gesture, which the driver never gives (its scripts run without
+//! one), so Chromium's popup blocker stops them first; one that opens anyway is a new
+//! target whose document request pauses here like any other.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

@@ -135,7 +135,7 @@ impl Session {
 
     /// Kills the browser's process group and deletes the profile directory.
     pub(super) async fn stop(mut self) {
-        kill(self.pgid);
+        kill(self.pgid.take());
         let _ = self.child.kill().await;
         let _ = std::fs::remove_dir_all(&self.profile_dir);
     }
