@@ -105,6 +105,7 @@ pub struct BrowserDriver {
     answers_before: u64,
     restarts: u32,
     task_restarts: u32,
+    /// The reason of the violation that ended the session, until `cleanup`.
     violation: Option<String>,
     last_profile_dir: Option<PathBuf>,
 }
@@ -212,8 +213,17 @@ impl BrowserDriver {
             js(&self.profile.input_selector)
         );
         let deadline = Instant::now() + limit;
-        while page.eval(&ready, limit).await?.as_bool() != Some(true) {
+        loop {
+            let is_ready = match page.eval(&ready, limit).await {
+                Ok(v) => v.as_bool() == Some(true),
+                // Between documents of an (approved) redirect: ask again.
+                Err(DriverError::Protocol { .. }) if !self.lost() => false,
+                Err(e) => return Err(e),
+            };
             self.check_navigation().await?;
+            if is_ready {
+                break;
+            }
             if Instant::now() > deadline {
                 return Err(timeout(limit));
             }
@@ -267,11 +277,14 @@ impl BrowserDriver {
     /// session is then over.
     async fn check_navigation(&mut self) -> Result<(), DriverError> {
         if self.violation.is_none() {
-            self.violation = self.session.as_ref().and_then(|s| s.guard.violation());
+            self.violation = self
+                .session
+                .as_ref()
+                .and_then(|s| s.guard.violation())
+                .map(|url| format!("navigation to `{url}` blocked: not an approved domain"));
         }
-        match &self.violation {
-            Some(url) => {
-                let reason = format!("navigation to `{url}` blocked: not an approved domain");
+        match self.violation.clone() {
+            Some(reason) => {
                 self.stop().await;
                 Err(DriverError::Violation { reason })
             }
@@ -286,7 +299,7 @@ impl BrowserDriver {
         // A URL the guard blocked names the cause better than the error page shown.
         self.check_navigation().await?;
         if !self.allowed(&here) {
-            self.violation = Some(here);
+            self.violation = Some(format!("the page is at `{here}`, not an approved domain"));
         }
         self.check_navigation().await
     }
