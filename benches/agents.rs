@@ -17,7 +17,7 @@ use orchestrata::agents::drivers::api::ProviderConfig;
 use orchestrata::agents::drivers::cli::{CliConfig, CliDriver};
 use orchestrata::agents::drivers::quota::{CallOutcome, CallRecord, ProviderLedger};
 use orchestrata::agents::providers::{self, KernelLedger};
-use orchestrata::agents::synthesis::Strategy;
+use orchestrata::agents::synthesis::{synthesize, Scorer, Strategy};
 use orchestrata::agents::{
     AgentMetrics, AgentTree, Agents, Driver, EscalationPaths, LifespanSpec, SpawnSpec, Task,
 };
@@ -197,6 +197,39 @@ fn bench(c: &mut Criterion) {
                 let first = ledger.exhausted("first").await.unwrap();
                 let second = ledger.exhausted("second").await.unwrap();
                 assert!(first.is_some() && second.is_none());
+            })
+        })
+    });
+
+    // Synthesis (T18.5, NFR8): five answers scored by a real checker process each (a
+    // shell script flagging TODO as an error), ranked, the best chosen.
+    let checker = dir.path().join("checker.sh");
+    std::fs::write(
+        &checker,
+        "#!/bin/sh\nif grep -q TODO \"$1\"; then echo '[{\"type\":\"lint\",\"rule\":\"todo\",\"line\":1,\"message\":\"TODO\",\"severity\":\"error\"}]'; else echo '[]'; fi\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&checker, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let scorer = Scorer::new(
+        vec![vec![checker.display().to_string()]],
+        Duration::from_secs(10),
+    );
+    let outputs = [
+        ("U:Aa", "TODO a"),
+        ("U:Ab", "b"),
+        ("U:Ac", "TODO c"),
+        ("U:Ad", "d"),
+        ("U:Ae", "e"),
+    ];
+    g.bench_function("synthesis/score_and_choose_5_with_a_checker", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let scores = scorer.score_all(&outputs).await;
+                let chosen = synthesize(Strategy::Best, &outputs, &scores);
+                assert_eq!(chosen.chosen.as_deref(), Some("U:Ab"));
             })
         })
     });

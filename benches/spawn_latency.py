@@ -49,7 +49,7 @@ async def main(url, token, parent, profile, rounds):
                         body = body["json"]
                     task = body.get("task_id") if isinstance(body, dict) else None
                     status = body.get("status") if isinstance(body, dict) else None
-                    if status != "succeeded":
+                    if status is not None and status != "succeeded":
                         print(f"junior failed: {body}", file=sys.stderr)
                     if task in waiting:
                         waiting.pop(task).set_result(time.perf_counter())

@@ -7,7 +7,7 @@
 mod agents_support;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agents_support::{env, events, script};
 use orchestrata::agents::delegation::{fan_out, FanOutOutcome, JuniorRun, Synthesis};
@@ -312,10 +312,11 @@ async fn all_juniors_failing_escalates_to_the_human_queue() {
         .any(|p| p.0 == "junior_score" || p.0 == "synthesis"));
 }
 
-// REQ-005-NFR8-001 (T18.5): scoring five answers with a real checker process and
-// choosing the best takes well under 30 s (measured, not the p95 of the spec).
+// REQ-005-FR12-001: five answers checked by a real checker process are ranked by
+// score, ties in junior order, and the clean one is chosen. (How long this takes is
+// measured by `cargo bench --bench agents -- synthesis`, not asserted here.)
 #[tokio::test]
-async fn scoring_and_choosing_among_five_outputs_is_quick() {
+async fn five_outputs_are_ranked_by_score_then_junior_order() {
     let dir = tempfile::tempdir().unwrap();
     let s = synthesis(Strategy::Best, dir.path(), Duration::from_secs(10));
     let outputs = [
@@ -325,12 +326,8 @@ async fn scoring_and_choosing_among_five_outputs_is_quick() {
         ("U:Ad", "TODO XXX d"),
         ("U:Ae", "e"),
     ];
-    let started = Instant::now();
     let scores = s.scorer.score_all(&outputs).await;
     let chosen = synthesize(s.strategy, &outputs, &scores);
-    let took = started.elapsed();
     assert_eq!(chosen.chosen.as_deref(), Some("U:Ac"));
     assert_eq!(chosen.order, vec!["U:Ac", "U:Ae", "U:Ab", "U:Aa", "U:Ad"]);
-    assert!(took < Duration::from_secs(30), "{took:?}");
-    eprintln!("scored and chose among 5 outputs in {took:?}");
 }

@@ -113,7 +113,7 @@ impl ApiDriver {
         ApiDriver {
             providers,
             ledger,
-            client: reqwest::Client::new(),
+            client: shared_client(),
             task: None,
             used: None,
         }
@@ -258,6 +258,13 @@ impl ApiDriver {
                 });
         }
     }
+}
+
+/// One HTTP client for every API junior of the process: building one loads the TLS
+/// roots (milliseconds per junior), and a shared one reuses connections to a provider.
+fn shared_client() -> reqwest::Client {
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    CLIENT.get_or_init(reqwest::Client::new).clone()
 }
 
 fn request_error(e: reqwest::Error, timeout: Duration) -> DriverError {
