@@ -287,7 +287,7 @@ fn agents_sections_are_checked_as_up_reads_them() {
             "agents.providers[0]",
         ),
         (
-            "agents:\n  providers:\n    - { name: a, base_url: \"http://x/v1\", model: m, api_key: sk-1 }\n",
+            "agents:\n  providers:\n    - { name: a, base_url: \"http://x/v1\", model: m, apikey: sk-1 }\n",
             "agents.providers",
         ),
         (

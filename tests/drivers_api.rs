@@ -41,6 +41,33 @@ async fn api_junior_answers_and_counts_tokens() {
     assert_eq!(driver.answered_by(), Some("alpha"));
 }
 
+// REQ-005-US-007-001 ISSUE-16: a key given in the configuration is sent when its
+// environment variable is absent; the environment wins when both are there; Debug
+// output never shows the key.
+#[tokio::test]
+async fn the_key_comes_from_the_environment_or_the_configuration() {
+    let (mut p, _) = serve("delta", Mode::Ok).await;
+    p.api_key = Some("sk-from-config".into());
+    p.api_key_env = Some("ORCHESTRATA_TEST_API_KEY_DELTA_UNSET".into());
+    let answer = run_task(
+        &mut ApiDriver::new(vec![p.clone()], QuotaBook::default()),
+        &task(5),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "delta: write fizzbuzz [Bearer sk-from-config]");
+    std::env::set_var("ORCHESTRATA_TEST_API_KEY_DELTA_SET", "sk-from-env");
+    p.api_key_env = Some("ORCHESTRATA_TEST_API_KEY_DELTA_SET".into());
+    let answer = run_task(
+        &mut ApiDriver::new(vec![p.clone()], QuotaBook::default()),
+        &task(5),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "delta: write fizzbuzz [Bearer sk-from-env]");
+    assert!(!format!("{p:?}").contains("sk-from-config"), "{p:?}");
+}
+
 // REQ-005-FR14-001 REQ-005-AC10-001 REQ-005-NFR10-001
 // T16.8: 429s are retried after Retry-After; too many is a typed rate-limit error.
 #[tokio::test]

@@ -15,6 +15,7 @@ use support::{checked_ok, process_alive, replay};
 
 const TOKEN: &str = "juniors-operator";
 const VZ_TOKEN: &str = "juniors-vz";
+const CONFIG: &str = "agents:\n  drivers:\n    upper: { cli: [tr, a-z, A-Z], timeout_s: 30 }\n    slow: { cli: [sh, -c, 'sleep 1; tr a-z A-Z'] }\n";
 
 async fn results(ws: &mut Ws, want: usize) -> Vec<Value> {
     let mut found = Vec::new();
@@ -53,20 +54,16 @@ async fn terminated(ws: &mut Ws, alias: &str) -> Option<String> {
 // REQ-005-US-007-001 REQ-005-FR9-001 ISSUE-16: a junior spawned with a task answers its
 // parent and is terminated `task_completed`; a junior with a deadline waits idle, takes
 // two tasks one after the other through agents.assign (a second while the first runs is
-// refused), and is terminated when its deadline passes.
+// refused), and is terminated when its deadline passes; a junior still alive when `up`
+// stops is terminated `interrupted` by the next start.
 #[tokio::test]
 async fn juniors_are_spawned_tasked_and_end_with_their_lifespan() {
     let dir = tempfile::tempdir().expect("temp dir");
     let port = support::free_port();
     let grant =
         format!("[{{token: {VZ_TOKEN}, scope: read_write, name: vz-bot, acts_as: [U:Vz]}}]");
-    let _up = Up::with_config(
-        dir.path(),
-        "agents:\n  drivers:\n    upper: { cli: [tr, a-z, A-Z], timeout_s: 30 }\n    slow: { cli: [sh, -c, 'sleep 1; tr a-z A-Z'] }\n",
-        port,
-        TOKEN,
-        &[("ORCHESTRATA_GATEWAY__TOKENS", grant.as_str())],
-    );
+    let env = [("ORCHESTRATA_GATEWAY__TOKENS", grant.as_str())];
+    let mut up = Up::with_config(dir.path(), CONFIG, port, TOKEN, &env);
     let mut vz = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
     vz.auth(VZ_TOKEN).await;
 
@@ -140,10 +137,36 @@ async fn juniors_are_spawned_tasked_and_end_with_their_lifespan() {
         Some("deadline"),
         "the junior lives until its deadline"
     );
+
+    // A junior alive when the server stops has lost its driver: the next start ends it.
+    let kept = checked_ok(
+        &mut vz,
+        "agents.spawn",
+        json!({ "parent": "U:Vz", "driver": "slow", "lifespan": {"deadline_ms": 600000} }),
+    )
+    .await;
+    let kept = kept["alias"].as_str().expect("alias").to_owned();
+    drop(vz);
+    assert!(up.stop(), "up stops cleanly");
+    let up = Up::with_config(dir.path(), CONFIG, port, TOKEN, &env);
+    assert!(
+        up.started
+            .iter()
+            .any(|l| l.contains("juniors: terminated 1 interrupted") && l.contains(&kept)),
+        "{:?}",
+        up.started
+    );
+    let mut vz = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
+    vz.auth(VZ_TOKEN).await;
+    assert_eq!(
+        terminated(&mut vz, &kept).await.as_deref(),
+        Some("interrupted")
+    );
 }
 
 // REQ-005-FR9-001 ISSUE-16: agents.terminate stops a junior's task in flight — its
-// process group is gone — and records the reason; refusals are typed: an unknown
+// process group is gone — and records the reason; a spawn's `timeout_s` limits its
+// task below the profile's; refusals are typed: an unknown
 // profile, a junior bound to a task without one, a caller who may not act as the
 // parent, an agent that does not live.
 #[tokio::test]
@@ -207,6 +230,38 @@ async fn a_terminated_junior_stops_its_work_and_refusals_are_typed() {
         terminated(&mut vz, &alias).await.as_deref(),
         Some("no longer needed")
     );
+
+    // A shorter limit than the profile's: the task times out and the program ends.
+    let limited = checked_ok(
+        &mut vz,
+        "agents.spawn",
+        json!({ "parent": "U:Vz", "driver": "sleeper", "task": "wait", "timeout_s": 1 }),
+    )
+    .await;
+    let limited = limited["task_id"].as_str().expect("task id").to_owned();
+    let mut answer = None;
+    for _ in 0..400 {
+        answer = replay(&mut vz, "cxp.traffic")
+            .await
+            .into_iter()
+            .find(|e| e["event_type"] == "packet_sent" && e.to_string().contains(&limited));
+        if answer.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let answer = answer.expect("the limited junior answered").to_string();
+    assert!(
+        answer.contains("timeout: no answer within 1000 ms"),
+        "{answer}"
+    );
+    let too_long = vz
+        .err(
+            "agents.spawn",
+            json!({ "parent": "U:Vz", "driver": "sleeper", "task": "x", "timeout_s": 100000 }),
+        )
+        .await;
+    assert_eq!(too_long["data"]["field"], "timeout_s", "{too_long}");
 
     let unknown = vz
         .err(

@@ -91,8 +91,7 @@ pub async fn delegate(
 /// Runs `task` on the spawned junior `alias` and answers `senior` with its
 /// `junior_result` packet; with `keep` the driver is not cleaned up (the junior lives
 /// on for more tasks). A failed driver makes the junior `unhealthy`; a violation
-/// escalates and terminates it; every provider exhausted escalates from the senior to
-/// the human queue (005 NFR10).
+/// escalates and terminates it.
 pub(crate) async fn run_spawned(
     agents: &Agents,
     senior: &str,
@@ -121,18 +120,6 @@ pub(crate) async fn run_spawned(
                 )
                 .await?;
         }
-    }
-    if let Err(e @ DriverError::QuotaExhausted { .. }) = &result {
-        let context =
-            serde_json::json!({ "task_id": task.id, "junior": alias, "error": e.to_string() });
-        agents
-            .escalate_to_human(
-                senior,
-                "every provider's quota is used up",
-                Some(packet.thread_id()),
-                context,
-            )
-            .await?;
     }
     if let Err(DriverError::Violation { reason }) = &result {
         let context = serde_json::json!({ "task_id": task.id, "violation": reason });

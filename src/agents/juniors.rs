@@ -9,6 +9,9 @@
 //! cookies — and takes the next one through [`Juniors::assign`], one task at a time.
 //! Each answer is a `junior_result` packet to the parent, like a delegation's.
 //!
+//! A junior whose providers are all exhausted makes its senior escalate to the human
+//! queue (005 NFR10).
+//!
 //! Terminating a junior stops its task in flight (its process group or browser ends
 //! with the driver) and records `terminated` with the reason. A junior whose lifespan
 //! the supervisor ended (deadline passed, session closed) loses its driver at the next
@@ -21,8 +24,8 @@ use std::time::Duration;
 use tokio::task::AbortHandle;
 use uuid::Uuid;
 
-use super::delegation::run_spawned;
-use super::driver::{Driver, Task};
+use super::delegation::{run_spawned, JuniorRun};
+use super::driver::{Driver, DriverError, Task};
 use super::error::AgentError;
 use super::profiles::{DriverKind, DriverSetup};
 use super::service::{Agents, LifespanSpec, SpawnSpec};
@@ -43,6 +46,8 @@ pub struct JuniorRequest {
     pub lifespan: Option<LifespanSpec>,
     /// What it is for (default: the task's first line, or the profile name).
     pub purpose: Option<String>,
+    /// A shorter time limit per task than the profile's `timeout_s`, in seconds.
+    pub timeout_s: Option<u64>,
 }
 
 /// A junior as spawned.
@@ -145,9 +150,24 @@ impl Juniors {
         };
         let task_bound = matches!(lifespan, LifespanSpec::Task(_));
         let first_id = task.as_ref().map_or("idle", |t| t.id.as_str()).to_owned();
-        let (kind, driver, timeout) =
+        let (kind, driver, limit) =
             self.setup
                 .build(&self.agents, &req.profile, &req.parent, &first_id)?;
+        let timeout = match req.timeout_s {
+            None => limit,
+            Some(0) => return Err(AgentError::invalid("timeout_s", "must be at least 1")),
+            Some(s) if Duration::from_secs(s) > limit => {
+                return Err(AgentError::invalid(
+                    "timeout_s",
+                    format!(
+                        "{s} s is more than the profile `{}` allows ({} s)",
+                        req.profile,
+                        limit.as_secs()
+                    ),
+                ))
+            }
+            Some(s) => Duration::from_secs(s),
+        };
         let purpose = req
             .purpose
             .filter(|p| !p.trim().is_empty())
@@ -250,8 +270,11 @@ impl Juniors {
                     let mut d = driver.lock().await;
                     run_spawned(&me.agents, &parent, &junior, d.as_mut(), &task, keep).await
                 };
-                if let Err(e) = &run {
-                    tracing::warn!(junior = %junior, task_id = %task.id, error = %e, "junior task failed");
+                match &run {
+                    Ok(r) => me.exhausted(&parent, &junior, &task, r).await,
+                    Err(e) => {
+                        tracing::warn!(junior = %junior, task_id = %task.id, error = %e, "junior task failed")
+                    }
                 }
                 me.finished(&junior, &task.id, keep).await;
             });
@@ -260,6 +283,29 @@ impl Juniors {
             }
         });
         Ok(id)
+    }
+
+    /// Every provider of the junior's profile is exhausted: its senior escalates hop
+    /// by hop to the human queue (005 NFR10). (A fan-out instead escalates only when
+    /// every junior failed.)
+    async fn exhausted(&self, senior: &str, junior: &str, task: &Task, run: &JuniorRun) {
+        let Err(e @ DriverError::QuotaExhausted { .. }) = &run.result else {
+            return;
+        };
+        let context =
+            serde_json::json!({ "task_id": task.id, "junior": junior, "error": e.to_string() });
+        let escalated = self
+            .agents
+            .escalate_to_human(
+                senior,
+                "every provider's quota is used up",
+                Some(run.packet.thread_id()),
+                context,
+            )
+            .await;
+        if let Err(e) = escalated {
+            tracing::warn!(%junior, error = %e, "could not escalate exhausted quotas");
+        }
     }
 
     async fn finished(&self, alias: &str, task_id: &str, keep: bool) {

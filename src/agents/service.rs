@@ -276,6 +276,14 @@ impl Agents {
         self.terminate_each(bound, reason).await
     }
 
+    /// Terminates every live junior with `reason`; returns their aliases. At start a
+    /// process owns no junior's driver, so a junior the log still shows live was
+    /// interrupted by the last stop.
+    pub async fn terminate_live_juniors(&self, reason: &str) -> Result<Vec<String>, AgentError> {
+        let live = self.read(|t| t.live_juniors()).await?;
+        self.terminate_each(live, reason).await
+    }
+
     /// The task is done: every live junior bound to it terminates (reason
     /// `task_completed`). Returns their aliases.
     pub async fn complete_task(&self, task_id: &str) -> Result<Vec<String>, AgentError> {

@@ -345,6 +345,18 @@ impl AgentTree {
         v
     }
 
+    /// Every live junior, sorted.
+    pub fn live_juniors(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.live && n.kind == AgentKind::Junior)
+            .map(|(a, _)| a.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
     /// Escalations between Volks so far.
     pub fn escalations(&self) -> u64 {
         self.escalations

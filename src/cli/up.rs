@@ -114,6 +114,20 @@ pub(super) async fn run(args: UpArgs, log_args: LogArgs) -> anyhow::Result<()> {
                 ));
             }
         }
+        if let Some(k) = &kernel {
+            let ended = k
+                .agents
+                .terminate_live_juniors("interrupted")
+                .await
+                .context("ending the juniors the last stop interrupted")?;
+            if !ended.is_empty() {
+                say(&format!(
+                    "juniors: terminated {} interrupted by the last stop: {}",
+                    ended.len(),
+                    ended.join(" ")
+                ));
+            }
+        }
         let launched = crate::gateway::launch::launch(crate::gateway::launch::Launch {
             listen: args.listen.as_deref(),
             redis: args.redis.as_deref(),

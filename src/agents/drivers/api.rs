@@ -3,8 +3,8 @@
 //!
 //! Providers are tried in the configured order. For each:
 //! - a provider the [`ProviderLedger`] says is exhausted is skipped;
-//! - the key comes from the environment variable the configuration names (never from
-//!   the configuration itself), sent as a bearer token;
+//! - the key comes from the environment variable the configuration names, else from
+//!   the configuration's `api_key`, sent as a bearer token;
 //! - HTTP 429 is a rate limit: wait `Retry-After` (capped at `max_backoff_ms`) and retry,
 //!   up to `max_retries`; a 429 whose error code is `insufficient_quota` is exhaustion;
 //! - each request has the task's timeout;
@@ -29,7 +29,7 @@ use super::quota::{CallOutcome, CallRecord, ProviderLedger};
 use crate::agents::driver::{Driver, DriverError, Task};
 
 /// One OpenAI-compatible provider (an entry of `agents.providers`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     /// A name for errors, events and quota accounting.
@@ -38,9 +38,14 @@ pub struct ProviderConfig {
     pub base_url: String,
     /// The model.
     pub model: String,
-    /// The environment variable holding the API key (no key sent when unset/`None`).
+    /// The environment variable holding the API key; when it is set, it wins over
+    /// `api_key`.
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// The API key itself (prefer `api_key_env`: a configuration file is easier to
+    /// leak than an environment). Never printed: `Debug` and `config.get` redact it.
+    #[serde(default)]
+    pub api_key: Option<String>,
     /// Tokens this provider may use in total (`None`: unlimited).
     #[serde(default)]
     pub quota_tokens: Option<u64>,
@@ -68,10 +73,19 @@ impl ProviderConfig {
             base_url: base_url.into(),
             model: model.into(),
             api_key_env: None,
+            api_key: None,
             quota_tokens: None,
             max_retries: default_retries(),
             max_backoff_ms: default_backoff(),
         }
+    }
+
+    /// The key to send: the environment variable's value, else the configured key.
+    pub fn key(&self) -> Option<String> {
+        self.api_key_env
+            .as_ref()
+            .and_then(|v| std::env::var(v).ok())
+            .or_else(|| self.api_key.clone())
     }
 
     /// Checks what can be checked without calling: a name and an http(s) URL.
@@ -89,6 +103,21 @@ impl ProviderConfig {
             });
         }
         Ok(())
+    }
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("name", &self.name)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key_env", &self.api_key_env)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("quota_tokens", &self.quota_tokens)
+            .field("max_retries", &self.max_retries)
+            .field("max_backoff_ms", &self.max_backoff_ms)
+            .finish()
     }
 }
 
@@ -162,7 +191,7 @@ impl ApiDriver {
             "model": p.model,
             "messages": [{"role": "user", "content": task.prompt}],
         });
-        let key = p.api_key_env.as_ref().and_then(|v| std::env::var(v).ok());
+        let key = p.key();
         let mut attempt = 0;
         loop {
             let started = Instant::now();

@@ -47,6 +47,7 @@ struct SpawnParams {
     task: Option<String>,
     lifespan: Option<Lifespan>,
     purpose: Option<String>,
+    timeout_s: Option<u64>,
 }
 
 fn lifespan_json(l: &LifespanSpec) -> Value {
@@ -83,6 +84,7 @@ pub async fn spawn(call: Call) -> RpcResult {
             task: p.task,
             lifespan,
             purpose: p.purpose,
+            timeout_s: p.timeout_s,
         })
         .await
         .map_err(rpc)?;
