@@ -166,10 +166,7 @@ pub async fn start(
         .with_state(shared.clone());
     let stop = shared.shutdown.subscribe();
     let server = match tls {
-        // Answers and notifications are small frames written back to back: without
-        // TCP_NODELAY a frame written while the previous one is unacknowledged waits
-        // for the client's delayed ACK (40 ms on Linux).
-        None => tokio::spawn(serve(listener.tap_io(no_delay), app, stop)),
+        None => tokio::spawn(serve(listener, app, stop)),
         // `tap_io` is a no-op that lets axum hand the peer address to `ConnectInfo`.
         Some(tls) => tokio::spawn(serve(
             TlsListener::new(listener, addr, tls).tap_io(|_| {}),
@@ -185,13 +182,6 @@ pub async fn start(
         tailers,
         views,
     })
-}
-
-/// Disables Nagle's algorithm on an accepted connection (see [`start`]).
-pub(super) fn no_delay(tcp: &mut tokio::net::TcpStream) {
-    if let Err(e) = tcp.set_nodelay(true) {
-        tracing::debug!(error = %e, "TCP_NODELAY not set");
-    }
 }
 
 /// Serves `app` on `listener` until `stop` turns true.

@@ -198,7 +198,7 @@ async fn accept_loop(tcp: TcpListener, acceptor: TlsAcceptor, tx: Ready) {
                 Err(_) => return,
             },
         };
-        let (mut stream, remote) = tokio::select! {
+        let (stream, remote) = tokio::select! {
             _ = tx.closed() => return,
             accepted = tcp.accept() => match accepted {
                 Ok(a) => a,
@@ -208,7 +208,6 @@ async fn accept_loop(tcp: TcpListener, acceptor: TlsAcceptor, tx: Ready) {
                 }
             },
         };
-        super::server::no_delay(&mut stream);
         let (acceptor, tx) = (acceptor.clone(), tx.clone());
         tokio::spawn(async move {
             let _permit = permit;
