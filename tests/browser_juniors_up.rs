@@ -7,8 +7,6 @@
 
 mod support;
 
-use std::time::Duration;
-
 use axum::response::Html;
 use axum::routing::get;
 use axum::Router;
@@ -51,23 +49,11 @@ async fn serve_page() -> String {
 }
 
 async fn answers(ws: &mut Ws, want: usize) -> Vec<String> {
-    let mut found = Vec::new();
-    for _ in 0..800 {
-        found = replay(ws, "cxp.traffic")
-            .await
-            .into_iter()
-            .filter(|e| {
-                e["event_type"] == "packet_sent"
-                    && e["payload"]["packet"]["subject"] == "junior_result"
-            })
-            .map(|e| e["payload"]["packet"].to_string())
-            .collect();
-        if found.len() >= want {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    found
+    support::junior_results(ws, want, 800)
+        .await
+        .iter()
+        .map(Value::to_string)
+        .collect()
 }
 
 // REQ-005-US-010-001 REQ-005-FR13-001 ISSUE-16: a browser junior spawned through the

@@ -18,23 +18,7 @@ const VZ_TOKEN: &str = "juniors-vz";
 const CONFIG: &str = "agents:\n  drivers:\n    upper: { cli: [tr, a-z, A-Z], timeout_s: 30 }\n    slow: { cli: [sh, -c, 'sleep 1; tr a-z A-Z'] }\n";
 
 async fn results(ws: &mut Ws, want: usize) -> Vec<Value> {
-    let mut found = Vec::new();
-    for _ in 0..400 {
-        found = replay(ws, "cxp.traffic")
-            .await
-            .into_iter()
-            .filter(|e| {
-                e["event_type"] == "packet_sent"
-                    && e["payload"]["packet"]["subject"] == "junior_result"
-            })
-            .map(|e| e["payload"]["packet"].clone())
-            .collect();
-        if found.len() >= want {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    found
+    support::junior_results(ws, want, 400).await
 }
 
 async fn terminated(ws: &mut Ws, alias: &str) -> Option<String> {

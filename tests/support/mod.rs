@@ -403,3 +403,25 @@ pub async fn replay(ws: &mut ws::Ws, topic: &str) -> Vec<serde_json::Value> {
         .await;
     r["events"].as_array().cloned().unwrap_or_default()
 }
+
+/// The `junior_result` packets on `cxp.traffic` in log order, polled (every 25 ms, for
+/// up to `polls` tries) until there are at least `want`.
+pub async fn junior_results(ws: &mut ws::Ws, want: usize, polls: u32) -> Vec<serde_json::Value> {
+    let mut found = Vec::new();
+    for _ in 0..polls {
+        found = replay(ws, "cxp.traffic")
+            .await
+            .into_iter()
+            .filter(|e| {
+                e["event_type"] == "packet_sent"
+                    && e["payload"]["packet"]["subject"] == "junior_result"
+            })
+            .map(|e| e["payload"]["packet"].clone())
+            .collect();
+        if found.len() >= want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    found
+}
