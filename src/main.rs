@@ -12,6 +12,14 @@ use orchestrata::cli::{run, Cli};
 use orchestrata::config::{LogFormat, LoggingConfig, SystemConfig};
 use tracing_subscriber::EnvFilter;
 
+/// mimalloc instead of glibc's malloc. A server that commits for hours allocates from
+/// many threads (tokio workers, the log writer, the governance engine, the projection
+/// runner); glibc gives each its own arena and returns little of it, so resident memory
+/// climbed with the history served well beyond the live heap (docs/performance.md,
+/// "Resident memory and the allocator").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The `--config FILE` of the command line, else `ORCHESTRATA_CONFIG`.
 fn config_path() -> Option<PathBuf> {
     let mut args = std::env::args_os().skip(1);
