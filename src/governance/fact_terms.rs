@@ -99,9 +99,13 @@ impl PacketFact {
 
     /// The base with its statuses left open: matches the stored base whatever statuses
     /// it was first stored with (to retract it, or to compare two versions of a packet).
+    ///
+    /// The open places are anonymous (`_`): several retracts run as one conjunction
+    /// (`fact_goals.rs`), where named variables would be shared between them and the
+    /// second retract would only match a base stored with the first one's statuses.
     pub(super) fn base_pattern(&self) -> PlTerm {
-        let var = |name: &str| PlTerm::Var(name.to_owned());
-        self.base_term((var("D0"), var("DT0")), (var("W0"), var("WT0")))
+        let var = || PlTerm::Var("_".to_owned());
+        self.base_term((var(), var()), (var(), var()))
     }
 }
 
