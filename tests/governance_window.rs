@@ -162,6 +162,12 @@ async fn the_engine_is_renewed_under_load_without_losing_a_decision() {
         let id = send(&env.log, packet("U:Ox", "U:Vz", "t1", "task", &session)).await;
         first.get_or_insert(id);
         last = Some(id);
+        if n % 50 == 49 {
+            // A read of packet facts compiles the sends waiting for one
+            // (`pending.rs`), which is what fills the machine towards a renewal.
+            let shown = g.packets_where(PacketField::Sender, "U:Ox").await.unwrap();
+            assert!(shown.contains(&id.to_string()), "send {n} is shown");
+        }
         if n % 5 == 0 {
             // Decisions while renewals load and hand over: each is answered by a
             // machine (no fail-closed answer), allowed until the budget is spent.

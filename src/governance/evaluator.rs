@@ -10,13 +10,14 @@ use std::path::PathBuf;
 use orchestrata_schemas::events::types::DecisionResult;
 use scryer_prolog::{LeafAnswer, Machine, MachineBuilder, Term};
 
-use super::fact_goals;
-use super::facts::{Fact, FactChange};
+use super::pending::PendingPackets;
 use super::policy::Policy;
 use super::request::{Outcome, Request};
 use super::rules::{clause_lines, RuleInfo};
 use super::term::{quote_atom, render, term_list, term_text};
 use super::GovernanceError;
+
+mod apply;
 
 const PRELUDE: &str = include_str!("prelude.pl");
 
@@ -84,12 +85,24 @@ impl Cacheable {
 }
 
 /// A machine with a policy loaded.
+///
+/// Packet fact changes are compiled when a goal reads packet facts, not when they
+/// arrive (`pending.rs`); every other fact change is applied at once.
 pub struct Evaluator {
     machine: Machine,
     cacheable: Cacheable,
     policy: Policy,
     rules: Vec<RuleInfo>,
+    pending: PendingPackets,
+    /// Whether the machine's `orchestrata_stale` flag is set (changes wait).
+    stale: bool,
+    /// Estimated bytes left in the machine by changes applied inside `decide` and
+    /// `query` (see [`Evaluator::take_flushed_cost`]).
+    flushed_cost: u64,
 }
+
+/// The error a decision answers when it read packet facts while changes waited.
+const STALE: &str = "orchestrata_stale_facts";
 
 /// What one run of a goal gave.
 enum Answer {
@@ -179,6 +192,9 @@ impl Evaluator {
             cacheable,
             policy: policy.clone(),
             rules,
+            pending: PendingPackets::default(),
+            stale: false,
+            flushed_cost: 0,
         })
     }
 
@@ -287,54 +303,28 @@ impl Evaluator {
         &self.rules
     }
 
-    /// Asserts and retracts facts, in order, a batch per goal (see [`fact_goals`]
-    /// for how packet facts are kept).
-    pub fn apply(&mut self, changes: &[FactChange]) -> Result<(), GovernanceError> {
-        self.apply_measured(changes).map(|_| ())
-    }
-
-    /// [`Evaluator::apply`], returning what the goals are estimated to have left in
-    /// the machine (bytes; see `renewal.rs`).
-    pub(super) fn apply_measured(
-        &mut self,
-        changes: &[FactChange],
-    ) -> Result<u64, GovernanceError> {
-        let goals = fact_goals::goals(changes);
-        let cost = goals.iter().map(|g| super::renewal::goal_cost(g)).sum();
-        for chunk in goals.chunks(64) {
-            let goal = chunk.join(",");
-            match run_caught(&mut self.machine, &goal) {
-                Ok(Some(_)) => {}
-                Ok(None) => return Err(GovernanceError::Prolog("asserting facts failed".into())),
-                Err(e) => return Err(GovernanceError::Prolog(e)),
-            }
-        }
-        Ok(cost)
-    }
-
-    /// Loads a whole fact set (a fresh machine, or after a reset).
-    pub fn load_facts(&mut self, facts: &[Fact]) -> Result<(), GovernanceError> {
-        let changes: Vec<FactChange> = facts.iter().cloned().map(FactChange::Assert).collect();
-        self.apply(&changes)
-    }
-
-    /// Removes every fact.
-    pub fn clear_facts(&mut self) -> Result<(), GovernanceError> {
-        let goal = "'$clear_blackboard', retractall(cxp_sends_key(_,_)), \
-                    retractall(cxp_packet_base(_,_,_,_,_,_,_,_,_,_,_,_,_,_,_,_,_)), retractall(cxp_status(_,_,_,_,_,_)), \
-                    retractall(volk(_,_,_,_)), \
-                    retractall(volk_capability(_,_)), retractall(volk_status(_,_)), retractall(session(_,_,_,_))";
-        run_caught(&mut self.machine, goal)
-            .map_err(GovernanceError::Prolog)
-            .map(|_| ())
-    }
-
     /// Evaluates `decide/5` for a request.
     ///
     /// The goal is `'$od'(Subject, Action, Resource, Context, O)` (see prelude.pl):
     /// as short as it can be, because scryer parses it from text for every decision,
     /// and with a single output so one answer term is converted back.
+    ///
+    /// A decision that read packet facts while changes waited is run again once they
+    /// are applied (`pending.rs`).
     pub fn decide(&mut self, request: &Request) -> Result<Outcome, GovernanceError> {
+        match self.decide_now(request)? {
+            Some(outcome) => Ok(outcome),
+            None => {
+                self.flush_counted()?;
+                self.decide_now(request)?.ok_or_else(|| {
+                    GovernanceError::Prolog(format!("{STALE} after applying the facts"))
+                })
+            }
+        }
+    }
+
+    /// One run of `decide/5`; `None` when it read packet facts that were stale.
+    fn decide_now(&mut self, request: &Request) -> Result<Option<Outcome>, GovernanceError> {
         use std::fmt::Write as _;
         let mut goal = String::with_capacity(64);
         let _ = write!(
@@ -359,6 +349,9 @@ impl Evaluator {
                 }
             }
             Some(Term::Compound(f, args)) if f == "error" && args.len() == 1 => {
+                if term_text(&args[0]).as_deref() == Some(STALE) {
+                    return Ok(None);
+                }
                 return Err(GovernanceError::Prolog(render(&args[0])));
             }
             _ => return Err(GovernanceError::Prolog("decide/5 failed".into())),
@@ -384,12 +377,12 @@ impl Evaluator {
                 )))
             }
         };
-        Ok(Outcome {
+        Ok(Some(Outcome {
             result,
             trace: list(&trace),
             articles: list(&articles),
             cacheable: self.cacheable.is_cacheable(&request.action),
-        })
+        }))
     }
 
     /// Runs any goal and returns the first answer's bindings rendered as text
@@ -398,6 +391,10 @@ impl Evaluator {
         &mut self,
         goal: &str,
     ) -> Result<Option<BTreeMap<String, String>>, GovernanceError> {
+        // Any goal may read packet facts: apply what waits first.
+        if !self.pending.is_empty() {
+            self.flush_counted()?;
+        }
         let answer = run_caught(&mut self.machine, goal).map_err(GovernanceError::Prolog)?;
         Ok(answer.map(|b| {
             b.into_iter()

@@ -22,6 +22,7 @@ mod fact_terms;
 mod fact_window;
 mod facts;
 pub mod kernel;
+mod pending;
 mod policy;
 mod queries;
 mod renewal;

@@ -35,6 +35,7 @@
 %% the atom table").
 cxp_packet(id(A, B, C), From, To, Thread, Subject, Ts, Priority, D, W, Version, Payload,
            Session) :-
+    '$fresh',
     cxp_packet_base(A, B, C, Seq, From, To, Thread, Subject, Ts, Priority, Version, Payload,
                     Session, D0, DT0, W0, WT0),
     '$in_window'(Seq),
@@ -42,14 +43,28 @@ cxp_packet(id(A, B, C), From, To, Thread, Subject, Ts, Priority, D, W, Version, 
     '$packet_status'(A, B, C, w, W0-WT0, W, _).
 
 cxp_delivery_status(id(A, B, C), S, T) :-
+    '$fresh',
     cxp_packet_base(A, B, C, Seq, _, _, _, _, _, _, _, _, _, S0, T0, _, _),
     '$in_window'(Seq),
     '$packet_status'(A, B, C, d, S0-T0, S, T).
 
 cxp_work_status(id(A, B, C), S, T) :-
+    '$fresh',
     cxp_packet_base(A, B, C, Seq, _, _, _, _, _, _, _, _, _, _, _, S0, T0),
     '$in_window'(Seq),
     '$packet_status'(A, B, C, w, S0-T0, S, T).
+
+%% Packet changes are compiled when a goal reads packet facts, not when they happen
+%% (src/governance/pending.rs): while some wait, the engine sets orchestrata_stale to 1,
+%% and a read notes itself and throws, so the engine applies them and runs the
+%% decision again. cxp_packet_base/17 and cxp_status/6 are internal: read the three
+%% predicates above.
+'$fresh' :- bb_get(orchestrata_stale, 0), !.
+'$fresh' :-
+    '$store_global_var'(orchestrata_stale_read, 1),
+    throw(orchestrata_stale_facts).
+
+'$set_stale'(S) :- bb_put(orchestrata_stale, S).
 
 '$in_window'(Seq) :-
     bb_get(orchestrata_fact_floor, F),
@@ -85,7 +100,8 @@ cxp_sends(V, S, N) :-
 %% Forgets every fact kept outside clauses (counts and floor), for clear_facts.
 '$clear_blackboard' :-
     forall(cxp_sends_key(V, S), '$set_sends'(V, S, 0)),
-    '$set_floor'(0).
+    '$set_floor'(0),
+    '$set_stale'(0).
 
 '$last'([X], X) :- !.
 '$last'([_|Xs], X) :- '$last'(Xs, X).
@@ -125,8 +141,14 @@ ctx(Context, Key, Value) :-
 :- dynamic(orchestrata_inference_limit/1).
 
 '$od'(S, A, R, C, Out) :-
-    catch(orchestrata_decide(S, A, R, C, Out), E, Out = error(E)),
-    !.
+    '$store_global_var'(orchestrata_stale_read, 0),
+    catch(orchestrata_decide(S, A, R, C, Out0), E, Out0 = error(E)),
+    !,
+    %% A read of stale packet facts, even one a policy's own catch/3 swallowed.
+    (   '$fetch_global_var'(orchestrata_stale_read, 1)
+    ->  Out = error(orchestrata_stale_facts)
+    ;   Out = Out0
+    ).
 
 orchestrata_decide(S, A, R, C, ok(Result, Trace, Articles)) :-
     orchestrata_inference_limit(Limit),

@@ -236,6 +236,9 @@ fn run_job(ev: &mut Evaluator, job: Job, health: &Health) -> Result<(), Panicked
             }) else {
                 return Err(Panicked::Decide(reply));
             };
+            health
+                .spent
+                .fetch_add(ev.take_flushed_cost(), Ordering::AcqRel);
             let _ = reply.send(result);
         }
         Job::Query(goal, reply) => {
@@ -243,6 +246,9 @@ fn run_job(ev: &mut Evaluator, job: Job, health: &Health) -> Result<(), Panicked
             let Some(result) = guarded(|| ev.query(&goal)) else {
                 return Err(Panicked::Query(reply));
             };
+            health
+                .spent
+                .fetch_add(ev.take_flushed_cost(), Ordering::AcqRel);
             let _ = reply.send(result);
         }
         Job::Load(..) | Job::Renew(..) | Job::Stop => {}

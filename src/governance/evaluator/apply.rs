@@ -1,0 +1,110 @@
+//! How fact changes reach the machine: every change but a packet's at once, packet
+//! changes when a goal reads them (`pending.rs`).
+
+use super::{run_caught, Evaluator};
+use crate::governance::error::GovernanceError;
+use crate::governance::fact_goals;
+use crate::governance::facts::{Fact, FactChange};
+
+impl Evaluator {
+    /// Asserts and retracts facts, in order, a batch per goal (see [`fact_goals`]
+    /// for how packet facts are kept).
+    pub fn apply(&mut self, changes: &[FactChange]) -> Result<(), GovernanceError> {
+        self.apply_measured(changes).map(|_| ())
+    }
+
+    /// [`Evaluator::apply`], returning what the goals are estimated to have left in
+    /// the machine (bytes; see `renewal.rs`).
+    ///
+    /// Packet changes wait (`pending.rs`) unless too many do; the rest run now.
+    pub(in crate::governance) fn apply_measured(
+        &mut self,
+        changes: &[FactChange],
+    ) -> Result<u64, GovernanceError> {
+        let now: Vec<FactChange> = changes
+            .iter()
+            .filter(|c| !self.pending.offer(c))
+            .cloned()
+            .collect();
+        let mut cost = self.run_changes(&now)?;
+        if self.pending.must_apply() {
+            cost += self.flush()?;
+        } else if !self.pending.is_empty() && !self.stale {
+            self.set_stale(true)?;
+        }
+        Ok(cost)
+    }
+
+    /// Runs the goals of `changes` in order, 64 per query.
+    fn run_changes(&mut self, changes: &[FactChange]) -> Result<u64, GovernanceError> {
+        let goals = fact_goals::goals(changes);
+        let cost = goals.iter().map(|g| crate::governance::renewal::goal_cost(g)).sum();
+        for chunk in goals.chunks(64) {
+            let goal = chunk.join(",");
+            match run_caught(&mut self.machine, &goal) {
+                Ok(Some(_)) => {}
+                Ok(None) => return Err(GovernanceError::Prolog("asserting facts failed".into())),
+                Err(e) => return Err(GovernanceError::Prolog(e)),
+            }
+        }
+        Ok(cost)
+    }
+
+    /// Applies the waiting packet changes and clears the stale flag.
+    fn flush(&mut self) -> Result<u64, GovernanceError> {
+        let changes = self.pending.take();
+        let cost = self.run_changes(&changes)?;
+        if self.stale {
+            self.set_stale(false)?;
+        }
+        Ok(cost)
+    }
+
+    fn set_stale(&mut self, stale: bool) -> Result<(), GovernanceError> {
+        let goal = if stale {
+            "'$set_stale'(1)"
+        } else {
+            "'$set_stale'(0)"
+        };
+        run_caught(&mut self.machine, goal).map_err(GovernanceError::Prolog)?;
+        self.stale = stale;
+        Ok(())
+    }
+
+    /// Packets whose changes wait to be compiled (0 once a goal read packet facts).
+    pub fn waiting_packets(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// What applying waiting changes inside [`Evaluator::decide`] and
+    /// [`Evaluator::query`] is estimated to have left in the machine since the last
+    /// call (bytes, as [`Evaluator::apply_measured`] counts them).
+    pub(in crate::governance) fn take_flushed_cost(&mut self) -> u64 {
+        std::mem::take(&mut self.flushed_cost)
+    }
+
+    pub(super) fn flush_counted(&mut self) -> Result<(), GovernanceError> {
+        let cost = self.flush()?;
+        self.flushed_cost += cost;
+        Ok(())
+    }
+
+    /// Loads a whole fact set (a fresh machine, or after a reset).
+    pub fn load_facts(&mut self, facts: &[Fact]) -> Result<(), GovernanceError> {
+        let changes: Vec<FactChange> = facts.iter().cloned().map(FactChange::Assert).collect();
+        self.apply(&changes)
+    }
+
+    /// Removes every fact.
+    pub fn clear_facts(&mut self) -> Result<(), GovernanceError> {
+        self.pending.clear();
+        self.stale = false;
+        let goal = "'$clear_blackboard', retractall(cxp_sends_key(_,_)), \
+                    retractall(cxp_packet_base(_,_,_,_,_,_,_,_,_,_,_,_,_,_,_,_,_)), retractall(cxp_status(_,_,_,_,_,_)), \
+                    retractall(volk(_,_,_,_)), \
+                    retractall(volk_capability(_,_)), retractall(volk_status(_,_)), retractall(session(_,_,_,_))";
+        run_caught(&mut self.machine, goal)
+            .map_err(GovernanceError::Prolog)
+            .map(|_| ())
+    }
+}
