@@ -38,7 +38,10 @@ impl Evaluator {
     /// Runs the goals of `changes` in order, 64 per query.
     fn run_changes(&mut self, changes: &[FactChange]) -> Result<u64, GovernanceError> {
         let goals = fact_goals::goals(changes);
-        let cost = goals.iter().map(|g| crate::governance::renewal::goal_cost(g)).sum();
+        let cost = goals
+            .iter()
+            .map(|g| crate::governance::renewal::goal_cost(g))
+            .sum();
         for chunk in goals.chunks(64) {
             let goal = chunk.join(",");
             match run_caught(&mut self.machine, &goal) {
