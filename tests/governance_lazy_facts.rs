@@ -12,36 +12,10 @@ use orchestrata::governance::{
     Evaluator, Fact, FactsView, Policy, PolicyFile, Request, DEFAULT_INFERENCE_LIMIT,
 };
 use orchestrata_schemas::cxp::WorkStatus;
-use orchestrata_schemas::events::cxp_traffic::{
-    PacketDelivered, PacketSent, PriorityChanged, WorkStatusChanged,
-};
+use orchestrata_schemas::events::cxp_traffic::{PriorityChanged, WorkStatusChanged};
 use orchestrata_schemas::events::types::DecisionResult::{Allow, Deny};
-use orchestrata_schemas::events::{Envelope, Event, EventRecord, Stream};
+use orchestrata_schemas::events::Envelope;
 use uuid::Uuid;
-
-fn envelope(sequence: u64, event: impl Into<Event>) -> Envelope {
-    Envelope {
-        stream: Stream::CxpTraffic,
-        sequence,
-        epoch: "test".into(),
-        record: EventRecord::new("test", "k", event, chrono::Utc::now()),
-    }
-}
-
-fn sent(sequence: u64, id: Uuid) -> Envelope {
-    let mut p = packet("U:Ox", "U:Vz", "t1", "task", "s1");
-    p.message_id = id;
-    envelope(sequence, PacketSent { packet: p })
-}
-
-fn delivered(sequence: u64, id: Uuid) -> Envelope {
-    let e = PacketDelivered {
-        message_id: id,
-        thread_id: "t1".into(),
-        to_agent: "U:Vz".into(),
-    };
-    envelope(sequence, e)
-}
 
 fn worked(sequence: u64, id: Uuid, new: WorkStatus) -> Envelope {
     let e = WorkStatusChanged {

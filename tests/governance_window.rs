@@ -13,36 +13,8 @@ use orchestrata::governance::audit::{self, AuditLog};
 use orchestrata::governance::{
     Evaluator, FactsView, GovernanceConfig, PacketField, Policy, Request, DEFAULT_INFERENCE_LIMIT,
 };
-use orchestrata_schemas::events::cxp_traffic::{PacketDelivered, PacketSent};
 use orchestrata_schemas::events::types::DecisionResult::{Allow, Deny};
-use orchestrata_schemas::events::{Envelope, Event, EventRecord, Stream};
 use uuid::Uuid;
-
-fn envelope(sequence: u64, event: impl Into<Event>) -> Envelope {
-    Envelope {
-        stream: Stream::CxpTraffic,
-        sequence,
-        epoch: "test".into(),
-        record: EventRecord::new("test", "k", event, chrono::Utc::now()),
-    }
-}
-
-fn sent(sequence: u64, id: Uuid) -> Envelope {
-    let mut p = packet("U:Ox", "U:Vz", "t1", "task", "s1");
-    p.message_id = id;
-    envelope(sequence, PacketSent { packet: p })
-}
-
-fn delivered(sequence: u64, id: Uuid) -> Envelope {
-    envelope(
-        sequence,
-        PacketDelivered {
-            message_id: id,
-            thread_id: "t1".into(),
-            to_agent: "U:Vz".into(),
-        },
-    )
-}
 
 /// The message ids the machine shows (`cxp_packet/12`), as text.
 fn shown(ev: &mut Evaluator) -> BTreeSet<String> {

@@ -170,3 +170,39 @@ pub async fn recorded_decision(
         other => panic!("no decision at {sequence}: {other:?}"),
     }
 }
+
+/// `event` as the envelope at `sequence` of `cxp.traffic` (for folding views directly,
+/// without a log).
+pub fn envelope(
+    sequence: u64,
+    event: impl Into<orchestrata_schemas::events::Event>,
+) -> orchestrata_schemas::events::Envelope {
+    orchestrata_schemas::events::Envelope {
+        stream: orchestrata_schemas::events::Stream::CxpTraffic,
+        sequence,
+        epoch: "test".into(),
+        record: EventRecord::new("test", "k", event, Utc::now()),
+    }
+}
+
+/// A packet from U:Ox to U:Vz in thread t1, session s1, sent under `id` at `sequence`.
+pub fn sent(sequence: u64, id: Uuid) -> orchestrata_schemas::events::Envelope {
+    let mut p = packet("U:Ox", "U:Vz", "t1", "task", "s1");
+    p.message_id = id;
+    envelope(
+        sequence,
+        orchestrata_schemas::events::cxp_traffic::PacketSent { packet: p },
+    )
+}
+
+/// The packet `id` of [`sent`] delivered, at `sequence`.
+pub fn delivered(sequence: u64, id: Uuid) -> orchestrata_schemas::events::Envelope {
+    envelope(
+        sequence,
+        orchestrata_schemas::events::cxp_traffic::PacketDelivered {
+            message_id: id,
+            thread_id: "t1".into(),
+            to_agent: "U:Vz".into(),
+        },
+    )
+}
