@@ -9,7 +9,8 @@ mod governance_support;
 use governance_support::*;
 use orchestrata::governance::term::PlTerm;
 use orchestrata::governance::{
-    Evaluator, Fact, FactsView, Policy, PolicyFile, Request, DEFAULT_INFERENCE_LIMIT,
+    Evaluator, Fact, FactsView, GovernanceConfig, Policy, PolicyFile, Request,
+    DEFAULT_INFERENCE_LIMIT,
 };
 use orchestrata_schemas::cxp::WorkStatus;
 use orchestrata_schemas::events::cxp_traffic::{PriorityChanged, WorkStatusChanged};
@@ -231,4 +232,37 @@ fn packets_sent_again_in_one_batch_each_replace_their_own_base() {
     );
     assert_eq!(bases.as_deref(), Some("[5, 6, 7]"), "one base per packet");
     check(&mut ev, &view);
+}
+
+// REQ-004-INTG-001
+#[tokio::test]
+async fn the_first_read_after_many_sends_is_answered_not_failed_closed() {
+    // A decision timeout far below what compiling the waiting packets takes: the
+    // service allows for the compile (`compile_allowance`), so the first decision that
+    // reads packets is answered on fresh facts instead of failing closed.
+    let env = sled_env().await;
+    register(&env.log, "U:Ox", None).await;
+    register(&env.log, "U:Vz", None).await;
+    let config = GovernanceConfig {
+        timeout: std::time::Duration::from_millis(5),
+        ..Default::default()
+    };
+    let g = governance_with(&env, config).await;
+    let mut first = None;
+    for _ in 0..400 {
+        let id = send(&env.log, packet("U:Ox", "U:Vz", "t1", "task", "s1")).await;
+        first.get_or_insert(id);
+    }
+    let first = first.expect("sent");
+    // A send decision does not read packets: the 400 wait.
+    let send_ask = Request::volk("U:Ox", "cxp.send", "U:Vz").with("session", "s2");
+    let d = g.evaluate(send_ask).await.unwrap();
+    assert_eq!((d.error, d.result), (None, Allow));
+    assert!(g.waiting_packets() >= 400, "{} wait", g.waiting_packets());
+    let d = g.evaluate(dry_priority("U:Ox", first)).await.unwrap();
+    assert_eq!(d.error, None, "the first packet read failed closed");
+    assert_eq!(d.result, Allow, "U:Ox sent it");
+    assert_eq!(g.waiting_packets(), 0);
+    let d = g.evaluate(dry_priority("U:Qa", first)).await.unwrap();
+    assert_eq!((d.error, d.result), (None, Deny));
 }

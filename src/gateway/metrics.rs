@@ -42,6 +42,9 @@ pub struct Metrics {
     pub governance_renewals: IntGauge,
     /// What the serving Prolog machine is estimated to have taken on since it was built.
     pub governance_engine_bytes: IntGauge,
+    /// Packets whose fact changes wait to be compiled into the serving machine
+    /// (`governance/pending.rs`): what the next read of packet facts will compile.
+    pub governance_waiting_packets: IntGauge,
 }
 
 /// A metric failed to register (a programming error caught by the first test).
@@ -153,7 +156,12 @@ impl Metrics {
             "Memory the serving Prolog machine is estimated to have taken on since it was built",
         )?;
         registry.register(Box::new(governance_renewals.clone()))?;
+        let governance_waiting_packets = IntGauge::new(
+            "orchestrata_governance_engine_waiting_packets",
+            "Packets whose fact changes wait to be compiled until a goal reads packet facts",
+        )?;
         registry.register(Box::new(governance_engine_bytes.clone()))?;
+        registry.register(Box::new(governance_waiting_packets.clone()))?;
         Ok(Metrics {
             registry,
             connected_clients,
@@ -172,6 +180,7 @@ impl Metrics {
             rpc_cancelled,
             governance_renewals,
             governance_engine_bytes,
+            governance_waiting_packets,
         })
     }
 

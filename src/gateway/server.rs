@@ -377,6 +377,9 @@ async fn metrics_text(
         gw.metrics
             .governance_engine_bytes
             .set(gauge(governance.engine_spent()));
+        gw.metrics
+            .governance_waiting_packets
+            .set(gauge(governance.waiting_packets() as u64));
     }
     (
         StatusCode::OK,

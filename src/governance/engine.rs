@@ -80,6 +80,9 @@ pub(super) struct Health {
     pub(super) failures: AtomicU64,
     /// Set by [`Engine::crash_next_decision`]: the next decision panics.
     pub(super) crash_next: AtomicBool,
+    /// Packets whose changes wait in the serving machine (`pending.rs`), as of the
+    /// last job.
+    pub(super) waiting: AtomicUsize,
 }
 
 /// Stack of the engine thread: 64 MiB of address space, touched only as deep as a
@@ -136,6 +139,11 @@ impl Engine {
     /// How many times a fresh machine has replaced the serving one (see `renewal.rs`).
     pub fn renewals(&self) -> u64 {
         self.health.renewals.load(Ordering::Acquire)
+    }
+
+    /// Packets whose fact changes wait to be compiled (see `pending.rs`).
+    pub fn waiting_packets(&self) -> usize {
+        self.health.waiting.load(Ordering::Acquire)
     }
 
     /// Estimated bytes the serving machine has taken on (see `renewal.rs`).

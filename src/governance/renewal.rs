@@ -146,6 +146,9 @@ fn successor(
     let built = catch_unwind(AssertUnwindSafe(|| {
         let mut ev = Evaluator::load(&policy, inference_limit)?;
         ev.load_facts(&facts)?;
+        // Compiled here, off the serving thread: a renewal must not hand the first
+        // read of packet facts a window's worth of compiling (`pending.rs`).
+        ev.compile_waiting()?;
         // What arrived while loading (the serving thread goes on forwarding).
         loop {
             match forwarded.try_recv() {

@@ -309,10 +309,11 @@ impl Governance {
                 Polled::Ready(answer) => answer,
                 Polled::Dropped => Err(dropped()),
                 Polled::Pending => {
-                    match tokio::time::timeout(self.inner.config.timeout, rx).await {
+                    let deadline = self.inner.config.timeout
+                        + compile_allowance(self.inner.engine.waiting_packets());
+                    match tokio::time::timeout(deadline, rx).await {
                         Err(_) => Err(GovernanceError::EngineUnavailable(format!(
-                            "no answer within {:?}",
-                            self.inner.config.timeout
+                            "no answer within {deadline:?}"
                         ))),
                         Ok(Err(_)) => Err(dropped()),
                         Ok(Ok(answer)) => answer,
@@ -427,6 +428,12 @@ impl Governance {
         self.inner.engine.renewals()
     }
 
+    /// Packets whose fact changes wait to be compiled into the serving machine until
+    /// a goal reads packet facts (`pending.rs`).
+    pub fn waiting_packets(&self) -> usize {
+        self.inner.engine.waiting_packets()
+    }
+
     /// What the serving machine is estimated to have taken on (bytes; see `renewal.rs`).
     pub fn engine_spent(&self) -> u64 {
         self.inner.engine.spent()
@@ -506,4 +513,13 @@ fn reply_spin(engine: &Engine) -> Duration {
 
 fn cache_key(request: &Request) -> String {
     serde_json::to_string(request).unwrap_or_default()
+}
+
+/// Extra time a decision may wait when `waiting` packets wait to be compiled: the
+/// decision may be the first read of packet facts, which compiles them all first
+/// (`pending.rs`; ~0.3–0.4 ms a packet measured, 1 ms allowed). Without it, the first
+/// read after a long run of sends would fail closed on the timeout although the engine
+/// is working for it.
+fn compile_allowance(waiting: usize) -> Duration {
+    Duration::from_millis(u64::try_from(waiting).unwrap_or(u64::MAX))
 }

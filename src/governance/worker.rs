@@ -155,6 +155,8 @@ impl Worker {
                 }
             }
         }
+        let waiting = self.current.as_ref().map_or(0, Evaluator::waiting_packets);
+        self.seat.health.waiting.store(waiting, Ordering::Release);
         false
     }
 

@@ -53,6 +53,15 @@ impl Evaluator {
         Ok(cost)
     }
 
+    /// Compiles every waiting packet change now (a renewal's successor does, before it
+    /// serves).
+    pub(in crate::governance) fn compile_waiting(&mut self) -> Result<(), GovernanceError> {
+        if !self.pending.is_empty() {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
     /// Applies the waiting packet changes and clears the stale flag.
     fn flush(&mut self) -> Result<u64, GovernanceError> {
         let changes = self.pending.take();
