@@ -4,7 +4,7 @@
 //! the offline audit builds its own. Every goal is run wrapped in `catch/3`, so Prolog
 //! errors come back as values and never leave the machine in an exception state.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 
 use orchestrata_schemas::events::types::DecisionResult;
@@ -99,10 +99,24 @@ pub struct Evaluator {
     /// Estimated bytes left in the machine by changes applied inside `decide` and
     /// `query` (see [`Evaluator::take_flushed_cost`]).
     flushed_cost: u64,
+    /// Packets compiled alone for a read that named them while others wait: each has a
+    /// `cxp_fresh/3` marker, and its later changes are applied at once.
+    fresh: HashSet<String>,
 }
 
 /// The error a decision answers when it read packet facts while changes waited.
 const STALE: &str = "orchestrata_stale_facts";
+
+/// Reads by id a decision may be run again for (one packet compiled each time) before
+/// everything waiting is compiled instead.
+const BY_ID_RERUNS: usize = 8;
+
+/// One run of a decision.
+enum Run {
+    Done(Outcome),
+    /// It read stale packet facts: of this packet (its message id), or of any.
+    Stale(Option<String>),
+}
 
 /// What one run of a goal gave.
 enum Answer {
@@ -195,6 +209,7 @@ impl Evaluator {
             pending: PendingPackets::default(),
             stale: false,
             flushed_cost: 0,
+            fresh: HashSet::new(),
         })
     }
 
@@ -309,22 +324,27 @@ impl Evaluator {
     /// as short as it can be, because scryer parses it from text for every decision,
     /// and with a single output so one answer term is converted back.
     ///
-    /// A decision that read packet facts while changes waited is run again once they
-    /// are applied (`pending.rs`).
+    /// A decision that read packet facts while changes waited is run again once what
+    /// it read is compiled (`pending.rs`): the packet it named, or everything.
     pub fn decide(&mut self, request: &Request) -> Result<Outcome, GovernanceError> {
-        match self.decide_now(request)? {
-            Some(outcome) => Ok(outcome),
-            None => {
-                self.flush_counted()?;
-                self.decide_now(request)?.ok_or_else(|| {
-                    GovernanceError::Prolog(format!("{STALE} after applying the facts"))
-                })
+        for _ in 0..BY_ID_RERUNS {
+            match self.decide_now(request)? {
+                Run::Done(outcome) => return Ok(outcome),
+                Run::Stale(Some(id)) => self.compile_one(&id)?,
+                Run::Stale(None) => break,
             }
+        }
+        self.flush_counted()?;
+        match self.decide_now(request)? {
+            Run::Done(outcome) => Ok(outcome),
+            Run::Stale(_) => Err(GovernanceError::Prolog(format!(
+                "{STALE} after applying the facts"
+            ))),
         }
     }
 
-    /// One run of `decide/5`; `None` when it read packet facts that were stale.
-    fn decide_now(&mut self, request: &Request) -> Result<Option<Outcome>, GovernanceError> {
+    /// One run of `decide/5`.
+    fn decide_now(&mut self, request: &Request) -> Result<Run, GovernanceError> {
         use std::fmt::Write as _;
         let mut goal = String::with_capacity(64);
         let _ = write!(
@@ -349,8 +369,8 @@ impl Evaluator {
                 }
             }
             Some(Term::Compound(f, args)) if f == "error" && args.len() == 1 => {
-                if term_text(&args[0]).as_deref() == Some(STALE) {
-                    return Ok(None);
+                if let Some(read) = stale_read(&args[0]) {
+                    return Ok(Run::Stale(read));
                 }
                 return Err(GovernanceError::Prolog(render(&args[0])));
             }
@@ -377,7 +397,7 @@ impl Evaluator {
                 )))
             }
         };
-        Ok(Some(Outcome {
+        Ok(Run::Done(Outcome {
             result,
             trace: list(&trace),
             articles: list(&articles),
@@ -401,5 +421,19 @@ impl Evaluator {
                 .map(|(k, v)| (k, term_text(&v).unwrap_or_else(|| render(&v))))
                 .collect()
         }))
+    }
+}
+
+/// What a decision's stale read asked for (`'$od'/5` in the prelude): `Some(None)` for
+/// every packet, `Some(Some(id))` for one; `None` if `error` is another error.
+fn stale_read(error: &Term) -> Option<Option<String>> {
+    match error {
+        Term::Compound(f, args) if f == STALE && args.len() == 1 => match &args[0] {
+            id @ Term::Compound(g, parts) if g == "id" && parts.len() == 3 => {
+                Some(Some(super::term::message_id_text(&render(id))))
+            }
+            _ => Some(None),
+        },
+        other => (term_text(other).as_deref() == Some(STALE)).then_some(None),
     }
 }

@@ -158,40 +158,18 @@ impl PendingPackets {
         self.compacted_at = 0;
         let mut changes = Vec::new();
         for (id, w) in std::mem::take(&mut self.waiting) {
-            let Some(packet) = w.packet else {
-                // Retracted and not asserted again.
-                if let Some(held) = w.held {
-                    changes.push(FactChange::Retract(Fact::Packet(held)));
-                }
-                continue;
-            };
-            // A packet sent again under its id: its statuses are appended whatever the
-            // engine held, as eager changes do (what it held may predate changes
-            // dropped while the packet was hidden).
-            let mut resent = false;
-            match w.held {
-                // The base the engine holds stays: only statuses that changed are
-                // appended.
-                Some(held) if held.base_pattern() == packet.base_pattern() => {}
-                Some(held) => {
-                    resent = true;
-                    changes.push(FactChange::Retract(Fact::Packet(held)));
-                    changes.push(FactChange::Assert(Fact::Packet(packet)));
-                }
-                None => changes.push(FactChange::Assert(Fact::Packet(packet))),
-            }
-            let changed = |now: &(String, i64), held: &Option<(String, i64)>| {
-                resent || Some(now) != held.as_ref()
-            };
-            if let Some((status, at)) = w.delivery.filter(|d| changed(d, &w.held_delivery)) {
-                changes.push(FactChange::Assert(Fact::DeliveryStatus(
-                    id.clone(),
-                    status,
-                    at,
-                )));
-            }
-            if let Some((status, at)) = w.work.filter(|s| changed(s, &w.held_work)) {
-                changes.push(FactChange::Assert(Fact::WorkStatus(id, status, at)));
+            net_changes(id, w, &mut changes);
+        }
+        changes
+    }
+
+    /// The waiting changes of packet `id` alone, as [`PendingPackets::take`] gives
+    /// them (none when it is hidden or nothing of it waits); the rest keep waiting.
+    pub(super) fn take_one(&mut self, id: &str) -> Vec<FactChange> {
+        let mut changes = Vec::new();
+        if let Some(w) = self.waiting.remove(id) {
+            if w.sequence() >= self.floor {
+                net_changes(id.to_owned(), w, &mut changes);
             }
         }
         changes
@@ -202,6 +180,55 @@ impl PendingPackets {
         self.waiting.clear();
         self.compacted_at = 0;
         self.floor = 0;
+    }
+}
+
+/// One packet's waiting changes as the facts view would have emitted them, net.
+fn net_changes(id: String, w: Waiting, changes: &mut Vec<FactChange>) {
+    let Some(packet) = w.packet else {
+        // Retracted and not asserted again.
+        if let Some(held) = w.held {
+            changes.push(FactChange::Retract(Fact::Packet(held)));
+        }
+        return;
+    };
+    // A packet sent again under its id: its statuses are appended whatever the
+    // engine held, as eager changes do (what it held may predate changes
+    // dropped while the packet was hidden).
+    let mut resent = false;
+    match w.held {
+        // The base the engine holds stays: only statuses that changed are
+        // appended.
+        Some(held) if held.base_pattern() == packet.base_pattern() => {}
+        Some(held) => {
+            resent = true;
+            changes.push(FactChange::Retract(Fact::Packet(held)));
+            changes.push(FactChange::Assert(Fact::Packet(packet)));
+        }
+        None => changes.push(FactChange::Assert(Fact::Packet(packet))),
+    }
+    let changed =
+        |now: &(String, i64), held: &Option<(String, i64)>| resent || Some(now) != held.as_ref();
+    if let Some((status, at)) = w.delivery.filter(|d| changed(d, &w.held_delivery)) {
+        changes.push(FactChange::Assert(Fact::DeliveryStatus(
+            id.clone(),
+            status,
+            at,
+        )));
+    }
+    if let Some((status, at)) = w.work.filter(|s| changed(s, &w.held_work)) {
+        changes.push(FactChange::Assert(Fact::WorkStatus(id, status, at)));
+    }
+}
+
+/// The packet a change is about, if it is a packet change.
+pub(super) fn packet_of(change: &FactChange) -> Option<&str> {
+    match change {
+        FactChange::Assert(f) | FactChange::Retract(f) => match f {
+            Fact::Packet(p) => Some(&p.message_id),
+            Fact::DeliveryStatus(id, ..) | Fact::WorkStatus(id, ..) => Some(id),
+            _ => None,
+        },
     }
 }
 

@@ -10,6 +10,7 @@
 
 :- dynamic(cxp_packet_base/17).
 :- dynamic(cxp_status/6).
+:- dynamic(cxp_fresh/3).
 :- dynamic(volk/4).
 :- dynamic(volk_capability/2).
 :- dynamic(volk_status/2).
@@ -35,7 +36,7 @@
 %% the atom table").
 cxp_packet(id(A, B, C), From, To, Thread, Subject, Ts, Priority, D, W, Version, Payload,
            Session) :-
-    '$fresh',
+    '$fresh'(A, B, C),
     cxp_packet_base(A, B, C, Seq, From, To, Thread, Subject, Ts, Priority, Version, Payload,
                     Session, D0, DT0, W0, WT0),
     '$in_window'(Seq),
@@ -43,25 +44,31 @@ cxp_packet(id(A, B, C), From, To, Thread, Subject, Ts, Priority, D, W, Version, 
     '$packet_status'(A, B, C, w, W0-WT0, W, _).
 
 cxp_delivery_status(id(A, B, C), S, T) :-
-    '$fresh',
+    '$fresh'(A, B, C),
     cxp_packet_base(A, B, C, Seq, _, _, _, _, _, _, _, _, _, S0, T0, _, _),
     '$in_window'(Seq),
     '$packet_status'(A, B, C, d, S0-T0, S, T).
 
 cxp_work_status(id(A, B, C), S, T) :-
-    '$fresh',
+    '$fresh'(A, B, C),
     cxp_packet_base(A, B, C, Seq, _, _, _, _, _, _, _, _, _, _, _, S0, T0),
     '$in_window'(Seq),
     '$packet_status'(A, B, C, w, S0-T0, S, T).
 
 %% Packet changes are compiled when a goal reads packet facts, not when they happen
 %% (src/governance/pending.rs): while some wait, the engine sets orchestrata_stale to 1,
-%% and a read notes itself and throws, so the engine applies them and runs the
-%% decision again. cxp_packet_base/17 and cxp_status/6 are internal: read the three
-%% predicates above.
-'$fresh' :- bb_get(orchestrata_stale, 0), !.
-'$fresh' :-
-    '$store_global_var'(orchestrata_stale_read, 1),
+%% and a read notes what it read and throws, so the engine compiles what the read needs
+%% and runs the decision again. A read naming its packet asks for that packet alone,
+%% which then has a cxp_fresh/3 marker until everything is compiled; any other read
+%% asks for all. cxp_packet_base/17, cxp_status/6 and cxp_fresh/3 are internal: read
+%% the three predicates above.
+'$fresh'(_, _, _) :- bb_get(orchestrata_stale, 0), !.
+'$fresh'(A, B, C) :- nonvar(A), nonvar(B), nonvar(C), cxp_fresh(A, B, C), !.
+'$fresh'(A, B, C) :-
+    (   nonvar(A), nonvar(B), nonvar(C) -> R = id(A, B, C) ; R = all ),
+    (   catch('$fetch_global_var'(orchestrata_stale_read, R0), _, fail) -> true ; R0 = 0 ),
+    (   R0 == 0 -> R1 = R ; R0 == R -> R1 = R ; R1 = all ),
+    '$store_global_var'(orchestrata_stale_read, R1),
     throw(orchestrata_stale_facts).
 
 '$set_stale'(S) :- bb_put(orchestrata_stale, S).
@@ -145,9 +152,10 @@ ctx(Context, Key, Value) :-
     catch(orchestrata_decide(S, A, R, C, Out0), E, Out0 = error(E)),
     !,
     %% A read of stale packet facts, even one a policy's own catch/3 swallowed.
-    (   '$fetch_global_var'(orchestrata_stale_read, 1)
-    ->  Out = error(orchestrata_stale_facts)
-    ;   Out = Out0
+    '$fetch_global_var'(orchestrata_stale_read, Read),
+    (   Read == 0
+    ->  Out = Out0
+    ;   Out = error(orchestrata_stale_facts(Read))
     ).
 
 orchestrata_decide(S, A, R, C, ok(Result, Trace, Articles)) :-

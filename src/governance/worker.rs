@@ -218,6 +218,8 @@ fn run_job(ev: &mut Evaluator, job: Job, health: &Health) -> Result<(), Panicked
             if let Err(e) = &result {
                 tracing::error!(error = %e, "governance facts could not be applied");
             }
+            // What waits is known before the answer is.
+            note_waiting(ev, health);
             let _ = reply.send(result);
         }
         Job::Reset(facts, reply) => {
@@ -225,6 +227,8 @@ fn run_job(ev: &mut Evaluator, job: Job, health: &Health) -> Result<(), Panicked
             else {
                 return Err(Panicked::Apply(reply));
             };
+            // What waits is known before the answer is.
+            note_waiting(ev, health);
             let _ = reply.send(result);
         }
         Job::Decide(request, reply) => {
@@ -241,6 +245,8 @@ fn run_job(ev: &mut Evaluator, job: Job, health: &Health) -> Result<(), Panicked
             health
                 .spent
                 .fetch_add(ev.take_flushed_cost(), Ordering::AcqRel);
+            // What waits is known before the answer is.
+            note_waiting(ev, health);
             let _ = reply.send(result);
         }
         Job::Query(goal, reply) => {
@@ -251,6 +257,8 @@ fn run_job(ev: &mut Evaluator, job: Job, health: &Health) -> Result<(), Panicked
             health
                 .spent
                 .fetch_add(ev.take_flushed_cost(), Ordering::AcqRel);
+            // What waits is known before the answer is.
+            note_waiting(ev, health);
             let _ = reply.send(result);
         }
         Job::Load(..) | Job::Renew(..) | Job::Stop => {}
@@ -274,4 +282,13 @@ fn reply_unavailable(job: Job, reason: &str) {
         }
         Job::Renew(..) | Job::Stop => {}
     }
+}
+
+/// Publishes how many packets wait in `ev` (the service extends a decision's timeout by
+/// it): before a job is answered, so a caller that waited for an apply reads the count
+/// that apply left.
+fn note_waiting(ev: &Evaluator, health: &Health) {
+    health
+        .waiting
+        .store(ev.waiting_packets(), Ordering::Release);
 }

@@ -5,6 +5,12 @@ use super::{run_caught, Evaluator};
 use crate::governance::error::GovernanceError;
 use crate::governance::fact_goals;
 use crate::governance::facts::{Fact, FactChange};
+use crate::governance::pending::packet_of;
+use crate::governance::term::{message_id_parts, PlTerm};
+
+/// Packets compiled alone (each with a marker) before the next read by id compiles
+/// everything instead.
+const FRESH_LIMIT: usize = 1_024;
 
 impl Evaluator {
     /// Asserts and retracts facts, in order, a batch per goal (see [`fact_goals`]
@@ -21,9 +27,11 @@ impl Evaluator {
         &mut self,
         changes: &[FactChange],
     ) -> Result<u64, GovernanceError> {
+        let (pending, fresh) = (&mut self.pending, &self.fresh);
         let now: Vec<FactChange> = changes
             .iter()
-            .filter(|c| !self.pending.offer(c))
+            // A packet compiled alone for a read keeps being applied at once.
+            .filter(|c| packet_of(c).is_some_and(|id| fresh.contains(id)) || !pending.offer(c))
             .cloned()
             .collect();
         let mut cost = self.run_changes(&now)?;
@@ -37,7 +45,10 @@ impl Evaluator {
 
     /// Runs the goals of `changes` in order, 64 per query.
     fn run_changes(&mut self, changes: &[FactChange]) -> Result<u64, GovernanceError> {
-        let goals = fact_goals::goals(changes);
+        self.run_goals(&fact_goals::goals(changes))
+    }
+
+    fn run_goals(&mut self, goals: &[String]) -> Result<u64, GovernanceError> {
         let cost = goals
             .iter()
             .map(|g| crate::governance::renewal::goal_cost(g))
@@ -66,6 +77,11 @@ impl Evaluator {
     fn flush(&mut self) -> Result<u64, GovernanceError> {
         let changes = self.pending.take();
         let cost = self.run_changes(&changes)?;
+        if !self.fresh.is_empty() {
+            run_caught(&mut self.machine, "retractall(cxp_fresh(_,_,_))")
+                .map_err(GovernanceError::Prolog)?;
+            self.fresh.clear();
+        }
         if self.stale {
             self.set_stale(false)?;
         }
@@ -95,6 +111,24 @@ impl Evaluator {
         std::mem::take(&mut self.flushed_cost)
     }
 
+    /// Compiles the waiting changes of packet `id` alone and marks it fresh, for a
+    /// decision that read it by id; everything, when too many were compiled alone or
+    /// nothing else waits.
+    pub(super) fn compile_one(&mut self, id: &str) -> Result<(), GovernanceError> {
+        if self.fresh.len() >= FRESH_LIMIT || self.fresh.contains(id) {
+            return self.flush_counted();
+        }
+        let mut goals = fact_goals::goals(&self.pending.take_one(id));
+        let marker = PlTerm::compound("cxp_fresh", message_id_parts(id).to_vec());
+        goals.push(format!("assertz({marker})"));
+        self.flushed_cost += self.run_goals(&goals)?;
+        self.fresh.insert(id.to_owned());
+        if self.pending.is_empty() {
+            self.flush_counted()?;
+        }
+        Ok(())
+    }
+
     pub(super) fn flush_counted(&mut self) -> Result<(), GovernanceError> {
         let cost = self.flush()?;
         self.flushed_cost += cost;
@@ -111,7 +145,8 @@ impl Evaluator {
     pub fn clear_facts(&mut self) -> Result<(), GovernanceError> {
         self.pending.clear();
         self.stale = false;
-        let goal = "'$clear_blackboard', retractall(cxp_sends_key(_,_)), \
+        self.fresh.clear();
+        let goal = "'$clear_blackboard', retractall(cxp_sends_key(_,_)), retractall(cxp_fresh(_,_,_)), \
                     retractall(cxp_packet_base(_,_,_,_,_,_,_,_,_,_,_,_,_,_,_,_,_)), retractall(cxp_status(_,_,_,_,_,_)), \
                     retractall(volk(_,_,_,_)), \
                     retractall(volk_capability(_,_)), retractall(volk_status(_,_)), retractall(session(_,_,_,_))";

@@ -219,3 +219,24 @@ fn a_resent_packet_gets_its_statuses_appended() {
         ]
     );
 }
+
+// ISSUE-15: a read by id takes that packet's changes alone; a hidden one gives none
+#[test]
+fn one_packet_is_taken_alone_and_a_hidden_one_gives_nothing() {
+    let mut pending = PendingPackets::default();
+    offer_all(&mut pending, &sent("m-1", 7));
+    offer_all(&mut pending, &sent("m-2", 8));
+    offer_all(&mut pending, &sent("m-3", 9));
+    let one = goals(&pending.take_one("m-2"));
+    assert_eq!(one.len(), 1, "{one:?}");
+    assert!(one[0].starts_with("assertz(cxp_packet_base('m-2',0,0,8,"));
+    assert_eq!(pending.len(), 2);
+    assert!(
+        pending.take_one("m-2").is_empty(),
+        "nothing of it waits now"
+    );
+    assert!(pending.take_one("m-9").is_empty(), "never seen");
+    assert!(!pending.offer(&FactChange::Assert(Fact::Floor(8))));
+    assert!(pending.take_one("m-1").is_empty(), "hidden by the floor");
+    assert_eq!(pending.len(), 1);
+}
