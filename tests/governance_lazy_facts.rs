@@ -122,6 +122,17 @@ fn a_policy_that_swallows_exceptions_still_decides_on_fresh_facts() {
     assert_eq!(ev.decide(&dry_priority("U:Vz", id)).unwrap().result, Deny);
 }
 
+/// A fixed pseudo-random sequence from `seed` (xorshift64), so a failing history is
+/// the same on every run.
+fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 /// The packets the view shows, as `(id, priority, delivery, work)`.
 fn view_packets(view: &FactsView) -> Vec<(String, String, String, String)> {
     let mut out: Vec<_> = view
@@ -144,13 +155,7 @@ fn after_any_mix_of_events_the_engine_shows_what_the_view_holds() {
     let mut view = FactsView::with_window(Some(24));
     let mut ev = Evaluator::load(&Policy::default_policy(), DEFAULT_INFERENCE_LIMIT).unwrap();
     let mut ids: Vec<Uuid> = Vec::new();
-    let mut rng = 0x2545_f491_4f6c_dd1du64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
     let statuses = [
         WorkStatus::InProgress,
         WorkStatus::Resolved,
@@ -170,7 +175,7 @@ fn after_any_mix_of_events_the_engine_shows_what_the_view_holds() {
             // Sent again under a recent id now and then (one the window still shows:
             // the kernel refuses a message id it holds, `duplicate_packet`, so only a
             // log written elsewhere can resend a hidden one).
-            4 if !ids.is_empty() && pick % 5 == 0 => {
+            4 if !ids.is_empty() && pick.is_multiple_of(5) => {
                 let recent = &ids[ids.len().saturating_sub(16)..];
                 sent(sequence, old(recent, pick))
             }
@@ -180,7 +185,7 @@ fn after_any_mix_of_events_the_engine_shows_what_the_view_holds() {
             }
         };
         ev.apply(&view.apply(&event)).unwrap();
-        if next() % 9 == 0 {
+        if next().is_multiple_of(9) {
             check(&mut ev, &view);
         }
     }
@@ -308,13 +313,7 @@ fn reads_by_id_see_what_the_view_holds_whatever_waits() {
     let mut view = FactsView::with_window(Some(40));
     let mut ev = Evaluator::load(&policy, DEFAULT_INFERENCE_LIMIT).unwrap();
     let mut ids: Vec<Uuid> = Vec::new();
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
     let (mut by_id_reads, mut compiled_alone) = (0, 0);
     for sequence in 0..600u64 {
         let pick = next();
@@ -328,7 +327,7 @@ fn reads_by_id_see_what_the_view_holds_whatever_waits() {
         };
         ev.apply(&view.apply(&event)).unwrap();
         let roll = next();
-        if roll % 3 == 0 && !ids.is_empty() {
+        if roll.is_multiple_of(3) && !ids.is_empty() {
             // A read by id, of any packet ever sent (shown or hidden).
             let id = old(&ids, roll);
             let shown_delivered = view.facts().iter().any(|f| {
@@ -343,7 +342,7 @@ fn reads_by_id_see_what_the_view_holds_whatever_waits() {
             if ev.waiting_packets() + 1 == waiting {
                 compiled_alone += 1;
             }
-        } else if roll % 29 == 0 {
+        } else if roll.is_multiple_of(29) {
             check(&mut ev, &view);
             assert_eq!(ev.waiting_packets(), 0, "a query compiles everything");
         }
