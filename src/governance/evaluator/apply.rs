@@ -99,7 +99,8 @@ impl Evaluator {
         Ok(())
     }
 
-    /// Packets whose changes wait to be compiled (0 once a goal read packet facts).
+    /// Packets whose changes wait to be compiled: a read by id takes its one packet
+    /// out, a scan or a query takes them all (0 after one).
     pub fn waiting_packets(&self) -> usize {
         self.pending.len()
     }
