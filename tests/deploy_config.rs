@@ -132,6 +132,7 @@ fn environment_overrides_keys_and_bad_overrides_name_the_variable() {
             ("ORCHESTRATA_GATEWAY__MAX_CLIENTS", "7"),
             ("ORCHESTRATA_LOG__KAFKA", "broker:9092"),
             ("ORCHESTRATA_PROJECTIONS__BATCH_MS", "50"),
+            ("ORCHESTRATA_PROJECTIONS__HOT_ENTRIES", "64"),
         ],
         dir.path(),
     );
@@ -147,6 +148,13 @@ fn environment_overrides_keys_and_bad_overrides_name_the_variable() {
         printed["projections"]["batch_ms"],
         serde_yaml_ng::Value::from(50)
     );
+    assert_eq!(
+        printed["projections"]["hot_entries"],
+        serde_yaml_ng::Value::from(64)
+    );
+    let (ok, _, err) = check(body, &[("ORCHESTRATA_PROJECTIONS__HOT_ENTRIES", "0")]);
+    assert!(!ok);
+    assert!(err.contains("projections.hot_entries"), "{err}");
 
     let (ok, _, err) = check(body, &[("ORCHESTRATA_GATEWAY__MAX_CLIENTS", "0")]);
     assert!(!ok);

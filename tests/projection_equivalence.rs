@@ -165,6 +165,7 @@ async fn check(log: Arc<dyn EventLog>, ops: Vec<Op>) {
     let runner = RunnerConfig {
         batch_events: 7,
         batch_interval: Duration::from_millis(20),
+        ..RunnerConfig::default()
     };
     let views = Projections::start(log.clone(), store, runner)
         .await

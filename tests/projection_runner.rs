@@ -98,6 +98,7 @@ async fn live_views_on_sled_equal_a_rebuild_and_serve_read_your_write() {
     let config = RunnerConfig {
         batch_events: 500,
         batch_interval: Duration::from_millis(20),
+        ..RunnerConfig::default()
     };
     let views = Projections::start(log.clone(), store.clone(), config)
         .await

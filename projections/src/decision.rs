@@ -4,8 +4,17 @@
 //! order, the cursor being its sequence, with the principal its envelope names), indexed
 //! by decision id, subject and action;
 //! every `policy_loaded` is kept by its hash so a decision's policy can be looked up.
+//!
+//! **Memory follows the work, not the history.** What a search filters on (sequence,
+//! time, subject, action, principal, result, dry run) is kept for every decision, in
+//! about 40 bytes; the decision itself (its query text, rule trace, articles, policy
+//! hash: most of a kilobyte) is kept only for the newest decisions. A decision never
+//! changes once recorded, so once a commit has put it in the view store, the runner may
+//! let the body go ([`View::committed`]); a search then answers it as a
+//! [`DecisionRef`] without a body, and the reader fetches the body from the store under
+//! [`DecisionIndex::stored_key`] ([`DecisionIndex::decode_stored`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::events::governance::DecisionRecorded;
@@ -16,6 +25,7 @@ use uuid::Uuid;
 
 use crate::stored::{Saved, StoredEntry};
 use crate::{Changes, Checkpoint, Page, PageRequest, StoredError, View, ViewName};
+use summary::{Names, Summary};
 
 /// One decision with when it was recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,41 +71,70 @@ pub struct DecisionQuery {
     pub from: Option<DateTime<Utc>>,
     /// Only decisions recorded strictly before this event time.
     pub until: Option<DateTime<Utc>>,
+    /// Only dry runs (`Some(true)`) or only decisions that acted (`Some(false)`).
+    #[serde(default)]
+    pub dry_run: Option<bool>,
 }
 
 impl DecisionQuery {
-    fn matches(&self, e: &DecisionEntry) -> bool {
+    fn matches(&self, e: &Summary, names: &Names) -> bool {
         self.subject
-            .as_ref()
-            .is_none_or(|s| *s == e.decision.subject)
+            .as_deref()
+            .is_none_or(|s| names.get(e.subject) == s)
             && self
                 .principal
-                .as_ref()
-                .is_none_or(|p| Some(p) == e.principal.as_ref())
-            && self.action.as_ref().is_none_or(|a| *a == e.decision.action)
-            && self.result.is_none_or(|r| r == e.decision.result)
+                .as_deref()
+                .is_none_or(|p| e.principal.map(|id| names.get(id)) == Some(p))
+            && self
+                .action
+                .as_deref()
+                .is_none_or(|a| names.get(e.action) == a)
+            && self.result.is_none_or(|r| r == e.result)
+            && self.dry_run.is_none_or(|d| d == e.dry_run)
             && self.from.is_none_or(|f| e.at >= f)
             && self.until.is_none_or(|u| e.at < u)
     }
 }
 
+/// A decision as a search or a lookup answers it: when it was recorded, who acted, and
+/// its entry when that is in memory. Without one (`body: None`), read the entry from the
+/// view store under [`DecisionIndex::stored_key`]`(sequence)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecisionRef<'a> {
+    /// Sequence of its event (the cursor).
+    pub sequence: u64,
+    /// Event time.
+    pub at: DateTime<Utc>,
+    /// Who acted (the envelope's principal).
+    pub principal: Option<&'a str>,
+    /// The whole entry, if the index still holds it.
+    pub body: Option<&'a DecisionEntry>,
+}
+
 /// The governance decisions index.
 ///
-/// Decisions are kept in a `Vec` in log order: the view folds one stream, whose
-/// checkpoint admits only increasing sequences, so appending keeps it sorted and a
-/// lookup by sequence is a binary search. The subject and action indexes hold sorted
-/// sequence lists for the same reason (appends, no tree rebalancing per event).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// Decisions are kept in log order: the view folds one stream, whose checkpoint admits
+/// only increasing sequences, so appending keeps them sorted and a lookup by sequence is
+/// a binary search. The subject and action indexes hold sorted sequence lists for the
+/// same reason (appends, no tree rebalancing per event). Entries (bodies) are held for
+/// the newest decisions only: `bodies[i]` is the entry of `summaries[cold + i]`; see the
+/// module docs.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct DecisionIndex {
     checkpoint: Checkpoint,
-    decisions: Vec<DecisionEntry>,
+    summaries: Vec<Summary>,
+    bodies: VecDeque<DecisionEntry>,
+    /// How many of the oldest decisions have no body in memory.
+    cold: usize,
+    names: Names,
     by_id: BTreeMap<Uuid, u64>,
     by_subject: BTreeMap<String, Vec<u64>>,
     by_action: BTreeMap<String, Vec<u64>>,
     policies: BTreeMap<String, PolicyEntry>,
     /// Decisions the store has (commit bookkeeping, not part of the value).
-    #[serde(skip)]
     saved: Saved,
+    /// Decisions handed to the commit in progress.
+    taken: Saved,
 }
 
 impl View for DecisionIndex {
@@ -110,6 +149,15 @@ impl View for DecisionIndex {
         self.changes(all)
     }
 
+    fn committed(&mut self, keep_hot: usize) {
+        self.saved = Saved(self.taken.0);
+        self.evict(keep_hot);
+    }
+
+    fn retakes_uncommitted(&self) -> bool {
+        true
+    }
+
     fn from_stored(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
         Self::restore(head, entries)
     }
@@ -121,14 +169,10 @@ impl View for DecisionIndex {
             return false;
         }
         let at = envelope.record.timestamp;
-        let sequence = envelope.sequence;
         match &envelope.record.event {
             Event::DecisionRecorded(d) if !self.by_id.contains_key(&d.decision_id) => {
-                self.by_id.insert(d.decision_id, sequence);
-                index(&mut self.by_subject, &d.subject, sequence);
-                index(&mut self.by_action, &d.action, sequence);
-                self.decisions.push(DecisionEntry {
-                    sequence,
+                self.push(DecisionEntry {
+                    sequence: envelope.sequence,
                     at,
                     decision: d.clone(),
                     principal: envelope.record.principal.clone(),
@@ -152,29 +196,77 @@ impl View for DecisionIndex {
 }
 
 impl DecisionIndex {
-    /// The decision with this id.
-    pub fn decision(&self, decision_id: &Uuid) -> Option<&DecisionEntry> {
-        self.by_id
-            .get(decision_id)
-            .and_then(|s| self.at_sequence(*s))
+    /// Adds a decision (in log order): its summary, its indexes, its body.
+    fn push(&mut self, entry: DecisionEntry) {
+        let d = &entry.decision;
+        let sequence = entry.sequence;
+        self.by_id.insert(d.decision_id, sequence);
+        index(&mut self.by_subject, &d.subject, sequence);
+        index(&mut self.by_action, &d.action, sequence);
+        let summary = Summary {
+            sequence,
+            at: entry.at,
+            subject: self.names.intern(&d.subject),
+            action: self.names.intern(&d.action),
+            principal: entry.principal.as_deref().map(|p| self.names.intern(p)),
+            result: d.result,
+            dry_run: d.dry_run,
+        };
+        self.summaries.push(summary);
+        self.bodies.push_back(entry);
     }
 
-    /// The decision recorded by the event at `sequence`.
-    fn at_sequence(&self, sequence: u64) -> Option<&DecisionEntry> {
-        self.decisions
+    /// Lets go of the bodies of stored decisions older than the newest `keep_hot`.
+    fn evict(&mut self, keep_hot: usize) {
+        let upto = self
+            .saved
+            .0
+            .min(self.summaries.len().saturating_sub(keep_hot));
+        while self.cold < upto && self.bodies.pop_front().is_some() {
+            self.cold += 1;
+        }
+    }
+
+    fn found(&self, position: usize) -> DecisionRef<'_> {
+        let s = &self.summaries[position];
+        DecisionRef {
+            sequence: s.sequence,
+            at: s.at,
+            principal: s.principal.map(|id| self.names.get(id)),
+            body: position
+                .checked_sub(self.cold)
+                .and_then(|i| self.bodies.get(i)),
+        }
+    }
+
+    /// The decision with this id.
+    pub fn decision(&self, decision_id: &Uuid) -> Option<DecisionRef<'_>> {
+        self.by_id
+            .get(decision_id)
+            .and_then(|s| self.position(*s))
+            .map(|i| self.found(i))
+    }
+
+    /// The position of the decision recorded by the event at `sequence`.
+    fn position(&self, sequence: u64) -> Option<usize> {
+        self.summaries
             .binary_search_by_key(&sequence, |e| e.sequence)
             .ok()
-            .map(|i| &self.decisions[i])
     }
 
     /// Number of decisions.
     pub fn len(&self) -> usize {
-        self.decisions.len()
+        self.summaries.len()
     }
 
     /// Whether no decision was recorded.
     pub fn is_empty(&self) -> bool {
-        self.decisions.is_empty()
+        self.summaries.is_empty()
+    }
+
+    /// How many decisions have their entry in memory (the rest are read from the store).
+    pub fn in_memory(&self) -> usize {
+        self.bodies.len()
     }
 
     /// The policy with this content hash.
@@ -184,28 +276,28 @@ impl DecisionIndex {
 
     /// Decisions matching `query` in log order, one page at a time. Uses the subject or
     /// action index when the query names one.
-    pub fn decisions(&self, query: &DecisionQuery, page: &PageRequest) -> Page<&DecisionEntry> {
+    pub fn decisions(&self, query: &DecisionQuery, page: &PageRequest) -> Page<DecisionRef<'_>> {
         let start = page.start();
         let index = query
             .subject
             .as_ref()
             .map(|s| self.by_subject.get(s))
             .or_else(|| query.action.as_ref().map(|a| self.by_action.get(a)));
-        let candidates: Box<dyn Iterator<Item = &DecisionEntry> + '_> = match index {
+        let candidates: Box<dyn Iterator<Item = usize> + '_> = match index {
             Some(Some(list)) => {
                 let from = list.partition_point(|s| *s < start);
-                Box::new(list[from..].iter().filter_map(|s| self.at_sequence(*s)))
+                Box::new(list[from..].iter().filter_map(|s| self.position(*s)))
             }
             Some(None) => Box::new(std::iter::empty()),
             None => {
-                let from = self.decisions.partition_point(|e| e.sequence < start);
-                Box::new(self.decisions[from..].iter())
+                let from = self.summaries.partition_point(|e| e.sequence < start);
+                Box::new(from..self.summaries.len())
             }
         };
         page.collect(
             candidates
-                .filter(|e| query.matches(e))
-                .map(|e| (e.sequence, e)),
+                .filter(|i| query.matches(&self.summaries[*i], &self.names))
+                .map(|i| (self.summaries[i].sequence, self.found(i))),
         )
     }
 }
@@ -222,5 +314,6 @@ fn index(map: &mut BTreeMap<String, Vec<u64>>, key: &str, sequence: u64) {
 }
 
 mod stored;
+mod summary;
 #[cfg(test)]
 mod tests;

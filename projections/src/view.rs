@@ -52,6 +52,22 @@ pub trait View: Default + Serialize + DeserializeOwned + Send + Sync + 'static {
         ))
     }
 
+    /// Called by a runner once the changes last taken are durably in the store. A view
+    /// whose entries never change once written (the decision index) may now let go of
+    /// those it can read back from the store, keeping at most `keep_hot` of the newest
+    /// in memory. The default keeps everything.
+    fn committed(&mut self, keep_hot: usize) {
+        let _ = keep_hot;
+    }
+
+    /// Whether [`take_changes`](View::take_changes) hands out again what a commit that
+    /// failed had taken (the view forgets changes only in
+    /// [`committed`](View::committed)). A runner then retries such a view incrementally
+    /// rather than writing it whole — which a view that let entries go could not do.
+    fn retakes_uncommitted(&self) -> bool {
+        false
+    }
+
     /// Rebuilds the view from its stored head and every stored entry (in key order),
     /// as [`take_changes`](View::take_changes) wrote them. The result must equal the
     /// view that was stored.

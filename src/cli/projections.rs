@@ -386,9 +386,11 @@ async fn show(args: ShowArgs, log_args: &LogArgs) -> anyhow::Result<()> {
             let decision_id: uuid::Uuid = id
                 .parse()
                 .map_err(|e| anyhow::anyhow!("--id: `{id}` is not a decision id (a UUID): {e}"))?;
+            // A view loaded here holds every body (only a live runner lets them go).
             let view: DecisionIndex = current(log, &store, args.as_of).await?;
             serde_json::to_value(
                 view.decision(&decision_id)
+                    .and_then(|d| d.body)
                     .ok_or_else(|| missing("decision", id))?,
             )?
         }
@@ -439,6 +441,7 @@ async fn run_live(args: RunArgs, log_args: &LogArgs) -> anyhow::Result<()> {
     let config = RunnerConfig {
         batch_events: args.batch_events.max(1),
         batch_interval: Duration::from_millis(args.batch_ms),
+        ..RunnerConfig::default()
     };
     let views = Projections::start(log, store, config).await?;
     let threads = views.threads();

@@ -123,6 +123,7 @@ pub(crate) struct FileProjections {
     batch_events: Option<usize>,
     batch_ms: Option<u64>,
     store_cache_mb: Option<u64>,
+    hot_entries: Option<usize>,
 }
 
 impl FileProjections {
@@ -140,6 +141,11 @@ impl FileProjections {
             "projections.batch_events",
             self.batch_events,
             &mut c.runner.batch_events,
+        )?;
+        at_least_one(
+            "projections.hot_entries",
+            self.hot_entries,
+            &mut c.runner.hot_entries,
         )?;
         let mut ms = 0u64;
         at_least_one("projections.batch_ms", self.batch_ms, &mut ms)?;

@@ -327,6 +327,8 @@ impl SystemConfig {
                     .display().to_string(),
                 "batch_events": self.projections.runner.batch_events,
                 "batch_ms": self.projections.runner.batch_interval.as_millis() as u64,
+                "store_cache_mb": self.projections.store_cache_bytes >> 20,
+                "hot_entries": self.projections.runner.hot_entries,
             },
             "governance": {
                 "policy_dir": gov.policy_dir.as_ref().map(|p| p.display().to_string()),

@@ -45,6 +45,11 @@ pub struct Metrics {
     /// Packets whose fact changes wait to be compiled into the serving machine
     /// (`governance/pending.rs`): what the next read of packet facts will compile.
     pub governance_waiting_packets: IntGauge,
+    /// Decisions the decision index holds, and how many of them with their body in
+    /// memory (the others are read from the view store when asked for).
+    pub decisions_indexed: IntGauge,
+    /// See [`Metrics::decisions_indexed`].
+    pub decision_bodies_in_memory: IntGauge,
 }
 
 /// A metric failed to register (a programming error caught by the first test).
@@ -162,6 +167,16 @@ impl Metrics {
         )?;
         registry.register(Box::new(governance_engine_bytes.clone()))?;
         registry.register(Box::new(governance_waiting_packets.clone()))?;
+        let decisions_indexed = IntGauge::new(
+            "orchestrata_projection_decisions",
+            "Decisions the decision index holds",
+        )?;
+        let decision_bodies_in_memory = IntGauge::new(
+            "orchestrata_projection_decision_bodies_in_memory",
+            "Decisions whose body the decision index keeps in memory (the rest are read from the view store)",
+        )?;
+        registry.register(Box::new(decisions_indexed.clone()))?;
+        registry.register(Box::new(decision_bodies_in_memory.clone()))?;
         Ok(Metrics {
             registry,
             connected_clients,
@@ -181,6 +196,8 @@ impl Metrics {
             governance_renewals,
             governance_engine_bytes,
             governance_waiting_packets,
+            decisions_indexed,
+            decision_bodies_in_memory,
         })
     }
 

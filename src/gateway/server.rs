@@ -369,8 +369,18 @@ async fn metrics_text(
                 );
         }
     }
+    let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    if let Some(views) = &gw.services.views {
+        let (indexed, in_memory) = {
+            let decisions = views.decisions.read();
+            (decisions.len(), decisions.in_memory())
+        };
+        gw.metrics.decisions_indexed.set(gauge(indexed as u64));
+        gw.metrics
+            .decision_bodies_in_memory
+            .set(gauge(in_memory as u64));
+    }
     if let Some(governance) = &gw.services.governance {
-        let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         gw.metrics
             .governance_renewals
             .set(gauge(governance.engine_renewals()));

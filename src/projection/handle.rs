@@ -3,17 +3,20 @@
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
-use orchestrata_projections::{Checkpoint, View};
+use orchestrata_projections::decision::DecisionEntry;
+use orchestrata_projections::{Checkpoint, DecisionIndex, View};
 use orchestrata_schemas::events::Stream;
 use tokio::sync::watch;
 
-use super::ProjectionError;
+use super::{ProjectionError, ViewStore};
 
 /// A handle on a view kept live by a runner. Clone freely; reads never block the
 /// runner for longer than one applied chunk of events.
 pub struct ViewHandle<V> {
     pub(super) view: Arc<RwLock<V>>,
     pub(super) progress: watch::Receiver<Checkpoint>,
+    /// Where the runner commits the view: entries the view let go of are read here.
+    pub(super) store: ViewStore,
 }
 
 impl<V> Clone for ViewHandle<V> {
@@ -21,7 +24,28 @@ impl<V> Clone for ViewHandle<V> {
         ViewHandle {
             view: self.view.clone(),
             progress: self.progress.clone(),
+            store: self.store.clone(),
         }
+    }
+}
+
+impl ViewHandle<DecisionIndex> {
+    /// The entry of the decision recorded at `sequence`, read from the view store: for a
+    /// [`DecisionRef`](orchestrata_projections::decision::DecisionRef) without a body
+    /// (the index lets bodies go once they are committed). Read it without holding
+    /// [`read`](Self::read)'s guard.
+    pub fn stored_decision(&self, sequence: u64) -> Result<DecisionEntry, ProjectionError> {
+        let name = DecisionIndex::NAME;
+        let corrupt = |reason: String| ProjectionError::Corrupt {
+            path: self.store.path().display().to_string(),
+            view: name,
+            reason,
+        };
+        let bytes = self
+            .store
+            .entry(name, &DecisionIndex::stored_key(sequence))?
+            .ok_or_else(|| corrupt(format!("decision at sequence {sequence} is not stored")))?;
+        DecisionIndex::decode_stored(&bytes).map_err(|e| corrupt(e.to_string()))
     }
 }
 

@@ -33,17 +33,25 @@ pub struct RunnerConfig {
     pub batch_events: usize,
     /// ...or this long after the first uncommitted event, whichever comes first.
     pub batch_interval: Duration,
+    /// Entries a view that lets committed entries go keeps in memory (the decision
+    /// index: its newest decisions); older ones are read from the store when asked for.
+    pub hot_entries: usize,
 }
 
 impl Default for RunnerConfig {
-    /// 10,000 events or 200 ms.
+    /// 10,000 events or 200 ms; 4,096 hot entries.
     fn default() -> Self {
         RunnerConfig {
             batch_events: 10_000,
             batch_interval: Duration::from_millis(200),
+            hot_entries: DEFAULT_HOT_ENTRIES,
         }
     }
 }
+
+/// [`RunnerConfig::hot_entries`] by default: a few seconds of decisions at full load,
+/// a few megabytes.
+pub const DEFAULT_HOT_ENTRIES: usize = 4_096;
 
 /// A view being kept up to date by a background task.
 pub struct RunningView<V> {
@@ -87,10 +95,14 @@ pub async fn spawn_view<V: View>(
     // version's form, for these epochs. Anything else stored is replaced — including
     // the entries a full commit that crashed midway left without a checkpoint, which
     // read as no view at all.
-    let (view, full) = match store.load_stored::<V>()? {
+    let (mut view, full) = match store.load_stored::<V>()? {
         Some(loaded) if loaded.epochs == epochs => (loaded.view, !loaded.current),
         _ => (V::default(), true),
     };
+    if !full {
+        // Everything loaded is in the store in this version's form.
+        view.committed(config.hot_entries);
+    }
     let mut tails = Vec::new();
     for stream in V::STREAMS {
         let tail = log
@@ -107,6 +119,7 @@ pub async fn spawn_view<V: View>(
     let handle = ViewHandle {
         view: view.clone(),
         progress,
+        store: store.clone(),
     };
     let (stop, stopped) = oneshot::channel();
     let fold = Fold {
@@ -202,9 +215,15 @@ impl<V: View> Fold<V> {
         let store = self.store.clone();
         let epochs = self.epochs.clone();
         let full = self.full;
+        let keep_hot = self.config.hot_entries;
         // Whatever happens below, the changes are taken: until a commit succeeds, the
-        // next one must be full.
-        self.full = true;
+        // next one must be full — unless the view takes them again itself.
+        self.full = full
+            || !self
+                .view
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .retakes_uncommitted();
         tokio::task::spawn_blocking(move || {
             let (changes, checkpoint) = {
                 let mut view = view.write().unwrap_or_else(|p| p.into_inner());
@@ -216,7 +235,11 @@ impl<V: View> Fold<V> {
                     })?;
                 (changes, view.checkpoint().clone())
             };
-            store.commit(V::NAME, &changes, &checkpoint, &epochs, full)
+            store.commit(V::NAME, &changes, &checkpoint, &epochs, full)?;
+            view.write()
+                .unwrap_or_else(|p| p.into_inner())
+                .committed(keep_hot);
+            Ok::<(), ProjectionError>(())
         })
         .await
         .map_err(|e| ProjectionError::Task {

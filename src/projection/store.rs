@@ -104,6 +104,18 @@ pub struct ViewStore {
     path: PathBuf,
 }
 
+/// Why one entry could not be read: the store failed, or its parts do not add up.
+enum EntryRead {
+    Store(ProjectionError),
+    Parts(String),
+}
+
+impl From<String> for EntryRead {
+    fn from(reason: String) -> Self {
+        EntryRead::Parts(reason)
+    }
+}
+
 fn marker_key(name: &str) -> String {
     format!("{name}.entries")
 }
@@ -382,6 +394,20 @@ impl ViewStore {
             epochs: stored.epochs,
             current: false,
         }))
+    }
+
+    /// Entry `key` of view `name` as its last commit stored it (a value a view let go
+    /// of, e.g. [`DecisionIndex::stored_key`]); `None` when it is not stored.
+    ///
+    /// [`DecisionIndex::stored_key`]: orchestrata_projections::DecisionIndex::stored_key
+    pub fn entry(&self, name: ViewName, key: &[u8]) -> Result<Option<Vec<u8>>, ProjectionError> {
+        entries::read(name.as_str(), key, |k| {
+            self.get(k).map_err(EntryRead::Store)
+        })
+        .map_err(|e| match e {
+            EntryRead::Store(e) => e,
+            EntryRead::Parts(reason) => self.corrupt(name, reason),
+        })
     }
 
     /// The stored checkpoint of view `name`, without reading the view.

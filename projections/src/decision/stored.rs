@@ -1,13 +1,20 @@
 //! The decision index's stored form: a head (checkpoint, policies) and one entry per
 //! decision (`d` + its sequence, big-endian, so entries load in log order). Decisions
-//! are only ever appended, so a commit writes those past the last commit. The id,
-//! subject and action indexes are rebuilt on load.
+//! are only ever appended, so a commit writes those past the last one the store
+//! confirmed ([`View::committed`](crate::View::committed)); a commit that failed is
+//! taken again. The summaries and the id, subject and action indexes are rebuilt on
+//! load.
+//!
+//! The view serialized whole (how earlier versions stored it, and what `projections
+//! show` prints) is the positional form of [`Whole`]: only a view holding every body
+//! can be written so.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use uuid::Uuid;
 
-use super::{index, DecisionEntry, DecisionIndex, PolicyEntry};
+use super::{DecisionEntry, DecisionIndex, PolicyEntry};
 use crate::stored::{self, Changes, Saved, StoredEntry, StoredError};
 use crate::Checkpoint;
 
@@ -29,16 +36,33 @@ impl DecisionIndex {
             },
         )?;
         let from = if all { 0 } else { self.saved.0 };
-        let mut entries = Vec::new();
-        for entry in self.decisions.get(from..).unwrap_or_default() {
-            let value = stored::encode("decision", entry)?;
-            entries.push((
-                stored::key(DECISION, &entry.sequence.to_be_bytes()),
-                Some(value),
-            ));
+        if from < self.cold {
+            return Err(StoredError::Encode {
+                what: "decision index".into(),
+                reason: format!(
+                    "{} decisions are only in the store; a full commit needs them in memory",
+                    self.cold
+                ),
+            });
         }
-        self.saved = Saved(self.decisions.len());
+        let mut entries = Vec::new();
+        for entry in self.bodies.range(from - self.cold..) {
+            let value = stored::encode("decision", entry)?;
+            entries.push((Self::stored_key(entry.sequence), Some(value)));
+        }
+        self.taken = Saved(self.summaries.len());
         Ok(Changes::tracked(head, entries))
+    }
+
+    /// The key under which a commit stores the decision recorded at `sequence` (read it
+    /// back with [`DecisionIndex::decode_stored`]).
+    pub fn stored_key(sequence: u64) -> Vec<u8> {
+        stored::key(DECISION, &sequence.to_be_bytes())
+    }
+
+    /// A decision's entry as a commit stored it.
+    pub fn decode_stored(bytes: &[u8]) -> Result<DecisionEntry, StoredError> {
+        stored::decode("decision", bytes)
     }
 
     pub(super) fn restore(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
@@ -55,14 +79,58 @@ impl DecisionIndex {
                     format!("unknown key {key:?}"),
                 ));
             }
-            let entry: DecisionEntry = stored::decode("decision", &value)?;
-            let d = &entry.decision;
-            view.by_id.insert(d.decision_id, entry.sequence);
-            index(&mut view.by_subject, &d.subject, entry.sequence);
-            index(&mut view.by_action, &d.action, entry.sequence);
-            view.decisions.push(entry);
+            view.push(Self::decode_stored(&value)?);
         }
-        view.saved = Saved(view.decisions.len());
+        view.saved = Saved(view.summaries.len());
+        view.taken = Saved(view.summaries.len());
+        Ok(view)
+    }
+}
+
+/// The view serialized whole, field by field as the derived form of earlier versions
+/// (they stored it so; `load_stored` still reads it).
+#[derive(Serialize, Deserialize)]
+struct Whole<D> {
+    checkpoint: Checkpoint,
+    decisions: Vec<D>,
+    by_id: BTreeMap<Uuid, u64>,
+    by_subject: BTreeMap<String, Vec<u64>>,
+    by_action: BTreeMap<String, Vec<u64>>,
+    policies: BTreeMap<String, PolicyEntry>,
+}
+
+impl Serialize for DecisionIndex {
+    /// Fails for a view that let bodies go (a live runner's): only the store has them.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.cold > 0 {
+            return Err(serde::ser::Error::custom(format!(
+                "the decision index holds {} decisions in the store only",
+                self.cold
+            )));
+        }
+        Whole {
+            checkpoint: self.checkpoint.clone(),
+            decisions: self.bodies.iter().collect(),
+            by_id: self.by_id.clone(),
+            by_subject: self.by_subject.clone(),
+            by_action: self.by_action.clone(),
+            policies: self.policies.clone(),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for DecisionIndex {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let whole = Whole::<DecisionEntry>::deserialize(deserializer)?;
+        let mut view = DecisionIndex {
+            checkpoint: whole.checkpoint,
+            policies: whole.policies,
+            ..DecisionIndex::default()
+        };
+        for entry in whole.decisions {
+            view.push(entry);
+        }
         Ok(view)
     }
 }

@@ -119,7 +119,7 @@ fn decisions_are_indexed_by_time_subject_action_and_result() {
     assert_eq!(
         attributed
             .decision(&Uuid::from_u128(104))
-            .and_then(|e| e.principal.as_deref()),
+            .and_then(|e| e.principal),
         Some("operator")
     );
     let page = view.decisions(&DecisionQuery::default(), &PageRequest::after(1, 2));
@@ -145,9 +145,142 @@ fn decisions_are_indexed_by_time_subject_action_and_result() {
 #[test]
 fn entries_stored_before_attribution_load_without_a_principal() {
     let view: DecisionIndex = fold(&[decision(1, 10, "U:Vz", "cxp.send", DecisionResult::Allow)]);
-    let entry = view.decision(&Uuid::from_u128(101)).expect("entry").clone();
+    let entry = view
+        .decision(&Uuid::from_u128(101))
+        .and_then(|e| e.body)
+        .expect("entry")
+        .clone();
     let old = serde_json::json!([entry.sequence, entry.at, entry.decision]);
     let loaded: DecisionEntry = serde_json::from_value(old).expect("old entry loads");
     assert_eq!(loaded.principal, None);
     assert_eq!(loaded.decision, entry.decision);
+}
+
+fn seven() -> Vec<Envelope> {
+    (1..=7)
+        .map(|s| {
+            let subject = if s % 2 == 0 { "U:Vz" } else { "U:Ox" };
+            decision(s, s as i64 * 10, subject, "cxp.send", DecisionResult::Allow)
+        })
+        .collect()
+}
+
+fn bodies(view: &DecisionIndex, query: &DecisionQuery) -> Vec<(u64, bool)> {
+    view.decisions(query, &PageRequest::first(100))
+        .items
+        .iter()
+        .map(|e| (e.sequence, e.body.is_some()))
+        .collect()
+}
+
+// ISSUE-18: bounded memory — once committed, a decision's body leaves memory (the newest
+// `keep_hot` stay); searches still find every decision, and the stored entry is the body
+#[test]
+fn committed_bodies_leave_memory_and_stay_readable_from_the_store() {
+    let events = seven();
+    let folded: DecisionIndex = fold(&events);
+    let mut view = folded.clone();
+    let changes = view.take_changes(false).expect("changes");
+    assert_eq!(changes.entries.len(), 7);
+    // Nothing leaves before the store confirms the commit.
+    assert_eq!(view.in_memory(), 7);
+    view.committed(2);
+    assert_eq!((view.len(), view.in_memory()), (7, 2));
+    let all = DecisionQuery::default();
+    assert_eq!(
+        bodies(&view, &all),
+        [
+            (1, false),
+            (2, false),
+            (3, false),
+            (4, false),
+            (5, false),
+            (6, true),
+            (7, true)
+        ]
+    );
+    let vz = DecisionQuery {
+        subject: Some("U:Vz".into()),
+        ..Default::default()
+    };
+    assert_eq!(bodies(&view, &vz), [(2, false), (4, false), (6, true)]);
+    // A cold decision's body is its stored entry, under the key the index names.
+    let cold = view.decision(&Uuid::from_u128(103)).expect("decision 3");
+    assert_eq!((cold.sequence, cold.at, cold.body), (3, t(30), None));
+    let key = DecisionIndex::stored_key(3);
+    let (_, bytes) = changes
+        .entries
+        .iter()
+        .find(|(k, _)| *k == key)
+        .expect("entry 3 stored");
+    let body = DecisionIndex::decode_stored(bytes.as_deref().expect("value")).expect("decodes");
+    let hot = folded.decision(&Uuid::from_u128(103)).and_then(|e| e.body);
+    assert_eq!(Some(&body), hot);
+    // The view goes on folding; the next commit writes only the new decision.
+    assert!(view.apply(&decision(8, 80, "U:Vz", "cxp.send", DecisionResult::Deny)));
+    let next = view.take_changes(false).expect("changes");
+    assert_eq!(next.entries.len(), 1);
+    assert_eq!(next.entries[0].0, DecisionIndex::stored_key(8));
+    // A view that let bodies go cannot be written whole, and says so.
+    assert!(view.take_changes(true).is_err());
+    assert!(serde_json::to_string(&view).is_err());
+}
+
+// ISSUE-18: a commit that failed is taken again: nothing is lost and nothing leaves
+// memory before the store has it
+#[test]
+fn changes_of_a_failed_commit_are_taken_again() {
+    let mut view: DecisionIndex = fold(&seven()[..4]);
+    assert!(view.retakes_uncommitted());
+    let first = view.take_changes(false).expect("changes");
+    assert_eq!(first.entries.len(), 4);
+    // The store refused that commit: no `committed`. The next one carries them again.
+    view.apply(&seven()[4]);
+    let again = view.take_changes(false).expect("changes");
+    assert_eq!(again.entries.len(), 5);
+    assert_eq!(again.entries[..4], first.entries[..]);
+    view.committed(0);
+    assert_eq!(view.in_memory(), 0);
+    assert!(view
+        .take_changes(false)
+        .expect("changes")
+        .entries
+        .is_empty());
+}
+
+// ISSUE-18: the store's head and entries restore the view folded from the log, whatever
+// the live view let go
+#[test]
+fn a_view_restored_from_its_entries_equals_the_fold() {
+    let events = seven();
+    let folded: DecisionIndex = fold(&events);
+    let mut live = folded.clone();
+    let mut entries = Vec::new();
+    let first = live.take_changes(false).expect("changes");
+    live.committed(1);
+    live.apply(&decision(
+        8,
+        80,
+        "U:Qa",
+        "session.open",
+        DecisionResult::Deny,
+    ));
+    let second = live.take_changes(false).expect("changes");
+    live.committed(1);
+    for (key, value) in first.entries.into_iter().chain(second.entries) {
+        entries.push((key, value.expect("written")));
+    }
+    let restored = DecisionIndex::from_stored(&second.head, entries).expect("restores");
+    let mut all = events.clone();
+    all.push(decision(
+        8,
+        80,
+        "U:Qa",
+        "session.open",
+        DecisionResult::Deny,
+    ));
+    assert_eq!(restored, fold::<DecisionIndex>(&all));
+    assert_eq!(json(&restored), json(&fold::<DecisionIndex>(&all)));
+    assert_eq!(live.len(), restored.len());
+    assert_eq!(live.in_memory(), 1);
 }

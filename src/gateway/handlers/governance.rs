@@ -93,25 +93,36 @@ pub async fn query(call: Call) -> RpcResult {
         result: p.result,
         from: p.date_from,
         until: p.date_to,
+        dry_run: p.dry_run,
     };
-    let index = views.decisions.read();
     let all = PageRequest {
         after: None,
         limit: usize::MAX,
     };
-    let matching: Vec<&DecisionEntry> = index
-        .decisions(&query, &all)
-        .items
+    // The page under the view's lock: bodies in memory cloned, the others (decisions
+    // the index let go once committed) read from the view store after it.
+    let (total, page) = {
+        let index = views.decisions.read();
+        let matching = index.decisions(&query, &all).items;
+        let page: Vec<(u64, Option<DecisionEntry>)> = matching
+            .iter()
+            .rev()
+            .skip(p.offset)
+            .take(limit)
+            .map(|e| (e.sequence, e.body.cloned()))
+            .collect();
+        (matching.len(), page)
+    };
+    let page = page
         .into_iter()
-        .filter(|e| p.dry_run.is_none_or(|d| d == e.decision.dry_run))
-        .collect();
-    let total = matching.len();
-    let page = matching
-        .into_iter()
-        .rev()
-        .skip(p.offset)
-        .take(limit)
-        .map(decision_json)
+        .map(|(sequence, body)| match body {
+            Some(entry) => Ok(entry),
+            None => views
+                .decisions
+                .stored_decision(sequence)
+                .map_err(|e| RpcError::internal("projections_unavailable", e)),
+        })
+        .map(|entry| entry.and_then(|e| decision_json(&e)))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(json!({
         "decisions": page,

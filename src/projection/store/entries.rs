@@ -50,6 +50,26 @@ pub(super) fn count(bytes: &[u8]) -> Option<u16> {
     Some(u16::from_be_bytes(count)).filter(|c| *c > 0)
 }
 
+/// Reads entry `key` of view `name` whole, one `get` per part; `Ok(None)` when it is not
+/// stored, `Err` (what is wrong) when its parts do not add up.
+pub(super) fn read<E: From<String>>(
+    name: &str,
+    key: &[u8],
+    get: impl Fn(&[u8]) -> Result<Option<Vec<u8>>, E>,
+) -> Result<Option<Vec<u8>>, E> {
+    let Some(first) = get(&part_key(name, key, 0))? else {
+        return Ok(None);
+    };
+    let parts = count(&first).ok_or_else(|| format!("entry {key:?}: no part count"))?;
+    let mut value = first[COUNT..].to_vec();
+    for part in 1..parts {
+        let bytes = get(&part_key(name, key, part))?
+            .ok_or_else(|| format!("entry {key:?}: {part} of {parts} parts stored"))?;
+        value.extend_from_slice(&bytes);
+    }
+    Ok(Some(value))
+}
+
 /// Reassembles entries from a prefix scan of `(store key, value)` in key order.
 pub(super) struct Assembler {
     prefix_len: usize,
@@ -173,8 +193,23 @@ mod tests {
         let mut broken = stored.clone();
         broken.retain(|(k, _)| *k != part_key("v", b"a\0\0", 1));
         assert!(assemble(&broken).is_err());
-        let mut truncated = stored;
+        let mut truncated = stored.clone();
         truncated.retain(|(k, _)| *k != part_key("v", b"a\0\0", 3));
         assert!(assemble(&truncated).is_err());
+        // One entry read by its key, whole, as the scan assembles it.
+        let map: std::collections::BTreeMap<_, _> = stored.into_iter().collect();
+        let get = |k: &[u8]| Ok::<_, String>(map.get(k).cloned());
+        for (key, value) in &values {
+            assert_eq!(read("v", key, get).expect("reads").as_ref(), Some(value));
+        }
+        assert_eq!(read("v", b"zz", get), Ok(None));
+        let holed = |k: &[u8]| {
+            Ok::<_, String>(
+                map.get(k)
+                    .filter(|_| *k != *part_key("v", b"a\0\0", 2))
+                    .cloned(),
+            )
+        };
+        assert!(read("v", b"a\0\0", holed).is_err());
     }
 }

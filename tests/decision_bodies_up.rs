@@ -1,0 +1,148 @@
+//! The decision index keeps only its newest decisions whole in memory (issue 18, bounded
+//! memory): a default `orchestrata up` (a separate process: sled log, governance,
+//! projections) restarted with `projections.hot_entries` = 4 answers `governance.query`
+//! for every older decision from the view store, exactly as it answered them from
+//! memory; `/metrics` shows how many bodies it holds.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::checked_ok;
+use support::up::Up;
+use support::ws::Ws;
+
+const TOKEN: &str = "decision-bodies-test-token";
+const HOT: u64 = 4;
+
+/// The spec's `cxp.send` example, verbatim.
+fn spec_send() -> Value {
+    json!({
+        "target": "U:Vz",
+        "subject": "generate_component",
+        "payload": {"component": "UserService", "language": "python", "framework": "fastapi"},
+        "priority": 7
+    })
+}
+
+/// Gauge `name` on `/metrics` of the server at `port`.
+async fn gauge(port: u16, name: &str) -> u64 {
+    let addr = format!("127.0.0.1:{port}").parse().expect("address");
+    let (status, body) = support::ws::http_get(addr, "/metrics").await;
+    assert_eq!(status, 200, "{body}");
+    body.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {body}"))
+}
+
+/// Waits until the decision index holds `indexed` decisions (at least) with exactly
+/// `in_memory` bodies (commits let the others go; `None`: all of them).
+async fn settle(port: u16, indexed: u64, in_memory: Option<u64>) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let n = gauge(port, "orchestrata_projection_decisions").await;
+        let m = gauge(port, "orchestrata_projection_decision_bodies_in_memory").await;
+        if n >= indexed && m == in_memory.unwrap_or(n) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "decision index at {n} decisions, {m} in memory; wanted {indexed}+, {in_memory:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn client(port: u16) -> Ws {
+    let mut ws = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
+    ws.auth(TOKEN).await;
+    ws
+}
+
+/// Every decision, newest first, as `governance.query` answers them page by page
+/// (`limit` 7: pages straddle the boundary between bodies in memory and in the store).
+async fn every_decision(ws: &mut Ws) -> Vec<Value> {
+    let mut all = Vec::new();
+    loop {
+        let page = checked_ok(
+            ws,
+            "governance.query",
+            json!({"offset": all.len(), "limit": 7}),
+        )
+        .await;
+        let decisions = page["decisions"].as_array().expect("decisions").clone();
+        all.extend(decisions);
+        if page["has_more"] != json!(true) {
+            assert_eq!(page["total"].as_u64(), Some(all.len() as u64), "{page}");
+            return all;
+        }
+    }
+}
+
+// ISSUE-18 REQ-014-032 REQ-014-036: a decision whose body left memory is answered by
+// governance.query from the view store, field for field as before
+#[tokio::test]
+async fn old_decisions_are_answered_from_the_store_as_they_were_from_memory() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let port = support::free_port();
+    let mut up = Up::start(data.path(), port, TOKEN, &[], &[]);
+    let mut ws = client(port).await;
+    for _ in 0..15 {
+        checked_ok(&mut ws, "cxp.send", spec_send()).await;
+    }
+    // Each send records the gateway's scope check and the policy's decision.
+    settle(port, 30, None).await;
+    let from_memory = every_decision(&mut ws).await;
+    assert!(from_memory.len() >= 30, "{}", from_memory.len());
+    assert!(
+        from_memory.iter().all(|d| d["decision_id"].is_string()),
+        "{from_memory:?}"
+    );
+    drop(ws);
+    assert!(up.stop(), "up stops cleanly");
+
+    let hot = HOT.to_string();
+    let env = [("ORCHESTRATA_PROJECTIONS__HOT_ENTRIES", hot.as_str())];
+    let up = Up::start(data.path(), port, TOKEN, &[], &env);
+    let mut ws = client(port).await;
+    settle(port, from_memory.len() as u64, Some(HOT)).await;
+    let from_store = every_decision(&mut ws).await;
+    for old in &from_memory {
+        let id = &old["decision_id"];
+        let now = from_store
+            .iter()
+            .find(|d| d["decision_id"] == *id)
+            .unwrap_or_else(|| panic!("decision {id} is missing after the restart"));
+        assert_eq!(now, old, "decision {id} read back from the store");
+    }
+    // Filters read what every decision keeps in memory; the bodies come from the store.
+    let policy = checked_ok(
+        &mut ws,
+        "governance.query",
+        json!({"action": "cxp.send", "volk_id": "U:GW", "limit": 100}),
+    )
+    .await;
+    let expected: Vec<&Value> = from_memory
+        .iter()
+        .filter(|d| d["action"] == "cxp.send" && d["volk_id"] == "U:GW")
+        .collect();
+    assert_eq!(policy["total"].as_u64(), Some(expected.len() as u64));
+    assert_eq!(
+        policy["decisions"]
+            .as_array()
+            .map(|a| a.iter().collect::<Vec<_>>()),
+        Some(expected)
+    );
+
+    // New decisions are kept, then let go in their turn as commits store them.
+    for _ in 0..5 {
+        checked_ok(&mut ws, "cxp.send", spec_send()).await;
+    }
+    settle(port, from_store.len() as u64 + 10, Some(HOT)).await;
+    let later = every_decision(&mut ws).await;
+    assert_eq!(later.len(), from_store.len() + 10);
+    assert_eq!(&later[10..], &from_store[..]);
+    drop(up);
+}
