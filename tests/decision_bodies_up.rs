@@ -81,7 +81,7 @@ async fn every_decision(ws: &mut Ws) -> Vec<Value> {
     }
 }
 
-// ISSUE-18 REQ-014-032 REQ-014-036: a decision whose body left memory is answered by
+// REQ-014-032 REQ-014-036 ISSUE-18: a decision whose body left memory is answered by
 // governance.query from the view store, field for field as before
 #[tokio::test]
 async fn old_decisions_are_answered_from_the_store_as_they_were_from_memory() {
