@@ -354,3 +354,70 @@ fn reads_by_id_see_what_the_view_holds_whatever_waits() {
         "{compiled_alone} packets compiled alone"
     );
 }
+
+/// A policy that reads packets 1..=`n` by id in one decision: allowed iff all of them
+/// are delivered.
+fn reading(n: u128) -> Policy {
+    let listed = (1..=n)
+        .map(|i| id_term(&Uuid::from_u128(i).to_string()))
+        .collect::<Vec<_>>()
+        .join(",");
+    let text = format!(
+        "decide(volk(_), 'cxp.priority', _, _, allow) :-\n    \
+            findall(M, (member(M, [{listed}]), cxp_delivery_status(M, delivered, _)), D),\n    \
+            length(D, {n}), !.\n\
+         decide(volk(_), 'cxp.priority', _, _, deny).\n"
+    );
+    Policy::from_files(
+        "test",
+        vec![PolicyFile {
+            name: "reading.pl".into(),
+            text,
+        }],
+    )
+}
+
+/// Under `reading(n)`: packets 1..=`n` sent and all but the last delivered, 50 other
+/// packets sent; one decision (denied), then the last delivery and one more decision
+/// (allowed). Returns the packets left waiting after each decision.
+fn decide_reading(n: u128) -> (usize, usize) {
+    let mut view = FactsView::with_window(None);
+    let mut ev = Evaluator::load(&reading(n), DEFAULT_INFERENCE_LIMIT).unwrap();
+    let mut sequence = 0u64;
+    let mut feed = |ev: &mut Evaluator, event: fn(u64, Uuid) -> Envelope, id: u128| {
+        ev.apply(&view.apply(&event(sequence, Uuid::from_u128(id))))
+            .unwrap();
+        sequence += 1;
+    };
+    for id in 1..=n {
+        feed(&mut ev, sent, id);
+    }
+    for id in 1..n {
+        feed(&mut ev, delivered, id);
+    }
+    for other in 1_000..1_050 {
+        feed(&mut ev, sent, other);
+    }
+    assert_eq!(ev.waiting_packets(), n as usize + 50);
+    let d = ev
+        .decide(&dry_priority("U:Ox", Uuid::from_u128(1)))
+        .unwrap();
+    assert_eq!(d.result, Deny, "reading {n}: {:?}", d.trace);
+    let after_first = ev.waiting_packets();
+    feed(&mut ev, delivered, n);
+    let d = ev
+        .decide(&dry_priority("U:Ox", Uuid::from_u128(1)))
+        .unwrap();
+    assert_eq!(d.result, Allow, "reading {n}: {:?}", d.trace);
+    (after_first, ev.waiting_packets())
+}
+
+// REQ-004-INTG-001 REQ-004-INTG-002
+#[test]
+fn a_decision_reading_more_packets_by_id_than_it_reruns_for_compiles_everything_once() {
+    // Three reads by id compile those three alone: the fifty others still wait.
+    assert_eq!(decide_reading(3), (50, 50));
+    // Twelve are more than the eight reruns a decision gets: the ninth compiles every
+    // waiting packet and the decision runs once more, on fresh facts.
+    assert_eq!(decide_reading(12), (0, 0));
+}
