@@ -421,3 +421,58 @@ fn a_decision_reading_more_packets_by_id_than_it_reruns_for_compiles_everything_
     // waiting packet and the decision runs once more, on fresh facts.
     assert_eq!(decide_reading(12), (0, 0));
 }
+
+// REQ-004-INTG-001
+#[test]
+fn eager_changes_ride_on_the_next_decision_and_never_pile_up() {
+    // A policy that reads the send count: allowed from the third send of U:Ox in s1.
+    let counting = "decide(volk(V), 'cxp.send', _, _, allow) :-\n    \
+        cxp_sends(V, s1, N), N >= 3, !.\n\
+        decide(volk(_), 'cxp.send', _, _, deny).\n";
+    let policy = Policy::from_files(
+        "test",
+        vec![PolicyFile {
+            name: "counting.pl".into(),
+            text: counting.into(),
+        }],
+    );
+    let mut view = FactsView::with_window(None);
+    let mut ev = Evaluator::load(&policy, DEFAULT_INFERENCE_LIMIT).unwrap();
+    let send = Request::volk("U:Ox", "cxp.send", "U:Vz");
+    let mut sequence = 0u64;
+    let mut feed = |ev: &mut Evaluator| {
+        ev.apply(&view.apply(&sent(sequence, Uuid::new_v4())))
+            .unwrap();
+        sequence += 1;
+    };
+    feed(&mut ev);
+    feed(&mut ev);
+    // The count's change waits (the packets too), and runs with the decision.
+    assert!(ev.waiting_goals() > 0);
+    assert_eq!(ev.decide(&send).unwrap().result, Deny);
+    assert_eq!(ev.waiting_goals(), 0);
+    feed(&mut ev);
+    assert!(ev.waiting_goals() > 0);
+    assert_eq!(
+        ev.decide(&send).unwrap().result,
+        Allow,
+        "the third send counts"
+    );
+    assert_eq!(ev.waiting_goals(), 0);
+    // A query runs what waits before its goal.
+    feed(&mut ev);
+    assert_eq!(
+        answer(&mut ev, "cxp_sends('U:Ox', s1, N)", "N").as_deref(),
+        Some("4")
+    );
+    assert_eq!(ev.waiting_goals(), 0);
+    // Without decisions, changes run in groups rather than piling up.
+    for _ in 0..500 {
+        feed(&mut ev);
+        assert!(ev.waiting_goals() <= 64, "{}", ev.waiting_goals());
+    }
+    assert_eq!(
+        answer(&mut ev, "cxp_sends('U:Ox', s1, N)", "N").as_deref(),
+        Some("504")
+    );
+}
