@@ -102,8 +102,6 @@ pub struct Evaluator {
     /// Packets compiled alone for a read that named them while others wait: each has a
     /// `cxp_fresh/3` marker, and its later changes are applied at once.
     fresh: HashSet<String>,
-    /// Goals of eager fact changes waiting to run with the next query (`apply.rs`).
-    deferred: Vec<String>,
 }
 
 /// The error a decision answers when it read packet facts while changes waited.
@@ -212,7 +210,6 @@ impl Evaluator {
             stale: false,
             flushed_cost: 0,
             fresh: HashSet::new(),
-            deferred: Vec::new(),
         })
     }
 
@@ -349,7 +346,7 @@ impl Evaluator {
     /// One run of `decide/5`.
     fn decide_now(&mut self, request: &Request) -> Result<Run, GovernanceError> {
         use std::fmt::Write as _;
-        let mut goal = self.take_deferred_prefix();
+        let mut goal = String::with_capacity(64);
         let _ = write!(
             goal,
             "'$od'({},{},{},{},O).",
@@ -414,8 +411,7 @@ impl Evaluator {
         &mut self,
         goal: &str,
     ) -> Result<Option<BTreeMap<String, String>>, GovernanceError> {
-        // Any goal may read any fact: apply what waits first.
-        self.run_deferred()?;
+        // Any goal may read packet facts: apply what waits first.
         if !self.pending.is_empty() {
             self.flush_counted()?;
         }

@@ -1,13 +1,5 @@
-//! How fact changes reach the machine: packet changes when a goal reads them
-//! (`pending.rs`); every other change with the next goal the machine runs.
-//!
-//! Running a goal has a fixed cost in scryer (parsing and compiling the query text:
-//! ~60 µs), larger than asserting a send count or moving the packet window's floor. So
-//! the goals of eager changes are not run as a query of their own: they wait, in
-//! order, and run as the first conjuncts of the next decision's query — one query per
-//! decision instead of two. Anything else that runs a goal (a query, a packet
-//! compilation, a flush) runs them first, and more than [`DEFERRED_LIMIT`] of them run
-//! at once, so they stay few.
+//! How fact changes reach the machine: every change but a packet's at once, packet
+//! changes when a goal reads them (`pending.rs`).
 
 use super::{run_caught, Evaluator};
 use crate::governance::error::GovernanceError;
@@ -19,9 +11,6 @@ use crate::governance::term::{message_id_parts, PlTerm};
 /// Packets compiled alone (each with a marker) before the next read by id compiles
 /// everything instead.
 const FRESH_LIMIT: usize = 1_024;
-
-/// Eager change goals that may wait for the next decision; past this they run at once.
-const DEFERRED_LIMIT: usize = 64;
 
 impl Evaluator {
     /// Asserts and retracts facts, in order, a batch per goal (see [`fact_goals`]
@@ -45,62 +34,25 @@ impl Evaluator {
             .filter(|c| packet_of(c).is_some_and(|id| fresh.contains(id)) || !pending.offer(c))
             .cloned()
             .collect();
-        let goals = fact_goals::goals(&now);
-        let mut cost = goals_cost(&goals);
-        self.defer(goals)?;
+        let mut cost = self.run_changes(&now)?;
         if self.pending.must_apply() {
             cost += self.flush()?;
         } else if !self.pending.is_empty() && !self.stale {
-            self.stale = true;
-            self.defer(vec!["'$set_stale'(1)".to_owned()])?;
+            self.set_stale(true)?;
         }
         Ok(cost)
     }
 
-    /// Queues eager change goals for the next query; runs them now past the limit.
-    fn defer(&mut self, goals: Vec<String>) -> Result<(), GovernanceError> {
-        self.deferred.extend(goals);
-        if self.deferred.len() > DEFERRED_LIMIT {
-            self.run_deferred()?;
-        }
-        Ok(())
-    }
-
-    /// Runs the queued eager change goals now (before any other goal runs).
-    pub(super) fn run_deferred(&mut self) -> Result<(), GovernanceError> {
-        if self.deferred.is_empty() {
-            return Ok(());
-        }
-        let goals = std::mem::take(&mut self.deferred);
-        self.run_goals_now(&goals)
-    }
-
-    /// The queued eager change goals as the first conjuncts of a decision's query
-    /// (empty when none wait), taken: they run with it. If one of them fails, the
-    /// query throws `orchestrata_apply_failed` before deciding anything.
-    pub(super) fn take_deferred_prefix(&mut self) -> String {
-        if self.deferred.is_empty() {
-            return String::new();
-        }
-        let goals = std::mem::take(&mut self.deferred);
-        format!(
-            "({} -> true ; throw(orchestrata_apply_failed)), ",
-            goals.join(",")
-        )
-    }
-
-    /// Runs the goals of `changes` in order, 64 per query (after the queued ones).
+    /// Runs the goals of `changes` in order, 64 per query.
     fn run_changes(&mut self, changes: &[FactChange]) -> Result<u64, GovernanceError> {
         self.run_goals(&fact_goals::goals(changes))
     }
 
     fn run_goals(&mut self, goals: &[String]) -> Result<u64, GovernanceError> {
-        self.run_deferred()?;
-        self.run_goals_now(goals)?;
-        Ok(goals_cost(goals))
-    }
-
-    fn run_goals_now(&mut self, goals: &[String]) -> Result<(), GovernanceError> {
+        let cost = goals
+            .iter()
+            .map(|g| crate::governance::renewal::goal_cost(g))
+            .sum();
         for chunk in goals.chunks(64) {
             let goal = chunk.join(",");
             match run_caught(&mut self.machine, &goal) {
@@ -109,13 +61,12 @@ impl Evaluator {
                 Err(e) => return Err(GovernanceError::Prolog(e)),
             }
         }
-        Ok(())
+        Ok(cost)
     }
 
     /// Compiles every waiting packet change now (a renewal's successor does, before it
     /// serves).
     pub(in crate::governance) fn compile_waiting(&mut self) -> Result<(), GovernanceError> {
-        self.run_deferred()?;
         if !self.pending.is_empty() {
             self.flush()?;
         }
@@ -124,7 +75,6 @@ impl Evaluator {
 
     /// Applies the waiting packet changes and clears the stale flag.
     fn flush(&mut self) -> Result<u64, GovernanceError> {
-        self.run_deferred()?;
         let changes = self.pending.take();
         let cost = self.run_changes(&changes)?;
         if !self.fresh.is_empty() {
@@ -139,7 +89,6 @@ impl Evaluator {
     }
 
     fn set_stale(&mut self, stale: bool) -> Result<(), GovernanceError> {
-        self.run_deferred()?;
         let goal = if stale {
             "'$set_stale'(1)"
         } else {
@@ -148,12 +97,6 @@ impl Evaluator {
         run_caught(&mut self.machine, goal).map_err(GovernanceError::Prolog)?;
         self.stale = stale;
         Ok(())
-    }
-
-    /// Goals of eager fact changes (send counts, Volks, sessions, the window's floor)
-    /// waiting to run as the first conjuncts of the next query; at most 64.
-    pub fn waiting_goals(&self) -> usize {
-        self.deferred.len()
     }
 
     /// Packets whose changes wait to be compiled: a read by id takes its one packet
@@ -201,7 +144,6 @@ impl Evaluator {
 
     /// Removes every fact.
     pub fn clear_facts(&mut self) -> Result<(), GovernanceError> {
-        self.deferred.clear();
         self.pending.clear();
         self.stale = false;
         self.fresh.clear();
@@ -213,12 +155,4 @@ impl Evaluator {
             .map_err(GovernanceError::Prolog)
             .map(|_| ())
     }
-}
-
-/// What `goals` are estimated to leave in the machine (bytes; see `renewal.rs`).
-fn goals_cost(goals: &[String]) -> u64 {
-    goals
-        .iter()
-        .map(|g| crate::governance::renewal::goal_cost(g))
-        .sum()
 }
