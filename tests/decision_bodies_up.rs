@@ -16,16 +16,6 @@ use support::ws::Ws;
 const TOKEN: &str = "decision-bodies-test-token";
 const HOT: u64 = 4;
 
-/// The spec's `cxp.send` example, verbatim.
-fn spec_send() -> Value {
-    json!({
-        "target": "U:Vz",
-        "subject": "generate_component",
-        "payload": {"component": "UserService", "language": "python", "framework": "fastapi"},
-        "priority": 7
-    })
-}
-
 /// Gauge `name` on `/metrics` of the server at `port`.
 async fn gauge(port: u16, name: &str) -> u64 {
     let addr = format!("127.0.0.1:{port}").parse().expect("address");
@@ -90,7 +80,7 @@ async fn old_decisions_are_answered_from_the_store_as_they_were_from_memory() {
     let mut up = Up::start(data.path(), port, TOKEN, &[], &[]);
     let mut ws = client(port).await;
     for _ in 0..15 {
-        checked_ok(&mut ws, "cxp.send", spec_send()).await;
+        checked_ok(&mut ws, "cxp.send", support::spec_send()).await;
     }
     // Each send records the gateway's scope check and the policy's decision.
     settle(port, 30, None).await;
@@ -138,7 +128,7 @@ async fn old_decisions_are_answered_from_the_store_as_they_were_from_memory() {
 
     // New decisions are kept, then let go in their turn as commits store them.
     for _ in 0..5 {
-        checked_ok(&mut ws, "cxp.send", spec_send()).await;
+        checked_ok(&mut ws, "cxp.send", support::spec_send()).await;
     }
     settle(port, from_store.len() as u64 + 10, Some(HOT)).await;
     let later = every_decision(&mut ws).await;

@@ -45,16 +45,6 @@ fn reason(error: &Value) -> &str {
     error["data"]["reason"].as_str().unwrap_or("")
 }
 
-/// The spec's `cxp.send` example, verbatim.
-fn spec_send() -> Value {
-    json!({
-        "target": "U:Vz",
-        "subject": "generate_component",
-        "payload": {"component": "UserService", "language": "python", "framework": "fastapi"},
-        "priority": 7
-    })
-}
-
 async fn sent_packets(log: &Arc<dyn EventLog>) -> Vec<(String, String, Option<String>)> {
     log.read(Stream::CxpTraffic, 0, None, 10_000)
         .await
@@ -78,7 +68,7 @@ async fn sent_packets(log: &Arc<dyn EventLog>) -> Vec<(String, String, Option<St
 async fn the_spec_send_example_goes_through_as_the_operator_volk() {
     let stack = start().await;
     let mut ws = stack.client(OPERATOR).await;
-    let answer = ws.ok("cxp.send", spec_send()).await;
+    let answer = ws.ok("cxp.send", support::spec_send()).await;
     assert!(
         ["queued", "sent"].contains(&answer["status"].as_str().unwrap_or("")),
         "{answer}"
@@ -129,7 +119,7 @@ async fn the_spec_send_example_goes_through_as_the_operator_volk() {
 async fn a_principal_cannot_send_as_a_volk_it_was_not_granted() {
     let stack = start().await;
     let mut operator = stack.client(OPERATOR).await;
-    let mut send = spec_send();
+    let mut send = support::spec_send();
     send["from"] = json!("U:Ox");
     let error = operator.err("cxp.send", send.clone()).await;
     assert_eq!(error["code"], -32001, "{error}");
@@ -162,10 +152,10 @@ async fn a_principal_cannot_send_as_a_volk_it_was_not_granted() {
 async fn an_admin_acts_as_any_volk_but_must_name_it() {
     let stack = start().await;
     let mut admin = stack.client(ADMIN).await;
-    let error = admin.err("cxp.send", spec_send()).await;
+    let error = admin.err("cxp.send", support::spec_send()).await;
     assert_eq!(error["code"], -32602, "{error}");
     assert_eq!(reason(&error), "from_required", "{error}");
-    let mut send = spec_send();
+    let mut send = support::spec_send();
     send["from"] = json!("U:Ox");
     send["subject"] = json!("plan");
     let answer = admin.ok("cxp.send", send).await;

@@ -277,28 +277,57 @@ impl DecisionIndex {
     /// Decisions matching `query` in log order, one page at a time. Uses the subject or
     /// action index when the query names one.
     pub fn decisions(&self, query: &DecisionQuery, page: &PageRequest) -> Page<DecisionRef<'_>> {
-        let start = page.start();
+        page.collect(
+            self.matching(query, page.start())
+                .map(|i| (self.summaries[i].sequence, self.found(i))),
+        )
+    }
+
+    /// Decisions matching `query`, newest first: how many match, and the matches from
+    /// the `offset`-th on, at most `limit` of them (`governance.query`'s paging). Counts
+    /// on the summaries; only the page is handed out.
+    pub fn newest(
+        &self,
+        query: &DecisionQuery,
+        offset: usize,
+        limit: usize,
+    ) -> (usize, Vec<DecisionRef<'_>>) {
+        let mut total = 0;
+        let mut page = Vec::new();
+        for i in self.matching(query, 0).rev() {
+            if total >= offset && page.len() < limit {
+                page.push(self.found(i));
+            }
+            total += 1;
+        }
+        (total, page)
+    }
+
+    /// Positions of the decisions matching `query` at or after sequence `start`, in log
+    /// order (either way). Uses the subject or action index when the query names one.
+    fn matching<'a>(
+        &'a self,
+        query: &'a DecisionQuery,
+        start: u64,
+    ) -> impl DoubleEndedIterator<Item = usize> + 'a {
         let index = query
             .subject
             .as_ref()
             .map(|s| self.by_subject.get(s))
             .or_else(|| query.action.as_ref().map(|a| self.by_action.get(a)));
-        let candidates: Box<dyn Iterator<Item = usize> + '_> = match index {
-            Some(Some(list)) => {
-                let from = list.partition_point(|s| *s < start);
-                Box::new(list[from..].iter().filter_map(|s| self.position(*s)))
-            }
-            Some(None) => Box::new(std::iter::empty()),
-            None => {
-                let from = self.summaries.partition_point(|e| e.sequence < start);
-                Box::new(from..self.summaries.len())
-            }
+        let (listed, all): (&[u64], std::ops::Range<usize>) = match index {
+            Some(Some(list)) => (&list[list.partition_point(|s| *s < start)..], 0..0),
+            Some(None) => (&[], 0..0),
+            None => (
+                &[],
+                self.summaries.partition_point(|e| e.sequence < start)..self.summaries.len(),
+            ),
         };
-        page.collect(
-            candidates
-                .filter(|i| query.matches(&self.summaries[*i], &self.names))
-                .map(|i| (self.summaries[i].sequence, self.found(i))),
-        )
+        listed
+            .iter()
+            .filter_map(|s| self.position(*s))
+            .chain(all)
+            .filter(move |i| query.matches(&self.summaries[*i], &self.names))
     }
 }
 

@@ -370,6 +370,16 @@ pub fn process_alive(pid: i32) -> bool {
     })
 }
 
+/// The spec's `cxp.send` example (014, `cxp.send`), verbatim: no `from`, no extras.
+pub fn spec_send() -> serde_json::Value {
+    serde_json::json!({
+        "target": "U:Vz",
+        "subject": "generate_component",
+        "payload": {"component": "UserService", "language": "python", "framework": "fastapi"},
+        "priority": 7
+    })
+}
+
 /// Checks `answer` against the result schema of gateway method `method`.
 pub fn conforms(method: &str, answer: &serde_json::Value) {
     let text = orchestrata::gateway::schema::result_schema(method).expect("a result schema");

@@ -284,3 +284,56 @@ fn a_view_restored_from_its_entries_equals_the_fold() {
     assert_eq!(live.len(), restored.len());
     assert_eq!(live.in_memory(), 1);
 }
+
+// REQ-014-036 REQ-014-039: newest first, with the total, only the page handed out
+#[test]
+fn newest_first_pages_count_every_match_and_hand_out_only_the_page() {
+    let events: Vec<Envelope> = (1..=9)
+        .map(|s| {
+            let subject = if s % 3 == 0 { "U:Qa" } else { "U:Vz" };
+            let result = if s % 2 == 0 {
+                DecisionResult::Deny
+            } else {
+                DecisionResult::Allow
+            };
+            decision(s, s as i64 * 10, subject, "cxp.send", result)
+        })
+        .collect();
+    let view: DecisionIndex = fold(&events);
+    let queries = [
+        DecisionQuery::default(),
+        DecisionQuery {
+            subject: Some("U:Vz".into()),
+            ..Default::default()
+        },
+        DecisionQuery {
+            action: Some("cxp.send".into()),
+            result: Some(DecisionResult::Deny),
+            ..Default::default()
+        },
+        DecisionQuery {
+            subject: Some("nobody".into()),
+            ..Default::default()
+        },
+        DecisionQuery {
+            from: Some(t(30)),
+            ..Default::default()
+        },
+    ];
+    for query in &queries {
+        let forward: Vec<u64> = view
+            .decisions(query, &PageRequest::first(100))
+            .items
+            .iter()
+            .map(|e| e.sequence)
+            .collect();
+        let backward: Vec<u64> = forward.iter().rev().copied().collect();
+        for (offset, limit) in [(0, 100), (0, 2), (2, 3), (5, 1), (20, 5)] {
+            let (total, page) = view.newest(query, offset, limit);
+            assert_eq!(total, forward.len(), "{query:?}");
+            let got: Vec<u64> = page.iter().map(|e| e.sequence).collect();
+            let want: Vec<u64> = backward.iter().skip(offset).take(limit).copied().collect();
+            assert_eq!(got, want, "{query:?} offset {offset} limit {limit}");
+        }
+    }
+}

@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use orchestrata_projections::decision::{DecisionEntry, DecisionQuery};
-use orchestrata_projections::PageRequest;
 use orchestrata_schemas::events::types::{DecisionResult, SubjectKind};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -95,23 +94,14 @@ pub async fn query(call: Call) -> RpcResult {
         until: p.date_to,
         dry_run: p.dry_run,
     };
-    let all = PageRequest {
-        after: None,
-        limit: usize::MAX,
-    };
     // The page under the view's lock: bodies in memory cloned, the others (decisions
     // the index let go once committed) read from the view store after it.
     let (total, page) = {
         let index = views.decisions.read();
-        let matching = index.decisions(&query, &all).items;
-        let page: Vec<(u64, Option<DecisionEntry>)> = matching
-            .iter()
-            .rev()
-            .skip(p.offset)
-            .take(limit)
-            .map(|e| (e.sequence, e.body.cloned()))
-            .collect();
-        (matching.len(), page)
+        let (total, page) = index.newest(&query, p.offset, limit);
+        let page: Vec<(u64, Option<DecisionEntry>)> =
+            page.iter().map(|e| (e.sequence, e.body.cloned())).collect();
+        (total, page)
     };
     let page = page
         .into_iter()
