@@ -166,7 +166,8 @@ pub struct Touched {
 
 impl Touched {
     /// Marks `key` changed; `live` is how many entries the view holds (the bound is
-    /// twice that, plus some slack).
+    /// eight times that, plus some slack: a view whose items churn through a bounded
+    /// window touches several times its size between two commits).
     pub fn mark(&mut self, key: &str, live: usize) {
         if self.lost {
             return;
@@ -174,10 +175,17 @@ impl Touched {
         if !self.keys.contains(key) {
             self.keys.insert(key.to_owned());
         }
-        if self.keys.len() > 2 * live + 4096 {
+        if self.keys.len() > 8 * live + 16_384 {
             self.keys.clear();
             self.lost = true;
         }
+    }
+
+    /// Whether the marked keys are half way to the bound past which track is lost: a
+    /// runner should commit now rather than let the next commit write the whole view
+    /// ([`View::needs_commit`](crate::View::needs_commit)).
+    pub fn pressing(&self, live: usize) -> bool {
+        self.lost || self.keys.len() > 4 * live + 8192
     }
 
     /// The keys marked, and whether track was lost (then every entry must be written);

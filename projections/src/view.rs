@@ -52,6 +52,15 @@ pub trait View: Default + Serialize + DeserializeOwned + Send + Sync + 'static {
         ))
     }
 
+    /// Whether the view should be committed now, whatever the runner's batching and
+    /// spacing say: its record of what changed is about to outgrow its bound, past
+    /// which the next commit would write the whole view (the graph view, whose packets
+    /// and decisions churn through a bounded window while its threads grow with the
+    /// history). The default never asks.
+    fn needs_commit(&self) -> bool {
+        false
+    }
+
     /// Called by a runner once the changes last taken are durably in the store. A view
     /// whose entries never change once written (the decision index) may now let go of
     /// those it can read back from the store, keeping at most `keep_hot` of the newest

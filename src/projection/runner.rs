@@ -160,20 +160,25 @@ impl<V: View> Fold<V> {
         let mut pending = 0usize;
         let mut first_pending: Option<Instant> = None;
         let mut last_commit = Instant::now();
+        // Set when the view asks to be committed at once (View::needs_commit).
+        let mut urgent = false;
         loop {
             // Commit when the batch is full or old, but never more often than
             // COMMIT_SPACING times the cost of the last commit (large views commit less
-            // often, not slower).
+            // often, not slower) — unless the view asks for it now.
             let due = first_pending.map(|t| t + self.config.batch_interval);
             let spaced = last_commit + self.last_commit_cost * COMMIT_SPACING;
             if pending > 0
-                && (pending >= self.config.batch_events || due.is_some_and(|d| Instant::now() >= d))
-                && Instant::now() >= spaced
+                && (urgent
+                    || (pending >= self.config.batch_events
+                        || due.is_some_and(|d| Instant::now() >= d))
+                        && Instant::now() >= spaced)
             {
                 self.commit().await?;
                 pending = 0;
                 first_pending = None;
                 last_commit = Instant::now();
+                urgent = false;
                 continue;
             }
             let wake = due.map(|d| d.max(spaced));
@@ -195,6 +200,7 @@ impl<V: View> Fold<V> {
                         for envelope in chunk {
                             view.apply_owned(envelope);
                         }
+                        urgent = view.needs_commit();
                         view.checkpoint().clone()
                     };
                     self.progress.send_replace(checkpoint);

@@ -34,6 +34,11 @@ impl View for GraphView {
         Self::restore(head, entries)
     }
 
+    fn needs_commit(&self) -> bool {
+        self.touched_nodes.pressing(self.nodes.len())
+            || self.touched_rels.pressing(self.relationships.len())
+    }
+
     fn apply(&mut self, envelope: &Envelope) -> bool {
         if !Self::STREAMS.contains(&envelope.stream)
             || !self.checkpoint.admit(envelope.stream, envelope.sequence)

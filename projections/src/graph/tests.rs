@@ -370,3 +370,50 @@ fn labels_and_types_parse_as_written_in_cypher_only() {
     assert_eq!(RelType::parse("sent_to"), None);
     assert_eq!(GraphView::NAME.as_str(), "graph");
 }
+
+// ISSUE-18: commit cost follows the work — a graph whose packets churn through the
+// bounded window (each in a thread of its own, which the graph keeps) asks to be
+// committed before its record of changes is lost; committed when it asks, every
+// commit stays incremental. Left uncommitted, the record is lost and the next commit
+// would rewrite every node (the cost a live server paid, growing with its threads).
+#[test]
+fn churn_asks_for_a_commit_before_the_change_record_is_lost() {
+    let burst = |view: &mut GraphView, from: u64, n: u64| -> u64 {
+        let mut asked = 0;
+        for seq in from..from + n {
+            let id = u128::from(seq);
+            view.apply(&sent(seq, id, &format!("t-{seq}"), "U:Ox", "U:Vz"));
+            if view.needs_commit() {
+                asked += 1;
+            }
+        }
+        asked
+    };
+    let mut view = GraphView::default();
+    // A history: 12,000 threads, the window full of packets, committed once.
+    burst(&mut view, 0, 12_000);
+    view.take_changes(true).expect("encodes");
+    // Then traffic committed whenever the view asks: never a full commit.
+    let mut seq = 12_000;
+    let mut commits = 0;
+    while seq < 62_000 {
+        let before = seq;
+        while seq < 62_000 {
+            let id = u128::from(seq);
+            view.apply(&sent(seq, id, &format!("t-{seq}"), "U:Ox", "U:Vz"));
+            seq += 1;
+            if view.needs_commit() {
+                break;
+            }
+        }
+        assert!(seq - before > 1_000, "asked after {} packets", seq - before);
+        let changes = view.take_changes(false).expect("encodes");
+        assert!(!changes.full, "commit {commits} was full");
+        assert!(!view.needs_commit());
+        commits += 1;
+    }
+    assert!(commits >= 2, "{commits} commits for 50,000 packets");
+    // The same traffic never committed: the record is lost, the commit is whole.
+    assert!(burst(&mut view, 62_000, 120_000) > 0);
+    assert!(view.take_changes(false).expect("encodes").full);
+}

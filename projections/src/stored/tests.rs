@@ -213,13 +213,22 @@ fn touched_keys_past_their_bound_ask_for_a_full_commit() {
     let (keys, lost) = touched.take();
     assert_eq!(keys.len(), 1);
     assert!(!lost);
-    for i in 0..5_000 {
+    for i in 0..8_500 {
         touched.mark(&i.to_string(), 10);
     }
+    // Half way to the bound it asks for a commit, and keeps every key.
+    assert!(touched.pressing(10));
+    let (keys, lost) = touched.take();
+    assert_eq!((keys.len(), lost), (8_500, false));
+    assert!(!touched.pressing(10));
+    for i in 0..17_000 {
+        touched.mark(&i.to_string(), 10);
+    }
+    assert!(touched.pressing(10));
     let (keys, lost) = touched.take();
     assert!(
         keys.is_empty() && lost,
-        "past 2 x 10 + 4096 keys the set is dropped"
+        "past 8 x 10 + 16,384 keys the set is dropped"
     );
     let (_, lost) = touched.take();
     assert!(!lost, "a take resets it");
