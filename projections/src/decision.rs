@@ -140,6 +140,7 @@ pub struct DecisionIndex {
 impl View for DecisionIndex {
     const NAME: ViewName = ViewName::Decision;
     const STREAMS: &'static [Stream] = &[Stream::GovernanceDecisions];
+    const RETAKES_UNCOMMITTED: bool = true;
 
     fn checkpoint(&self) -> &Checkpoint {
         &self.checkpoint
@@ -152,10 +153,6 @@ impl View for DecisionIndex {
     fn committed(&mut self, keep_hot: usize) {
         self.saved = Saved(self.taken.0);
         self.evict(keep_hot);
-    }
-
-    fn retakes_uncommitted(&self) -> bool {
-        true
     }
 
     fn from_stored(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {

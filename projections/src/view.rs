@@ -73,9 +73,7 @@ pub trait View: Default + Serialize + DeserializeOwned + Send + Sync + 'static {
     /// failed had taken (the view forgets changes only in
     /// [`committed`](View::committed)). A runner then retries such a view incrementally
     /// rather than writing it whole — which a view that let entries go could not do.
-    fn retakes_uncommitted(&self) -> bool {
-        false
-    }
+    const RETAKES_UNCOMMITTED: bool = false;
 
     /// Rebuilds the view from its stored head and every stored entry (in key order),
     /// as [`take_changes`](View::take_changes) wrote them. The result must equal the

@@ -36,11 +36,7 @@ impl ViewHandle<DecisionIndex> {
     /// [`read`](Self::read)'s guard.
     pub fn stored_decision(&self, sequence: u64) -> Result<DecisionEntry, ProjectionError> {
         let name = DecisionIndex::NAME;
-        let corrupt = |reason: String| ProjectionError::Corrupt {
-            path: self.store.path().display().to_string(),
-            view: name,
-            reason,
-        };
+        let corrupt = |reason: String| self.store.corrupt(name, reason);
         let bytes = self
             .store
             .entry(name, &DecisionIndex::stored_key(sequence))?

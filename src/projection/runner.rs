@@ -224,12 +224,7 @@ impl<V: View> Fold<V> {
         let keep_hot = self.config.hot_entries;
         // Whatever happens below, the changes are taken: until a commit succeeds, the
         // next one must be full — unless the view takes them again itself.
-        self.full = full
-            || !self
-                .view
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .retakes_uncommitted();
+        self.full = full || !V::RETAKES_UNCOMMITTED;
         tokio::task::spawn_blocking(move || {
             let (changes, checkpoint) = {
                 let mut view = view.write().unwrap_or_else(|p| p.into_inner());

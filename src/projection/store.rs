@@ -480,7 +480,8 @@ impl ViewStore {
         self.kv.flush()
     }
 
-    fn corrupt(&self, view: ViewName, reason: String) -> ProjectionError {
+    /// A corrupt-store error naming this store and view `view`.
+    pub(super) fn corrupt(&self, view: ViewName, reason: String) -> ProjectionError {
         ProjectionError::Corrupt {
             path: self.path.display().to_string(),
             view,

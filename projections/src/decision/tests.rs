@@ -231,7 +231,7 @@ fn committed_bodies_leave_memory_and_stay_readable_from_the_store() {
 #[test]
 fn changes_of_a_failed_commit_are_taken_again() {
     let mut view: DecisionIndex = fold(&seven()[..4]);
-    assert!(view.retakes_uncommitted());
+    const { assert!(DecisionIndex::RETAKES_UNCOMMITTED) };
     let first = view.take_changes(false).expect("changes");
     assert_eq!(first.entries.len(), 4);
     // The store refused that commit: no `committed`. The next one carries them again.
