@@ -147,6 +147,18 @@ impl Dirty {
         std::mem::take(&mut self.0)
     }
 
+    /// The changed positions, each once, ascending; they stay marked (for a view
+    /// that forgets its changes only once the store confirmed them).
+    pub fn peek(&mut self) -> Vec<u32> {
+        self.compact();
+        self.0.clone()
+    }
+
+    /// Whether nothing is marked.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Forgets every mark (after a full commit, or a restore).
     pub fn clear(&mut self) {
         self.0.clear();

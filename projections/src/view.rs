@@ -69,6 +69,30 @@ pub trait View: Default + Serialize + DeserializeOwned + Send + Sync + 'static {
         let _ = keep_hot;
     }
 
+    /// Adds to `keys` the stored entries that folding `envelope` needs back in memory:
+    /// entries this view let go of in [`committed`](View::committed) that the event
+    /// changes. A runner reads them from its store and hands them to
+    /// [`warm`](View::warm) before it applies the event (and asks again, since an
+    /// entry read back may name more), so the fold itself never reads the store and a
+    /// view that lets entries go folds exactly like one that keeps them. The default
+    /// asks for nothing.
+    fn cold_keys(&self, envelope: &Envelope, keys: &mut Vec<Vec<u8>>) {
+        let _ = (envelope, keys);
+    }
+
+    /// Takes back entries read from the store, as [`cold_keys`](View::cold_keys)
+    /// named them; they count as stored (a commit does not write them again unless an
+    /// event changes them). The default refuses any: such a view never lets go.
+    fn warm(&mut self, entries: Vec<StoredEntry>) -> Result<(), StoredError> {
+        match entries.first() {
+            None => Ok(()),
+            Some((key, _)) => Err(StoredError::entry(
+                Self::NAME.as_str(),
+                format!("offered entry {key:?} back, but this view keeps every entry"),
+            )),
+        }
+    }
+
     /// Whether [`take_changes`](View::take_changes) hands out again what a commit that
     /// failed had taken (the view forgets changes only in
     /// [`committed`](View::committed)). A runner then retries such a view incrementally

@@ -50,6 +50,9 @@ pub struct Metrics {
     pub decisions_indexed: IntGauge,
     /// See [`Metrics::decisions_indexed`].
     pub decision_bodies_in_memory: IntGauge,
+    /// The thread view's packets and threads (`kind`), all of them and those in
+    /// memory (`held`: `all`, `memory`); the rest are read from the view store.
+    pub thread_entries: IntGaugeVec,
 }
 
 /// A metric failed to register (a programming error caught by the first test).
@@ -177,6 +180,14 @@ impl Metrics {
         )?;
         registry.register(Box::new(decisions_indexed.clone()))?;
         registry.register(Box::new(decision_bodies_in_memory.clone()))?;
+        let thread_entries = IntGaugeVec::new(
+            Opts::new(
+                "orchestrata_projection_thread_entries",
+                "Packets and threads of the thread view (kind), all and those kept in memory (held)",
+            ),
+            &["kind", "held"],
+        )?;
+        registry.register(Box::new(thread_entries.clone()))?;
         Ok(Metrics {
             registry,
             connected_clients,
@@ -198,6 +209,7 @@ impl Metrics {
             governance_waiting_packets,
             decisions_indexed,
             decision_bodies_in_memory,
+            thread_entries,
         })
     }
 

@@ -379,6 +379,21 @@ async fn metrics_text(
         gw.metrics
             .decision_bodies_in_memory
             .set(gauge(in_memory as u64));
+        let threads = {
+            let t = views.threads.read();
+            [
+                ("packets", "all", t.packet_count()),
+                ("packets", "memory", t.packets_in_memory()),
+                ("threads", "all", t.thread_count()),
+                ("threads", "memory", t.threads_in_memory()),
+            ]
+        };
+        for (kind, held, n) in threads {
+            gw.metrics
+                .thread_entries
+                .with_label_values(&[kind, held])
+                .set(gauge(n as u64));
+        }
     }
     if let Some(governance) = &gw.services.governance {
         gw.metrics

@@ -4,9 +4,11 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use orchestrata_projections::decision::DecisionEntry;
-use orchestrata_projections::{Checkpoint, DecisionIndex, View};
+use orchestrata_projections::thread::{Held, PacketState, ThreadState};
+use orchestrata_projections::{Checkpoint, DecisionIndex, ThreadView, View};
 use orchestrata_schemas::events::Stream;
 use tokio::sync::watch;
+use uuid::Uuid;
 
 use super::{ProjectionError, ViewStore};
 
@@ -42,6 +44,66 @@ impl ViewHandle<DecisionIndex> {
             .entry(name, &DecisionIndex::stored_key(sequence))?
             .ok_or_else(|| corrupt(format!("decision at sequence {sequence} is not stored")))?;
         DecisionIndex::decode_stored(&bytes).map_err(|e| corrupt(e.to_string()))
+    }
+}
+
+impl ViewHandle<ThreadView> {
+    /// The packet `message_id` as the view holds it — from memory, or from the store
+    /// when the view let it go — or `None` if the view has not folded it.
+    pub fn packet_state(&self, message_id: &Uuid) -> Result<Option<PacketState>, ProjectionError> {
+        let key = match self.read().find_packet(message_id) {
+            None => return Ok(None),
+            Some(Held::Memory(p)) => return Ok(Some(p.clone())),
+            Some(Held::Stored(key)) => key,
+        };
+        self.stored(&key, ThreadView::decode_packet).map(Some)
+    }
+
+    /// The thread `thread_id` and its packets in send order, from memory or the store;
+    /// `None` for a thread the view has not folded.
+    pub fn thread_state(
+        &self,
+        thread_id: &str,
+    ) -> Result<Option<(ThreadState, Vec<PacketState>)>, ProjectionError> {
+        let thread = match self.read().find_thread(thread_id) {
+            None => return Ok(None),
+            Some(Held::Memory(t)) => t.clone(),
+            Some(Held::Stored(key)) => self.stored(&key, ThreadView::decode_thread)?,
+        };
+        // Where each packet is, under one read; the stored ones are read after it.
+        let places: Vec<Result<PacketState, Vec<u8>>> = {
+            let view = self.read();
+            thread
+                .packets
+                .iter()
+                .filter_map(|id| match view.find_packet(id)? {
+                    Held::Memory(p) => Some(Ok(p.clone())),
+                    Held::Stored(key) => Some(Err(key)),
+                })
+                .collect()
+        };
+        let mut packets = Vec::with_capacity(places.len());
+        for place in places {
+            packets.push(match place {
+                Ok(p) => p,
+                Err(key) => self.stored(&key, ThreadView::decode_packet)?,
+            });
+        }
+        Ok(Some((thread, packets)))
+    }
+
+    fn stored<T>(
+        &self,
+        key: &[u8],
+        decode: fn(&[u8]) -> Result<T, orchestrata_projections::StoredError>,
+    ) -> Result<T, ProjectionError> {
+        let name = ThreadView::NAME;
+        let corrupt = |reason: String| self.store.corrupt(name, reason);
+        let bytes = self
+            .store
+            .entry(name, key)?
+            .ok_or_else(|| corrupt(format!("entry {key:?} the view let go of is not stored")))?;
+        decode(&bytes).map_err(|e| corrupt(e.to_string()))
     }
 }
 

@@ -26,6 +26,10 @@ const CHUNK: usize = 1024;
 /// events since the last commit.
 const COMMIT_SPACING: u32 = 20;
 
+/// Rounds of reading let-go entries back before a chunk ([`View::cold_keys`]): the
+/// thread view needs two at most (a thread, then its packets).
+const WARM_ROUNDS: usize = 4;
+
 /// When the runner commits a view to its store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunnerConfig {
@@ -34,7 +38,9 @@ pub struct RunnerConfig {
     /// ...or this long after the first uncommitted event, whichever comes first.
     pub batch_interval: Duration,
     /// Entries a view that lets committed entries go keeps in memory (the decision
-    /// index: its newest decisions); older ones are read from the store when asked for.
+    /// index: its newest decisions; the thread view: the threads and the packets
+    /// touched most recently, this many of each); the others are read from the store
+    /// when asked for, or when an event changes them.
     pub hot_entries: usize,
 }
 
@@ -195,6 +201,7 @@ impl<V: View> Fold<V> {
                         }
                     }
                     let applied = chunk.len();
+                    self.warm(&chunk)?;
                     let checkpoint = {
                         let mut view = self.view.write().unwrap_or_else(|p| p.into_inner());
                         for envelope in chunk {
@@ -213,6 +220,44 @@ impl<V: View> Fold<V> {
             self.commit().await?;
         }
         Ok(())
+    }
+
+    /// Reads back from the store the entries the view let go of that `chunk` changes
+    /// ([`View::cold_keys`]), before the chunk is applied: the fold never reads the
+    /// store. An entry read back may name more (an archived thread's other packets),
+    /// so this asks again until the view wants nothing. Most chunks want nothing (one
+    /// hash look-up per event); a read is a keyed get on the store's page cache.
+    fn warm(&self, chunk: &[orchestrata_schemas::events::Envelope]) -> Result<(), ProjectionError> {
+        let corrupt = |reason: String| self.store.corrupt(V::NAME, reason);
+        for _ in 0..WARM_ROUNDS {
+            let mut keys = Vec::new();
+            {
+                let view = self.view.read().unwrap_or_else(|p| p.into_inner());
+                for envelope in chunk {
+                    view.cold_keys(envelope, &mut keys);
+                }
+            }
+            if keys.is_empty() {
+                return Ok(());
+            }
+            keys.sort_unstable();
+            keys.dedup();
+            let mut entries = Vec::with_capacity(keys.len());
+            for key in keys {
+                let value = self.store.entry(V::NAME, &key)?.ok_or_else(|| {
+                    corrupt(format!("entry {key:?} the view let go of is not stored"))
+                })?;
+                entries.push((key, value));
+            }
+            self.view
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .warm(entries)
+                .map_err(|e| corrupt(e.to_string()))?;
+        }
+        Err(corrupt(format!(
+            "still wants entries back after {WARM_ROUNDS} reads"
+        )))
     }
 
     async fn commit(&mut self) -> Result<(), ProjectionError> {

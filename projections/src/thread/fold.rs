@@ -44,6 +44,20 @@ impl View for ThreadView {
         self.changes(all)
     }
 
+    const RETAKES_UNCOMMITTED: bool = true;
+
+    fn committed(&mut self, keep_hot: usize) {
+        self.let_go(keep_hot);
+    }
+
+    fn cold_keys(&self, envelope: &Envelope, keys: &mut Vec<Vec<u8>>) {
+        self.wanted(envelope, keys);
+    }
+
+    fn warm(&mut self, entries: Vec<StoredEntry>) -> Result<(), StoredError> {
+        self.take_back(entries)
+    }
+
     fn from_stored(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
         Self::restore(head, entries)
     }
@@ -202,17 +216,16 @@ impl View for ThreadView {
     /// Moves a sent packet into the view instead of cloning it; every other event is
     /// applied as by [`apply`](View::apply).
     fn apply_owned(&mut self, envelope: Envelope) -> bool {
-        let Event::PacketSent(e) = envelope.record.event else {
+        if !matches!(envelope.record.event, Event::PacketSent(_)) {
             return self.apply(&envelope);
-        };
-        if envelope.stream != Stream::CxpTraffic
-            || !self.checkpoint.admit(envelope.stream, envelope.sequence)
-        {
+        }
+        if !self.admit(&envelope) {
             return false;
         }
-        let time = envelope.record.timestamp;
-        self.tick(time);
-        self.packet_sent(Cow::Owned(e.packet), time, envelope.sequence);
+        let (time, sequence) = (envelope.record.timestamp, envelope.sequence);
+        if let Event::PacketSent(e) = envelope.record.event {
+            self.packet_sent(Cow::Owned(e.packet), time, sequence);
+        }
         true
     }
 }
@@ -227,6 +240,8 @@ impl ThreadView {
             return false;
         }
         self.tick(envelope.record.timestamp);
+        self.threads.at(envelope.sequence);
+        self.packets.at(envelope.sequence);
         true
     }
 
@@ -244,7 +259,9 @@ impl ThreadView {
 
     fn packet_sent(&mut self, sent: Cow<'_, Packet>, time: DateTime<Utc>, sequence: u64) {
         let packet: &Packet = &sent;
-        if self.packets.contains(&packet.message_id) {
+        if self.packets.contains(&packet.message_id)
+            || self.cold_packets.contains_key(&packet.message_id)
+        {
             return; // the same packet logged twice: the first counts
         }
         let at = At {

@@ -22,6 +22,7 @@
 //!   A packet sent into an archived thread is recorded but leaves it archived; only
 //!   `thread_reopened` revives it.
 
+mod cold;
 mod fold;
 mod query;
 mod stored;
@@ -29,7 +30,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
@@ -146,6 +147,25 @@ pub struct ThreadView {
     by_sequence: Vec<(u64, Uuid)>,
     by_sender: BTreeMap<String, Vec<u64>>,
     by_recipient: BTreeMap<String, Vec<u64>>,
+    /// Packets the view let go of once stored ([`View::committed`](crate::View)):
+    /// message id -> sequence of its `packet_sent`, its key in the store. Empty in a
+    /// view folded or restored whole; never serialized.
+    #[serde(skip)]
+    cold_packets: HashMap<Uuid, u64>,
+    /// Threads the view let go of: thread id -> sequence of the event that opened it.
+    #[serde(skip)]
+    cold_threads: HashMap<Box<str>, u64>,
+}
+
+/// Where an entry of the view is: in memory, or only in the view store under this key
+/// (read it there and decode it with [`ThreadView::decode_packet`] or
+/// [`ThreadView::decode_thread`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Held<'a, T> {
+    /// In memory.
+    Memory(&'a T),
+    /// Let go of; stored under this key of the view.
+    Stored(Vec<u8>),
 }
 
 impl Keyed for ThreadState {

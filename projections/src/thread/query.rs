@@ -5,7 +5,8 @@ use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{PacketState, ThreadState, ThreadStatus, ThreadView, ARCHIVE_AFTER_DAYS};
+use super::stored::{packet_key, thread_key};
+use super::{Held, PacketState, ThreadState, ThreadStatus, ThreadView, ARCHIVE_AFTER_DAYS};
 use crate::{Checkpoint, Page, PageRequest};
 
 /// A packet search; every field set narrows it (fields combine with AND).
@@ -70,19 +71,39 @@ impl ThreadView {
         self.clock
     }
 
-    /// The thread with this id (REQ-004-US-008-005): one map lookup.
+    /// The thread with this id (REQ-004-US-008-005) if it is in memory: one map
+    /// lookup. A view kept live by a runner lets old threads go; use
+    /// [`find_thread`](Self::find_thread) there.
     pub fn thread(&self, thread_id: &str) -> Option<&ThreadState> {
         self.threads.get(thread_id)
     }
 
-    /// Number of threads.
-    pub fn thread_count(&self) -> usize {
-        self.threads.len()
+    /// The thread with this id, in memory or (let go of) in the store.
+    pub fn find_thread(&self, thread_id: &str) -> Option<Held<'_, ThreadState>> {
+        if let Some(t) = self.threads.get(thread_id) {
+            return Some(Held::Memory(t));
+        }
+        let at = self.cold_threads.get(thread_id)?;
+        Some(Held::Stored(thread_key(*at)))
     }
 
-    /// Number of packets.
+    /// The packet with this message id, in memory or (let go of) in the store.
+    pub fn find_packet(&self, message_id: &Uuid) -> Option<Held<'_, PacketState>> {
+        if let Some(p) = self.packets.get(message_id) {
+            return Some(Held::Memory(p));
+        }
+        let at = self.cold_packets.get(message_id)?;
+        Some(Held::Stored(packet_key(*at)))
+    }
+
+    /// Number of threads, in memory or not.
+    pub fn thread_count(&self) -> usize {
+        self.threads.len() + self.cold_threads.len()
+    }
+
+    /// Number of packets, in memory or not.
     pub fn packet_count(&self) -> usize {
-        self.packets.len()
+        self.packets.len() + self.cold_packets.len()
     }
 
     /// The thread's status now (at the view's clock), the age rule included.
@@ -100,7 +121,8 @@ impl ThreadView {
         self.thread(thread_id).map(|t| effective_status(t, at))
     }
 
-    /// The packet with this message id (REQ-004-INTG-002).
+    /// The packet with this message id (REQ-004-INTG-002) if it is in memory; see
+    /// [`find_packet`](Self::find_packet) for a view that lets packets go.
     pub fn packet(&self, message_id: &Uuid) -> Option<&PacketState> {
         self.packets.get(message_id)
     }
@@ -118,7 +140,10 @@ impl ThreadView {
     /// Packets matching `query`, in send order, one page at a time.
     ///
     /// Uses the narrowest index the query allows (thread, sender, recipient), then
-    /// filters the rest.
+    /// filters the rest. Searches the packets in memory: all of them in a view folded
+    /// or restored whole (rebuilds, `projections show`), the recent ones in a view a
+    /// runner keeps live (which answers single packets and threads through
+    /// [`find_packet`](Self::find_packet) and [`find_thread`](Self::find_thread)).
     pub fn packets(&self, query: &PacketQuery, page: &PageRequest) -> Page<&PacketState> {
         let start = page.start();
         let by_seq = |seqs: &mut dyn Iterator<Item = u64>| -> Page<&PacketState> {

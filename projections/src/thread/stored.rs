@@ -20,6 +20,36 @@ use crate::Checkpoint;
 const THREAD: u8 = b't';
 const PACKET: u8 = b'p';
 
+/// The store key of the thread opened at `sequence`.
+pub(super) fn thread_key(sequence: u64) -> Vec<u8> {
+    stored::key(THREAD, &sequence.to_be_bytes())
+}
+
+/// The store key of the packet sent at `sequence`.
+pub(super) fn packet_key(sequence: u64) -> Vec<u8> {
+    stored::key(PACKET, &sequence.to_be_bytes())
+}
+
+/// The sequence of the event that opened `thread`: its place in the store.
+pub(super) fn opened(thread: &ThreadState) -> u64 {
+    thread.status_history.first().map_or(0, |t| t.sequence)
+}
+
+/// Which table a stored key belongs to.
+pub(super) enum Kind {
+    Thread,
+    Packet,
+}
+
+/// The table of stored key `key`, if it is one of the view's.
+pub(super) fn kind(key: &[u8]) -> Option<Kind> {
+    match key.first() {
+        Some(&THREAD) => Some(Kind::Thread),
+        Some(&PACKET) => Some(Kind::Packet),
+        _ => None,
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct Head {
     checkpoint: Checkpoint,
@@ -36,18 +66,36 @@ impl ThreadView {
                 clock: self.clock,
             },
         )?;
-        let mut entries = Vec::new();
-        for thread in self.threads.take_changed(all) {
-            let value = stored::encode("thread", thread)?;
-            let opened = thread.status_history.first().map_or(0, |t| t.sequence);
-            entries.push((stored::key(THREAD, &opened.to_be_bytes()), Some(value)));
+        if all && !(self.cold_packets.is_empty() && self.cold_threads.is_empty()) {
+            return Err(StoredError::Encode {
+                what: "thread view".into(),
+                reason: format!(
+                    "{} packets and {} threads are only in the store: the view cannot be written whole",
+                    self.cold_packets.len(),
+                    self.cold_threads.len()
+                ),
+            });
         }
-        for packet in self.packets.take_changed(all) {
+        let mut entries = Vec::new();
+        for thread in self.threads.changed(all) {
+            let value = stored::encode("thread", thread)?;
+            entries.push((thread_key(opened(thread)), Some(value)));
+        }
+        for packet in self.packets.changed(all) {
             let value = stored::encode("packet", packet)?;
-            let sent = packet.sequence.to_be_bytes();
-            entries.push((stored::key(PACKET, &sent), Some(value)));
+            entries.push((packet_key(packet.sequence), Some(value)));
         }
         Ok(Changes::tracked(head, entries))
+    }
+
+    /// Decodes a stored packet entry (what [`Held::Stored`](super::Held) names).
+    pub fn decode_packet(bytes: &[u8]) -> Result<PacketState, StoredError> {
+        stored::decode("packet", bytes)
+    }
+
+    /// Decodes a stored thread entry (what [`Held::Stored`](super::Held) names).
+    pub fn decode_thread(bytes: &[u8]) -> Result<ThreadState, StoredError> {
+        stored::decode("thread", bytes)
     }
 
     pub(super) fn restore(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
@@ -84,6 +132,8 @@ impl ThreadView {
             by_sequence: Vec::with_capacity(order.len()),
             by_sender: Default::default(),
             by_recipient: Default::default(),
+            cold_packets: Default::default(),
+            cold_threads: Default::default(),
         };
         for (sequence, id) in order {
             if let Some(p) = view.packets.get(&id) {

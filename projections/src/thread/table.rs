@@ -43,6 +43,11 @@ pub(super) struct Table<V> {
     /// Positions changed (or possibly changed: handed out by `get_mut`) since the
     /// last commit took them.
     dirty: Dirty,
+    /// Per position, the sequence of the last event that touched the entry: which
+    /// entries [`Table::evict`] keeps. Bookkeeping, not part of the value.
+    stamps: Vec<u64>,
+    /// The sequence stamped on entries touched from now on ([`Table::at`]).
+    now: u64,
 }
 
 /// Fixed seeds: the index is never iterated, so its layout cannot leak into any output.
@@ -59,6 +64,8 @@ impl<V> Default for Table<V> {
             index: HashTable::new(),
             sorted: OnceLock::new(),
             dirty: Dirty::default(),
+            stamps: Vec::new(),
+            now: 0,
         }
     }
 }
@@ -91,6 +98,7 @@ impl<V: Keyed> Table<V> {
     pub(super) fn get_mut(&mut self, key: &V::Key) -> Option<&mut V> {
         let i = self.position(key)?;
         self.dirty.mark(position(i), self.entries.len());
+        self.stamps[i] = self.now;
         Some(&mut self.entries[i])
     }
 
@@ -108,17 +116,30 @@ impl<V: Keyed> Table<V> {
                 let i = entries.len();
                 slot.insert(position(i));
                 entries.push(make());
+                self.stamps.push(self.now);
                 self.sorted = OnceLock::new();
                 i
             }
         };
         self.dirty.mark(position(i), entries.len());
+        self.stamps[i] = self.now;
         &mut entries[i]
     }
 
     /// Inserts `entry`, unless one with its key is already there (then `entry` is
     /// dropped and `false` returned: the first one counts).
     pub(super) fn insert(&mut self, entry: V) -> bool {
+        let at = self.entries.len();
+        let inserted = self.insert_unmarked(entry);
+        if inserted {
+            self.dirty.mark(position(at), at + 1);
+        }
+        inserted
+    }
+
+    /// [`insert`](Self::insert) without marking the entry changed: for an entry read
+    /// back from the store, which holds it as it is.
+    pub(super) fn insert_unmarked(&mut self, entry: V) -> bool {
         let key_hash = hash(entry.key());
         let entries = &mut self.entries;
         match self.index.entry(
@@ -129,25 +150,65 @@ impl<V: Keyed> Table<V> {
             hashbrown::hash_table::Entry::Occupied(_) => false,
             hashbrown::hash_table::Entry::Vacant(slot) => {
                 slot.insert(position(entries.len()));
-                self.dirty.mark(position(entries.len()), entries.len() + 1);
                 entries.push(entry);
+                self.stamps.push(self.now);
                 self.sorted = OnceLock::new();
                 true
             }
         }
     }
 
-    /// The entries changed since the last call, each once (every entry when `all`), and
-    /// forgets the changes: what a commit writes.
-    pub(super) fn take_changed(&mut self, all: bool) -> Vec<&V> {
-        let marked = self.dirty.take();
+    /// Stamps entries touched from now on with `sequence` (the event being folded).
+    pub(super) fn at(&mut self, sequence: u64) {
+        self.now = sequence;
+    }
+
+    /// The entries changed since the changes were last forgotten, each once (every
+    /// entry when `all`): what a commit writes. They stay marked until
+    /// [`forget_changes`](Self::forget_changes), so a commit that fails is taken again.
+    pub(super) fn changed(&mut self, all: bool) -> Vec<&V> {
         if all {
             return self.entries.iter().collect();
         }
-        marked
+        self.dirty
+            .peek()
             .into_iter()
             .filter_map(|i| self.entries.get(i as usize))
             .collect()
+    }
+
+    /// Lets go of every entry but the `keep` touched most recently (ties: the later
+    /// inserted stays) and hands them out. Only a table with no change marked lets
+    /// anything go (positions move); it is called right after a commit.
+    pub(super) fn evict(&mut self, keep: usize) -> Vec<V> {
+        let len = self.entries.len();
+        if len <= keep || !self.dirty.is_empty() {
+            return Vec::new();
+        }
+        let mut order: Vec<u32> = (0..len).map(position).collect();
+        order.sort_unstable_by_key(|&i| (self.stamps[i as usize], i));
+        let mut going = vec![false; len];
+        for &i in &order[..len - keep] {
+            going[i as usize] = true;
+        }
+        let entries = std::mem::replace(&mut self.entries, Vec::with_capacity(keep));
+        let stamps = std::mem::replace(&mut self.stamps, Vec::with_capacity(keep));
+        self.index = HashTable::with_capacity(keep);
+        self.sorted = OnceLock::new();
+        let mut gone = Vec::with_capacity(len - keep);
+        for ((entry, stamp), going) in entries.into_iter().zip(stamps).zip(going) {
+            if going {
+                gone.push(entry);
+                continue;
+            }
+            let at = position(self.entries.len());
+            let kept = &self.entries;
+            self.index
+                .insert_unique(hash(entry.key()), at, |&i| hash(kept[i as usize].key()));
+            self.entries.push(entry);
+            self.stamps.push(stamp);
+        }
+        gone
     }
 
     /// Forgets every change (a table just restored from its store has none).
@@ -184,6 +245,8 @@ impl<V: Clone> Clone for Table<V> {
             index: self.index.clone(),
             sorted: self.sorted.clone(),
             dirty: self.dirty.clone(),
+            stamps: self.stamps.clone(),
+            now: self.now,
         }
     }
 }

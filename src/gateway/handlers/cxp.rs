@@ -5,6 +5,7 @@
 //! the thread view. External agents use `cxp.ack` to acknowledge a delivered packet and
 //! `cxp.work` to move its work status, exactly as in-process Volks do.
 
+use orchestrata_projections::thread::PacketState;
 use orchestrata_schemas::cxp::WorkStatus;
 use orchestrata_schemas::events::fields::Json;
 use orchestrata_schemas::events::types::{Packet, PacketPayload};
@@ -41,11 +42,18 @@ struct SendParams {
 
 /// One packet's state as answered by `cxp.*`: the view's state, serialized.
 fn packet_json(views: &Views, message_id: &Uuid) -> RpcResult {
-    let threads = views.threads.read();
-    let state = threads.packet(message_id).ok_or_else(|| {
+    let state = packet_state(views, message_id)?.ok_or_else(|| {
         RpcError::invalid_params("unknown_packet", format!("no packet `{message_id}`"))
     })?;
     serde_json::to_value(state).map_err(|e| RpcError::internal("encoding_failed", e))
+}
+
+/// The packet as the thread view holds it, in memory or (an old one) in its store.
+fn packet_state(views: &Views, message_id: &Uuid) -> Result<Option<PacketState>, RpcError> {
+    views
+        .threads
+        .packet_state(message_id)
+        .map_err(|e| RpcError::internal("projections_unavailable", e))
 }
 
 /// Sends a packet through the kernel; answers its delivery status, thread, message id
@@ -115,8 +123,7 @@ pub async fn send(call: Call) -> RpcResult {
 /// sent: same sender, recipient, subject, payload, priority and reply; else -32602
 /// `idempotency_key_reused` (the key names another call, which this one cannot undo).
 fn same_packet(views: &Views, asked: &Packet) -> Result<(), RpcError> {
-    let threads = views.threads.read();
-    let first = threads.packet(&asked.message_id).map(|s| &s.packet);
+    let first = packet_state(views, &asked.message_id)?.map(|s| s.packet);
     let same = first.is_some_and(|first| {
         first.from_agent == asked.from_agent
             && first.to_agent == asked.to_agent
@@ -179,12 +186,14 @@ fn transition_json<S: serde::Serialize>(
 pub async fn status(call: Call) -> RpcResult {
     let thread_id = call.params["thread_id"].as_str().unwrap_or_default();
     let views = backends::views(&call)?;
-    let threads = views.threads.read();
-    let thread = threads.thread(thread_id).ok_or_else(|| {
-        RpcError::invalid_params("unknown_thread", format!("no thread `{thread_id}`"))
-            .with("field", "thread_id")
-    })?;
-    let packets: Vec<_> = threads.thread_packets(thread_id).collect();
+    let (thread, packets) = views
+        .threads
+        .thread_state(thread_id)
+        .map_err(|e| RpcError::internal("projections_unavailable", e))?
+        .ok_or_else(|| {
+            RpcError::invalid_params("unknown_thread", format!("no thread `{thread_id}`"))
+                .with("field", "thread_id")
+        })?;
     let latest = packets.last();
     let word = |v: Value| v.as_str().map(str::to_owned);
     // A thread opened without packets yet has no packet status: `none`.
@@ -226,10 +235,8 @@ struct AckParams {
 
 /// The recipient of `message_id` (-32602 `unknown_packet` when the view has none).
 fn recipient(views: &Views, message_id: &Uuid) -> Result<String, RpcError> {
-    let threads = views.threads.read();
-    threads
-        .packet(message_id)
-        .map(|state| state.packet.to_agent.clone())
+    packet_state(views, message_id)?
+        .map(|state| state.packet.to_agent)
         .ok_or_else(|| {
             RpcError::invalid_params("unknown_packet", format!("no packet `{message_id}`"))
                 .with("field", "message_id")

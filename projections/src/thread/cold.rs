@@ -1,0 +1,129 @@
+//! Threads and packets that leave memory once stored, and come back when an event
+//! needs them (issue 18: memory that follows the work, not the history).
+//!
+//! After a commit the store confirmed ([`View::committed`](crate::View::committed)),
+//! the view keeps in memory the `keep_hot` threads and the `keep_hot` packets touched
+//! most recently and lets the others go, remembering only where each is stored (a
+//! message id or thread id and the sequence in its key: tens of bytes instead of
+//! kilobytes). An event about one of them — a late acknowledgement, a reply into an old
+//! thread, a thread closed after a month — names it in
+//! [`cold_keys`](crate::View::cold_keys); the runner reads it from the store and hands
+//! it back through [`warm`](crate::View::warm) before applying the event. So the fold
+//! stays pure and folds exactly what a view that keeps everything folds; readers find a
+//! let-go entry with [`ThreadView::find_packet`] and [`ThreadView::find_thread`].
+//!
+//! The view keeps its changes marked until the store confirms them
+//! ([`View::RETAKES_UNCOMMITTED`](crate::View::RETAKES_UNCOMMITTED)): a view that let
+//! entries go cannot be written whole, so a commit that fails is taken again.
+
+use orchestrata_schemas::cxp::WorkStatus;
+use orchestrata_schemas::events::{Envelope, Event, Stream};
+use uuid::Uuid;
+
+use super::stored::{kind, opened, packet_key, thread_key, Kind};
+use super::ThreadView;
+use crate::stored::{StoredEntry, StoredError};
+
+impl ThreadView {
+    /// Forgets the changes the store now holds and lets go of all but the `keep_hot`
+    /// most recently touched threads and packets.
+    pub(super) fn let_go(&mut self, keep_hot: usize) {
+        self.threads.forget_changes();
+        self.packets.forget_changes();
+        for packet in self.packets.evict(keep_hot) {
+            self.cold_packets
+                .insert(packet.packet.message_id, packet.sequence);
+        }
+        for thread in self.threads.evict(keep_hot) {
+            let at = opened(&thread);
+            self.cold_threads
+                .insert(thread.thread_id.into_boxed_str(), at);
+        }
+    }
+
+    /// The store keys of the let-go entries `envelope` changes.
+    pub(super) fn wanted(&self, envelope: &Envelope, keys: &mut Vec<Vec<u8>>) {
+        if envelope.stream != Stream::CxpTraffic
+            || (self.cold_packets.is_empty() && self.cold_threads.is_empty())
+            || self
+                .checkpoint
+                .has_passed(Stream::CxpTraffic, envelope.sequence)
+        {
+            return;
+        }
+        let (thread, packet): (&str, Option<&Uuid>) = match &envelope.record.event {
+            Event::ThreadOpened(e) => (&e.thread_id, None),
+            Event::PacketSent(e) => (&e.packet.thread_id, None),
+            Event::PacketDelivered(e) => (&e.thread_id, Some(&e.message_id)),
+            Event::PacketAcknowledged(e) => (&e.thread_id, Some(&e.message_id)),
+            Event::PacketFailed(e) => (&e.thread_id, Some(&e.message_id)),
+            Event::PacketRetried(e) => (&e.thread_id, Some(&e.message_id)),
+            Event::PriorityChanged(e) => (&e.thread_id, Some(&e.message_id)),
+            Event::WorkStatusChanged(e) => {
+                if e.new == WorkStatus::Archived {
+                    // Whether the thread resolves reads the work of all its packets.
+                    if let Some(t) = self.threads.get(e.thread_id.as_str()) {
+                        for id in &t.packets {
+                            self.want_packet(id, keys);
+                        }
+                    }
+                }
+                (&e.thread_id, Some(&e.message_id))
+            }
+            Event::ThreadClosed(e) => (&e.thread_id, None),
+            Event::ThreadReopened(e) => (&e.thread_id, None),
+            Event::ThreadArchived(e) => (&e.thread_id, None),
+            _ => return,
+        };
+        if let Some(&at) = self.cold_threads.get(thread) {
+            keys.push(thread_key(at));
+        }
+        if let Some(id) = packet {
+            self.want_packet(id, keys);
+        }
+    }
+
+    fn want_packet(&self, id: &Uuid, keys: &mut Vec<Vec<u8>>) {
+        if let Some(&at) = self.cold_packets.get(id) {
+            keys.push(packet_key(at));
+        }
+    }
+
+    /// Takes entries read back from the store into memory, as stored (unchanged).
+    pub(super) fn take_back(&mut self, entries: Vec<StoredEntry>) -> Result<(), StoredError> {
+        for (key, value) in entries {
+            match kind(&key) {
+                Some(Kind::Thread) => {
+                    let thread = Self::decode_thread(&value)?;
+                    self.cold_threads.remove(thread.thread_id.as_str());
+                    self.threads.insert_unmarked(thread);
+                }
+                Some(Kind::Packet) => {
+                    let packet = Self::decode_packet(&value)?;
+                    self.cold_packets.remove(&packet.packet.message_id);
+                    self.packets.insert_unmarked(packet);
+                }
+                None => {
+                    return Err(StoredError::entry(
+                        "thread view",
+                        format!("unknown key {key:?}"),
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// How many packets are in memory (the rest are only in the store).
+    pub fn packets_in_memory(&self) -> usize {
+        self.packets.len()
+    }
+
+    /// How many threads are in memory.
+    pub fn threads_in_memory(&self) -> usize {
+        self.threads.len()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,265 @@
+use std::collections::BTreeMap;
+
+use orchestrata_schemas::events::Envelope;
+
+use super::super::{Held, PacketState, ThreadState, ThreadView};
+use crate::sample::Workload;
+use crate::{fold, View};
+
+/// A store as a runner keeps one: entries by key, written by incremental commits.
+#[derive(Default)]
+struct Store {
+    head: Vec<u8>,
+    entries: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+impl Store {
+    fn commit(&mut self, view: &mut ThreadView, keep_hot: usize) {
+        let changes = view.take_changes(false).expect("changes encode");
+        assert!(!changes.full, "the thread view tracks its changes");
+        self.head = changes.head;
+        for (key, value) in changes.entries {
+            match value {
+                Some(v) => self.entries.insert(key, v),
+                None => self.entries.remove(&key),
+            };
+        }
+        view.committed(keep_hot);
+    }
+
+    /// What a runner does before applying a chunk: asks for let-go entries until the
+    /// view asks for none, and hands them back.
+    fn warm(&self, view: &mut ThreadView, chunk: &[Envelope]) -> usize {
+        let mut read = 0;
+        for _ in 0..4 {
+            let mut keys = Vec::new();
+            for e in chunk {
+                view.cold_keys(e, &mut keys);
+            }
+            keys.sort_unstable();
+            keys.dedup();
+            if keys.is_empty() {
+                return read;
+            }
+            read += keys.len();
+            let entries = keys
+                .into_iter()
+                .map(|k| {
+                    let v = self
+                        .entries
+                        .get(&k)
+                        .cloned()
+                        .expect("a let-go entry is stored");
+                    (k, v)
+                })
+                .collect();
+            view.warm(entries).expect("entries decode");
+        }
+        panic!("the view kept asking for entries");
+    }
+
+    fn restore(&self) -> ThreadView {
+        let entries = self
+            .entries
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        ThreadView::from_stored(&self.head, entries).expect("restores")
+    }
+
+    fn packet(&self, view: &ThreadView, id: &uuid::Uuid) -> Option<PacketState> {
+        match view.find_packet(id)? {
+            Held::Memory(p) => Some(p.clone()),
+            Held::Stored(key) => {
+                Some(ThreadView::decode_packet(&self.entries[&key]).expect("decodes"))
+            }
+        }
+    }
+
+    fn thread(&self, view: &ThreadView, id: &str) -> Option<ThreadState> {
+        match view.find_thread(id)? {
+            Held::Memory(t) => Some(t.clone()),
+            Held::Stored(key) => {
+                Some(ThreadView::decode_thread(&self.entries[&key]).expect("decodes"))
+            }
+        }
+    }
+}
+
+/// Folds `events` in chunks the way a runner does with `keep_hot`, committing after
+/// every `per_commit` chunks; returns the live view and its store.
+fn live(events: &[Envelope], keep_hot: usize, per_commit: usize) -> (ThreadView, Store, usize) {
+    let mut view = ThreadView::default();
+    let mut store = Store::default();
+    let mut read = 0;
+    for (i, chunk) in events.chunks(64).enumerate() {
+        read += store.warm(&mut view, chunk);
+        for e in chunk {
+            view.apply_owned(e.clone());
+        }
+        if i % per_commit == per_commit - 1 {
+            store.commit(&mut view, keep_hot);
+            assert!(view.packets_in_memory() <= keep_hot);
+            assert!(view.threads_in_memory() <= keep_hot);
+        }
+    }
+    store.commit(&mut view, keep_hot);
+    (view, store, read)
+}
+
+// REQ-004-US-008-005 REQ-004-INTG-002: a live view that lets threads and packets go
+// answers every one of them, by id and as a thread's packets, exactly as the view
+// folded whole does.
+#[test]
+fn a_view_that_lets_entries_go_answers_and_stores_exactly_what_the_whole_fold_does() {
+    let events = Workload::new(18).envelopes(12_000);
+    let whole: ThreadView = fold(&events);
+    assert!(whole.packet_count() > 1_000, "the sample sends packets");
+    let (view, store, read) = live(&events, 16, 3);
+    assert!(
+        read > 100,
+        "events about old packets and threads read them back: {read}"
+    );
+    assert_eq!(view.packet_count(), whole.packet_count());
+    assert_eq!(view.thread_count(), whole.thread_count());
+    assert!(view.packets_in_memory() <= 16 && view.threads_in_memory() <= 16);
+    // Every packet and thread, wherever it is, equals the whole fold's.
+    for (_, id) in &whole.by_sequence {
+        assert_eq!(
+            store.packet(&view, id).as_ref(),
+            whole.packet(id),
+            "packet {id}"
+        );
+    }
+    for t in whole.threads.sorted() {
+        let got = store.thread(&view, &t.thread_id).expect("thread found");
+        assert_eq!(&got, t, "thread {}", t.thread_id);
+        for id in &got.packets {
+            assert!(store.packet(&view, id).is_some(), "its packet {id}");
+        }
+    }
+    assert!(view.find_packet(&uuid::Uuid::nil()).is_none());
+    assert!(view.find_thread("no such thread").is_none());
+    // What the store holds is the whole view, byte for byte.
+    let restored = store.restore();
+    assert_eq!(restored, whole);
+    assert_eq!(
+        serde_json::to_string(&restored).expect("json"),
+        serde_json::to_string(&whole).expect("json")
+    );
+}
+
+// A view that let entries go cannot be written whole; a commit that failed is handed
+// out again by the next one, so nothing is lost (REQ-004-INTG-002 stays answerable).
+#[test]
+fn changes_stay_taken_until_the_store_confirms_them_and_a_let_go_view_refuses_a_full_write() {
+    let events = Workload::new(5).envelopes(3_000);
+    let (mut view, mut store, _) = live(&events[..2_000], 8, 2);
+    assert!(
+        view.take_changes(true).is_err(),
+        "entries only in the store cannot be written whole"
+    );
+    let more = &events[2_000..];
+    store.warm(&mut view, more);
+    for e in more {
+        view.apply(e);
+    }
+    let failed = view.take_changes(false).expect("changes");
+    assert!(!failed.entries.is_empty());
+    // The commit "failed": nothing written, `committed` not called. Taken again:
+    let again = view.take_changes(false).expect("changes");
+    let keys = |c: &crate::Changes| c.entries.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        keys(&again),
+        keys(&failed),
+        "the same entries are handed out again"
+    );
+    store.commit(&mut view, 8);
+    let whole: ThreadView = fold(&events);
+    assert_eq!(store.restore(), whole);
+    let nothing = view.take_changes(false).expect("changes");
+    assert!(
+        nothing.entries.is_empty(),
+        "confirmed changes are forgotten"
+    );
+}
+
+// A view that keeps everything (no `committed` call: a rebuild) never asks for entries,
+// and offered entries are refused by views that never let go.
+#[test]
+fn whole_views_ask_for_nothing() {
+    let events = Workload::new(7).envelopes(2_000);
+    let view: ThreadView = fold(&events);
+    let mut keys = Vec::new();
+    for e in &events {
+        view.cold_keys(e, &mut keys);
+    }
+    assert!(keys.is_empty());
+    let mut sessions = crate::SessionView::default();
+    assert!(sessions.warm(vec![(b"p1".to_vec(), vec![1])]).is_err());
+    assert!(sessions.warm(Vec::new()).is_ok());
+}
+
+// REQ-004-US-008-014: a thread resolves when the work of every packet in it is
+// archived — also when the other packets were let go of before the last archive.
+#[test]
+fn the_last_archive_reads_back_every_packet_of_its_thread() {
+    use orchestrata_schemas::cxp::WorkStatus;
+    use orchestrata_schemas::events::cxp_traffic::{PacketSent, WorkStatusChanged};
+
+    use crate::testkit::{env, packet};
+    const TH: &str = "thread-of-three";
+    let archive = |seq: u64, id: u128| {
+        env(
+            seq,
+            seq as i64,
+            WorkStatusChanged {
+                message_id: uuid::Uuid::from_u128(id),
+                thread_id: TH.into(),
+                old: WorkStatus::Pending,
+                new: WorkStatus::Archived,
+                changed_by: "U:Vz".into(),
+                assigned_to: None,
+                resolution: None,
+                notes: None,
+            },
+        )
+    };
+    let mut events: Vec<Envelope> = (1..=3u128)
+        .map(|id| {
+            let seq = u64::try_from(id).unwrap_or(0);
+            env(
+                seq,
+                seq as i64,
+                PacketSent {
+                    packet: packet(id, TH, "U:Ox", "U:Vz", 5),
+                },
+            )
+        })
+        .collect();
+    events.extend([archive(4, 1), archive(5, 2), archive(6, 3)]);
+    let whole: ThreadView = fold(&events);
+    assert_eq!(
+        whole.thread_status(TH),
+        Some(super::super::ThreadStatus::Resolved)
+    );
+    // One event per chunk, a commit after each, one packet kept in memory.
+    let (view, store, read) = {
+        let mut view = ThreadView::default();
+        let mut store = Store::default();
+        let mut read = 0;
+        for e in &events {
+            read += store.warm(&mut view, std::slice::from_ref(e));
+            view.apply(e);
+            store.commit(&mut view, 1);
+        }
+        (view, store, read)
+    };
+    assert!(
+        read >= 2,
+        "the last archive read the other two packets back: {read}"
+    );
+    let thread = store.thread(&view, TH).expect("thread");
+    assert_eq!(thread.status, super::super::ThreadStatus::Resolved);
+    assert_eq!(store.restore(), whole);
+}

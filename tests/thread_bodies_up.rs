@@ -1,0 +1,158 @@
+//! The thread view keeps only recently touched threads and packets in memory (issue
+//! 18, bounded memory): a default `orchestrata up` (a separate process: sled log,
+//! governance, projections) with `projections.hot_entries` = 4 answers `cxp.status`,
+//! `cxp.work` and a repeated `cxp.send` about packets it let go of from the view store,
+//! and answers them exactly as a server that holds them in memory does.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::checked_ok;
+use support::up::Up;
+use support::ws::Ws;
+
+const TOKEN: &str = "thread-bodies-test-token";
+const VZ_TOKEN: &str = "thread-bodies-vz-token";
+const HOT: u64 = 4;
+
+/// `orchestrata_projection_thread_entries{kind, held}` on `/metrics`.
+async fn entries(port: u16, kind: &str, held: &str) -> u64 {
+    let addr = format!("127.0.0.1:{port}").parse().expect("address");
+    let (status, body) = support::ws::http_get(addr, "/metrics").await;
+    assert_eq!(status, 200, "{body}");
+    let (k, h) = (format!("kind=\"{kind}\""), format!("held=\"{held}\""));
+    body.lines()
+        .filter(|l| l.starts_with("orchestrata_projection_thread_entries{"))
+        .find(|l| l.contains(&k) && l.contains(&h))
+        .and_then(|l| l.rsplit(' ').next()?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no thread entries {kind}/{held} in {body}"))
+}
+
+/// Waits until the view holds `packets` packets, at most `in_memory` of them (and of
+/// its threads) in memory.
+async fn settle(port: u16, packets: u64, in_memory: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let all = entries(port, "packets", "all").await;
+        let held = entries(port, "packets", "memory").await;
+        let threads = entries(port, "threads", "memory").await;
+        if all == packets && held <= in_memory && threads <= in_memory {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "thread view at {all} packets, {held} packets and {threads} threads in memory; \
+             wanted {packets}, at most {in_memory}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn client(port: u16, token: &str) -> Ws {
+    let mut ws = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
+    ws.auth(token).await;
+    ws
+}
+
+async fn statuses(ws: &mut Ws, threads: &[String]) -> Vec<Value> {
+    let mut all = Vec::new();
+    for thread in threads {
+        all.push(checked_ok(ws, "cxp.status", json!({"thread_id": thread})).await);
+    }
+    all
+}
+
+// REQ-014-011 REQ-014-015 REQ-004-US-008-005 ISSUE-18: packets and threads that left
+// memory are answered by cxp.status, cxp.work and a repeated cxp.send from the view
+// store, exactly as a server holding them in memory answers them
+#[tokio::test]
+async fn let_go_threads_and_packets_are_answered_from_the_store_as_from_memory() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let config = data.path().join("orchestrata.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "gateway:\n  tokens:\n    - {{ token: {VZ_TOKEN}, scope: read_write, name: vz, acts_as: [\"U:Vz\"] }}\n"
+        ),
+    )
+    .expect("config written");
+    let config = config.to_str().expect("utf-8 path").to_owned();
+    let hot = HOT.to_string();
+    let env = [
+        ("ORCHESTRATA_PROJECTIONS__HOT_ENTRIES", hot.as_str()),
+        ("ORCHESTRATA_CONFIG", config.as_str()),
+    ];
+    let port = support::free_port();
+    let mut up = Up::start(data.path(), port, TOKEN, &[], &env);
+    let mut ws = client(port, TOKEN).await;
+
+    // Ten threads (the spec's example, verbatim, after one with an idempotency key),
+    // then three replies into the first.
+    let mut keyed = support::spec_send();
+    keyed["idempotency_key"] = json!("thread-bodies-first");
+    let first = checked_ok(&mut ws, "cxp.send", keyed.clone()).await;
+    let mut threads = vec![first["thread_id"].as_str().expect("thread").to_owned()];
+    for _ in 0..9 {
+        let sent = checked_ok(&mut ws, "cxp.send", support::spec_send()).await;
+        threads.push(sent["thread_id"].as_str().expect("thread").to_owned());
+    }
+    for _ in 0..3 {
+        let mut reply = support::spec_send();
+        reply["thread_id"] = json!(threads[0]);
+        checked_ok(&mut ws, "cxp.send", reply).await;
+    }
+    settle(port, 13, HOT).await;
+
+    // The first packet left memory: its recipient works on it (the view reads it back
+    // to find the recipient, and the runner reads it back to fold the change).
+    let mut vz = client(port, VZ_TOKEN).await;
+    let worked = checked_ok(
+        &mut vz,
+        "cxp.work",
+        json!({"message_id": first["message_id"], "status": "in_progress"}),
+    )
+    .await;
+    assert_eq!(worked["work_status"], "in_progress", "{worked}");
+    // The same key again: answered from the stored packet, not sent twice.
+    let again = checked_ok(&mut ws, "cxp.send", keyed).await;
+    assert_eq!(again["duplicate"], json!(true), "{again}");
+    assert_eq!(again["message_id"], first["message_id"]);
+    settle(port, 13, HOT).await;
+    let served_cold = statuses(&mut ws, &threads).await;
+    let first_thread = &served_cold[0];
+    assert_eq!(first_thread["total"], json!(4), "{first_thread}");
+    assert_eq!(first_thread["packets"][0]["work_status"], "in_progress");
+    let work: Vec<&Value> = first_thread["transitions"]
+        .as_array()
+        .expect("transitions")
+        .iter()
+        .filter(|t| t["kind"] == "work" && t["status"] == "in_progress")
+        .collect();
+    assert_eq!(work.len(), 1, "{first_thread}");
+    drop((ws, vz));
+    assert!(up.stop(), "up stops cleanly");
+
+    // Restarted with the default (everything fits in memory): the same answers.
+    let up = Up::start(
+        data.path(),
+        port,
+        TOKEN,
+        &[],
+        &[("ORCHESTRATA_CONFIG", config.as_str())],
+    );
+    let mut ws = client(port, TOKEN).await;
+    settle(port, 13, 13).await;
+    assert_eq!(entries(port, "packets", "memory").await, 13);
+    let served_warm = statuses(&mut ws, &threads).await;
+    assert_eq!(
+        served_warm, served_cold,
+        "answers from the store = answers from memory"
+    );
+    let unknown = ws
+        .err("cxp.status", json!({"thread_id": "no-such-thread"}))
+        .await;
+    assert_eq!(unknown["code"], -32602, "{unknown}");
+    drop(up);
+}
