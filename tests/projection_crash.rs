@@ -160,10 +160,17 @@ async fn views_after_sigkill_mid_fold_equal_a_clean_rebuild() {
     views.stop().await.expect("stop");
     // The last commit let go of all but the most recently touched.
     let in_memory = threads.read().packets_in_memory();
-    assert!(in_memory <= RunnerConfig::default().hot_entries, "{in_memory}");
+    assert!(
+        in_memory <= RunnerConfig::default().hot_entries,
+        "{in_memory}"
+    );
     let (stored, _) = store
         .load::<ThreadView>()
         .expect("load")
         .expect("stored view");
-    assert_eq!(json(&stored), json(&rebuilt), "stored thread view = the fold");
+    assert_eq!(
+        json(&stored),
+        json(&rebuilt),
+        "stored thread view = the fold"
+    );
 }

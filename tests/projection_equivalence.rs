@@ -12,7 +12,7 @@ use orchestrata::config::LogConfig;
 use orchestrata::kernel::{cmd, Kernel, KernelConfig, TokioClock};
 use orchestrata::log::{self, EventLog};
 use orchestrata::projection::{rebuild, Projections, RunnerConfig, ViewHandle, ViewStore};
-use orchestrata_projections::View;
+use orchestrata_projections::{ThreadView, View};
 use orchestrata_schemas::cxp::WorkStatus;
 use orchestrata_schemas::events::{Command, Stream};
 use proptest::prelude::*;
@@ -159,15 +159,56 @@ async fn same<V: View>(log: &Arc<dyn EventLog>, handle: &ViewHandle<V>) {
     );
 }
 
+/// The thread view as a runner keeping 2 entries hot answers it — every packet and
+/// thread read through the handle, most of them from the store — and as its store
+/// holds it after the runner stopped: both equal the rebuild.
+async fn same_threads(log: &Arc<dyn EventLog>, views: Projections, store: &ViewStore) {
+    let handle = views.threads().clone();
+    settle(log, &handle).await;
+    let rebuilt: ThreadView = rebuild(log.as_ref(), None, &mut |_| {})
+        .await
+        .expect("rebuild");
+    assert_eq!(handle.read().packet_count(), rebuilt.packet_count());
+    assert_eq!(handle.read().thread_count(), rebuilt.thread_count());
+    let whole = serde_json::to_value(&rebuilt).expect("serialize rebuilt view");
+    let threads = whole["threads"].as_object().expect("threads").clone();
+    for (id, thread) in &threads {
+        let (live, packets) = handle
+            .thread_state(id)
+            .expect("readable")
+            .expect("thread found");
+        assert_eq!(&serde_json::to_value(&live).expect("thread"), thread);
+        for p in packets {
+            let id = p.packet.message_id;
+            assert_eq!(Some(&p), rebuilt.packet(&id), "packet {id}");
+            assert_eq!(
+                handle.packet_state(&id).expect("readable").as_ref(),
+                Some(&p)
+            );
+        }
+    }
+    views.stop().await.expect("stop views");
+    // A runner that folded no traffic has committed nothing.
+    let stored = store
+        .load::<ThreadView>()
+        .expect("load")
+        .map_or_else(ThreadView::default, |(view, _)| view);
+    assert!(
+        stored == rebuilt,
+        "the stored thread view equals the rebuild"
+    );
+}
+
 async fn check(log: Arc<dyn EventLog>, ops: Vec<Op>) {
     let views_dir = tempfile::tempdir().expect("temp dir");
     let store = ViewStore::open(views_dir.path()).expect("view store");
+    // Two hot entries: most events about packets and threads read them back first.
     let runner = RunnerConfig {
         batch_events: 7,
         batch_interval: Duration::from_millis(20),
-        ..RunnerConfig::default()
+        hot_entries: 2,
     };
-    let views = Projections::start(log.clone(), store, runner)
+    let mut views = Projections::start(log.clone(), store.clone(), runner)
         .await
         .expect("runner");
     let config = KernelConfig {
@@ -183,13 +224,19 @@ async fn check(log: Arc<dyn EventLog>, ops: Vec<Op>) {
         .execute(cmd::open_session("U:Cx", "s-0", "p-0"))
         .await
         .expect("session");
-    run(&kernel, &ops).await;
+    let (first, second) = ops.split_at(ops.len() / 2);
+    run(&kernel, first).await;
+    // A restart in between: the runner resumes from what it stored.
+    views.stop().await.expect("stop views");
+    views = Projections::start(log.clone(), store.clone(), runner)
+        .await
+        .expect("runner restarts");
+    run(&kernel, second).await;
     tokio::time::sleep(Duration::from_millis(100)).await; // let pending retries fire
     kernel.stop().await;
-    same(&log, views.threads()).await;
     same(&log, views.sessions()).await;
     same(&log, views.volks()).await;
-    views.stop().await.expect("stop views");
+    same_threads(&log, views, &store).await;
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -50,7 +50,11 @@ impl Shelf {
             let entries = keys
                 .into_iter()
                 .map(|k| {
-                    let v = self.entries.get(&k).cloned().expect("a let-go entry is stored");
+                    let v = self
+                        .entries
+                        .get(&k)
+                        .cloned()
+                        .expect("a let-go entry is stored");
                     (k, v)
                 })
                 .collect();
@@ -153,7 +157,10 @@ fn a_commit_writes_what_changed_not_the_history() {
         "{changed} entries for 100 events"
     );
     let repeat = view.take_changes(false).expect("encodes").entries.len();
-    assert_eq!(repeat, changed, "changes are handed out until the store has them");
+    assert_eq!(
+        repeat, changed,
+        "changes are handed out until the store has them"
+    );
     view.committed(usize::MAX);
     let after = view.take_changes(false).expect("encodes").entries.len();
     assert_eq!(after, 0, "and then no more");
