@@ -155,8 +155,20 @@ impl View for DecisionIndex {
         self.evict(keep_hot);
     }
 
+    fn needs_commit(&self) -> bool {
+        self.summaries.len() - self.saved.0.min(self.summaries.len())
+            > crate::stored::PRESSING_ENTRIES
+    }
+
     fn from_stored(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
         Self::restore(head, entries)
+    }
+
+    fn restorer(
+        head: &[u8],
+        keep_hot: usize,
+    ) -> Result<Box<dyn crate::Restorer<Self>>, StoredError> {
+        Ok(Box::new(stored::Restore::new(head, keep_hot)?))
     }
 
     fn apply(&mut self, envelope: &Envelope) -> bool {

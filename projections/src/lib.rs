@@ -54,6 +54,6 @@ pub use session::SessionView;
 pub use stored::{Changes, StoredError};
 pub use thread::ThreadView;
 pub use transition::Transition;
-pub use view::{fold, UnknownView, View, ViewName};
+pub use view::{fold, Restorer, UnknownView, View, ViewName};
 pub use volk::VolkView;
 pub use workflow::WorkflowView;

@@ -168,6 +168,10 @@ impl View for PacketIndex {
         Self::restore(head, entries)
     }
 
+    fn needs_commit(&self) -> bool {
+        self.fresh.len() > crate::stored::PRESSING_ENTRIES
+    }
+
     fn apply(&mut self, envelope: &Envelope) -> bool {
         if !Self::STREAMS.contains(&envelope.stream)
             || !self.checkpoint.admit(envelope.stream, envelope.sequence)

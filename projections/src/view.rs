@@ -1,6 +1,7 @@
 //! The [`View`] trait every fold implements.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::str::FromStr;
 
 use orchestrata_schemas::events::{Envelope, Stream};
@@ -99,6 +100,21 @@ pub trait View: Default + Serialize + DeserializeOwned + Send + Sync + 'static {
     /// rather than writing it whole — which a view that let entries go could not do.
     const RETAKES_UNCOMMITTED: bool = false;
 
+    /// A restore that takes the stored entries one at a time, in key order, and keeps
+    /// at most about `keep_hot` of those the view lets go of in memory while it reads
+    /// (a runner's start: a large store is never held whole). The view it finishes
+    /// with equals [`from_stored`](View::from_stored) followed by
+    /// [`committed`](View::committed)`(keep_hot)`. The default collects the entries
+    /// and does exactly that.
+    fn restorer(head: &[u8], keep_hot: usize) -> Result<Box<dyn Restorer<Self>>, StoredError> {
+        Ok(Box::new(Collect {
+            head: head.to_vec(),
+            entries: Vec::new(),
+            keep_hot,
+            view: PhantomData,
+        }))
+    }
+
     /// Rebuilds the view from its stored head and every stored entry (in key order),
     /// as [`take_changes`](View::take_changes) wrote them. The result must equal the
     /// view that was stored.
@@ -113,6 +129,35 @@ pub trait View: Default + Serialize + DeserializeOwned + Send + Sync + 'static {
             });
         }
         stored::decode(Self::NAME.as_str(), head)
+    }
+}
+
+/// Builds a view from its stored entries handed in one at a time ([`View::restorer`]).
+pub trait Restorer<V>: Send {
+    /// The next stored entry (entries come in key order).
+    fn entry(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<(), StoredError>;
+    /// The view, once every entry was handed in.
+    fn finish(self: Box<Self>) -> Result<V, StoredError>;
+}
+
+/// The default [`Restorer`]: every entry collected, then [`View::from_stored`].
+struct Collect<V> {
+    head: Vec<u8>,
+    entries: Vec<StoredEntry>,
+    keep_hot: usize,
+    view: PhantomData<fn() -> V>,
+}
+
+impl<V: View> Restorer<V> for Collect<V> {
+    fn entry(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<(), StoredError> {
+        self.entries.push((key, value));
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<V, StoredError> {
+        let mut view = V::from_stored(&self.head, self.entries)?;
+        view.committed(self.keep_hot);
+        Ok(view)
     }
 }
 

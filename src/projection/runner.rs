@@ -101,7 +101,8 @@ pub async fn spawn_view<V: View>(
     // version's form, for these epochs. Anything else stored is replaced — including
     // the entries a full commit that crashed midway left without a checkpoint, which
     // read as no view at all.
-    let (mut view, full) = match store.load_stored::<V>()? {
+    // Loaded entry by entry, letting the older ones go as they are read.
+    let (mut view, full) = match store.load_keeping::<V>(config.hot_entries)? {
         Some(loaded) if loaded.epochs == epochs => (loaded.view, !loaded.current),
         _ => (V::default(), true),
     };

@@ -8,7 +8,7 @@ mod kv;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use orchestrata_projections::{Changes, Checkpoint, View, ViewName};
+use orchestrata_projections::{Changes, Checkpoint, StoredError, View, ViewName};
 use orchestrata_schemas::events::Stream;
 use serde::{Deserialize, Serialize};
 
@@ -337,6 +337,17 @@ impl ViewStore {
     /// The stored view, the epochs it was folded from and whether it is in this
     /// version's form; `None` when nothing (or a void view) is stored.
     pub fn load_stored<V: View>(&self) -> Result<Option<Loaded<V>>, ProjectionError> {
+        self.load_keeping::<V>(usize::MAX)
+    }
+
+    /// [`load_stored`](Self::load_stored) for a runner that keeps `keep_hot` entries
+    /// in memory: the view takes its entries one at a time and lets go of the older
+    /// ones as it reads ([`View::restorer`]), so a large store is never held whole —
+    /// neither its bytes nor its decoded entries.
+    pub fn load_keeping<V: View>(
+        &self,
+        keep_hot: usize,
+    ) -> Result<Option<Loaded<V>>, ProjectionError> {
         let name = V::NAME;
         let view = name.as_str();
         if self.get(marker_key(view).as_bytes())?.is_some() {
@@ -346,24 +357,32 @@ impl ViewStore {
             let position = self
                 .checkpoint(name)?
                 .ok_or_else(|| self.corrupt(name, "its checkpoint is missing".into()))?;
+            let decoding = |e: StoredError| self.corrupt(name, e.to_string());
+            let mut restorer = V::restorer(&head, keep_hot).map_err(decoding)?;
+            let mut read = 0u64;
             let mut assembler = entries::Assembler::new(view);
             self.kv.scan_prefix(&entries::prefix(view), |key, value| {
-                assembler
+                let entry = assembler
                     .push(key, value)
-                    .map_err(|reason| self.corrupt(name, reason))
+                    .map_err(|reason| self.corrupt(name, reason))?;
+                if let Some((key, value)) = entry {
+                    read += 1;
+                    restorer.entry(key, value).map_err(decoding)?;
+                }
+                Ok(())
             })?;
-            let entries = assembler
-                .entries()
+            let last = assembler
+                .finish()
                 .map_err(|reason| self.corrupt(name, reason))?;
-            let count = self.entry_count(name)?.unwrap_or(0);
-            if entries.len() as u64 != count {
-                return Err(self.corrupt(
-                    name,
-                    format!("{} entries stored, {count} written", entries.len()),
-                ));
+            if let Some((key, value)) = last {
+                read += 1;
+                restorer.entry(key, value).map_err(decoding)?;
             }
-            let restored =
-                V::from_stored(&head, entries).map_err(|e| self.corrupt(name, e.to_string()))?;
+            let count = self.entry_count(name)?.unwrap_or(0);
+            if read != count {
+                return Err(self.corrupt(name, format!("{read} entries stored, {count} written")));
+            }
+            let restored = restorer.finish().map_err(decoding)?;
             if restored.checkpoint() != &position.checkpoint {
                 return Err(self.corrupt(name, "its head and checkpoint disagree".into()));
             }

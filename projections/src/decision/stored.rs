@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use super::{DecisionEntry, DecisionIndex, PolicyEntry};
 use crate::stored::{self, Changes, Saved, StoredEntry, StoredError};
-use crate::Checkpoint;
+use crate::{Checkpoint, Restorer};
 
 const DECISION: u8 = b'd';
 
@@ -66,23 +66,58 @@ impl DecisionIndex {
     }
 
     pub(super) fn restore(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
-        let head: Head = stored::decode("decision index head", head)?;
-        let mut view = DecisionIndex {
-            checkpoint: head.checkpoint,
-            policies: head.policies,
-            ..DecisionIndex::default()
-        };
+        let mut restore = Restore::new(head, usize::MAX)?;
         for (key, value) in entries {
-            if key.first() != Some(&DECISION) {
-                return Err(StoredError::entry(
-                    "decision index",
-                    format!("unknown key {key:?}"),
-                ));
-            }
-            view.push(Self::decode_stored(&value)?);
+            restore.entry(key, value)?;
         }
+        Box::new(restore).finish()
+    }
+}
+
+/// The decision index's [`Restorer`]: decisions pushed one at a time; past twice
+/// `keep_hot` (or `keep_hot` + 1,024) bodies in memory, the older ones are let go of as
+/// [`View::committed`](crate::View::committed) would.
+pub(super) struct Restore {
+    view: DecisionIndex,
+    keep_hot: usize,
+}
+
+impl Restore {
+    pub(super) fn new(head: &[u8], keep_hot: usize) -> Result<Self, StoredError> {
+        let head: Head = stored::decode("decision index head", head)?;
+        Ok(Restore {
+            view: DecisionIndex {
+                checkpoint: head.checkpoint,
+                policies: head.policies,
+                ..DecisionIndex::default()
+            },
+            keep_hot,
+        })
+    }
+}
+
+impl Restorer<DecisionIndex> for Restore {
+    fn entry(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<(), StoredError> {
+        if key.first() != Some(&DECISION) {
+            return Err(StoredError::entry(
+                "decision index",
+                format!("unknown key {key:?}"),
+            ));
+        }
+        let view = &mut self.view;
+        view.push(DecisionIndex::decode_stored(&value)?);
+        // Everything read so far is stored.
         view.saved = Saved(view.summaries.len());
-        view.taken = Saved(view.summaries.len());
+        view.taken = view.saved;
+        if view.bodies.len() > self.keep_hot.saturating_add(self.keep_hot.max(1024)) {
+            view.evict(self.keep_hot);
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<DecisionIndex, StoredError> {
+        let mut view = self.view;
+        view.evict(self.keep_hot);
         Ok(view)
     }
 }

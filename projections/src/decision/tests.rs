@@ -337,3 +337,44 @@ fn newest_first_pages_count_every_match_and_hand_out_only_the_page() {
         }
     }
 }
+
+// ISSUE-18: a runner's start reads the decisions one at a time and lets old bodies go
+// as it reads: the same view as a whole restore followed by a commit
+#[test]
+fn a_restore_that_lets_go_as_it_reads_equals_a_whole_restore_then_a_commit() {
+    let events = crate::sample::Workload::new(4).envelopes(60_000);
+    let mut folded: DecisionIndex = fold(&events);
+    let changes = folded.take_changes(true).expect("changes");
+    let entries: Vec<_> = changes
+        .entries
+        .into_iter()
+        .map(|(k, v)| (k, v.expect("written")))
+        .collect();
+    assert!(entries.len() > 2_100, "{} decisions", entries.len());
+    let mut whole = DecisionIndex::from_stored(&changes.head, entries.clone()).expect("restores");
+    whole.committed(4);
+    let mut restorer = DecisionIndex::restorer(&changes.head, 4).expect("head decodes");
+    for (k, v) in entries {
+        restorer.entry(k, v).expect("entry decodes");
+    }
+    let streamed = restorer.finish().expect("finishes");
+    assert_eq!(streamed.in_memory(), 4);
+    assert_eq!(streamed, whole);
+    let mut unknown = DecisionIndex::restorer(&changes.head, 4).expect("head decodes");
+    assert!(unknown.entry(b"x".to_vec(), vec![]).is_err());
+}
+
+// ISSUE-18: decisions waiting for a commit past PRESSING_ENTRIES ask for one
+#[test]
+fn many_waiting_decisions_ask_for_a_commit() {
+    let mut view = DecisionIndex::default();
+    let n = u64::try_from(crate::stored::PRESSING_ENTRIES).unwrap_or(0);
+    for seq in 0..=n {
+        assert!(!view.needs_commit(), "asked early, at {seq}");
+        view.apply(&decision(seq, 1, "U:Ox", "cxp.send", DecisionResult::Allow));
+    }
+    assert!(view.needs_commit());
+    view.take_changes(false).expect("changes");
+    view.committed(10);
+    assert!(!view.needs_commit());
+}

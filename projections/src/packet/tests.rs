@@ -172,6 +172,20 @@ fn stored_form_round_trips_and_rebuilds_the_name_table() {
     assert!(err.to_string().contains("names Volk #9"), "{err}");
 }
 
+// ISSUE-18: packets waiting for a commit past PRESSING_ENTRIES ask for one
+#[test]
+fn many_waiting_packets_ask_for_a_commit() {
+    let mut index = PacketIndex::default();
+    let n = u64::try_from(crate::stored::PRESSING_ENTRIES).unwrap_or(0);
+    for seq in 0..=n {
+        assert!(!index.needs_commit(), "asked early, at {seq}");
+        index.apply(&sent(seq, u128::from(seq) + 1, "U:Ox", "U:Vz"));
+    }
+    assert!(index.needs_commit());
+    index.take_changes(false).expect("changes");
+    assert!(!index.needs_commit());
+}
+
 /// One step of a random history.
 #[derive(Debug, Clone)]
 enum Step {

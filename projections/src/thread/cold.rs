@@ -22,12 +22,13 @@ use uuid::Uuid;
 
 use super::stored::{kind, opened, packet_key, thread_key, Kind};
 use super::ThreadView;
-use crate::stored::{StoredEntry, StoredError};
+use crate::stored::{Saved, StoredEntry, StoredError, PRESSING_ENTRIES};
 
 impl ThreadView {
     /// Forgets the changes the store now holds and lets go of all but the `keep_hot`
     /// most recently touched threads and packets.
     pub(super) fn let_go(&mut self, keep_hot: usize) {
+        self.kept = Saved(keep_hot);
         self.threads.forget_changes();
         self.packets.forget_changes();
         for packet in self.packets.evict(keep_hot) {
@@ -39,6 +40,13 @@ impl ThreadView {
             self.cold_threads
                 .insert(thread.thread_id.into_boxed_str(), at);
         }
+    }
+
+    /// Whether more than [`PRESSING_ENTRIES`] threads or packets beyond those the last
+    /// commit kept wait in memory for a commit.
+    pub(super) fn pressing(&self) -> bool {
+        let bound = self.kept.0.saturating_add(PRESSING_ENTRIES);
+        self.packets.len() > bound || self.threads.len() > bound
     }
 
     /// The store keys of the let-go entries `envelope` changes.

@@ -50,12 +50,23 @@ impl View for ThreadView {
         self.let_go(keep_hot);
     }
 
+    fn needs_commit(&self) -> bool {
+        self.pressing()
+    }
+
     fn cold_keys(&self, envelope: &Envelope, keys: &mut Vec<Vec<u8>>) {
         self.wanted(envelope, keys);
     }
 
     fn warm(&mut self, entries: Vec<StoredEntry>) -> Result<(), StoredError> {
         self.take_back(entries)
+    }
+
+    fn restorer(
+        head: &[u8],
+        keep_hot: usize,
+    ) -> Result<Box<dyn crate::Restorer<Self>>, StoredError> {
+        Ok(Box::new(super::stored::Restore::new(head, keep_hot)?))
     }
 
     fn from_stored(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {

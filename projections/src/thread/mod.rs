@@ -155,6 +155,10 @@ pub struct ThreadView {
     /// Threads the view let go of: thread id -> sequence of the event that opened it.
     #[serde(skip)]
     cold_threads: HashMap<Box<str>, u64>,
+    /// How many threads and packets the last commit let the view keep in memory
+    /// (bookkeeping for [`View::needs_commit`](crate::View)).
+    #[serde(skip)]
+    kept: crate::stored::Saved,
 }
 
 /// Where an entry of the view is: in memory, or only in the view store under this key

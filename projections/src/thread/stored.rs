@@ -9,13 +9,11 @@
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::events::fields::opt_ts;
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use super::fold::index;
-use super::table::Table;
 use super::{PacketState, ThreadState, ThreadView};
 use crate::stored::{self, Changes, StoredEntry, StoredError};
-use crate::Checkpoint;
+use crate::{Checkpoint, Restorer};
 
 const THREAD: u8 = b't';
 const PACKET: u8 = b'p';
@@ -99,49 +97,79 @@ impl ThreadView {
     }
 
     pub(super) fn restore(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
-        let head: Head = stored::decode("thread view head", head)?;
-        let mut threads = Table::default();
-        let mut packets: Table<PacketState> = Table::default();
-        let mut order: Vec<(u64, Uuid)> = Vec::new();
+        let mut restore = Restore::new(head, usize::MAX)?;
         for (key, value) in entries {
-            match key.split_first() {
-                Some((&THREAD, _)) => {
-                    threads.insert(stored::decode::<ThreadState>("thread", &value)?);
-                }
-                Some((&PACKET, _)) => {
-                    let packet: PacketState = stored::decode("packet", &value)?;
-                    order.push((packet.sequence, packet.packet.message_id));
-                    packets.insert(packet);
-                }
-                _ => {
+            restore.entry(key, value)?;
+        }
+        Box::new(restore).finish()
+    }
+}
+
+/// The thread view's [`Restorer`]: entries decoded one at a time; past twice
+/// `keep_hot` (or `keep_hot` + 1,024) threads or packets in memory, the oldest are let
+/// go of as [`View::committed`](crate::View::committed) would.
+pub(super) struct Restore {
+    view: ThreadView,
+    keep_hot: usize,
+}
+
+impl Restore {
+    pub(super) fn new(head: &[u8], keep_hot: usize) -> Result<Self, StoredError> {
+        let head: Head = stored::decode("thread view head", head)?;
+        Ok(Restore {
+            view: ThreadView {
+                checkpoint: head.checkpoint,
+                clock: head.clock,
+                ..ThreadView::default()
+            },
+            keep_hot,
+        })
+    }
+
+    fn bound(&self) -> usize {
+        self.keep_hot.saturating_add(self.keep_hot.max(1024))
+    }
+}
+
+impl Restorer<ThreadView> for Restore {
+    fn entry(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<(), StoredError> {
+        let bound = self.bound();
+        let view = &mut self.view;
+        match kind(&key) {
+            Some(Kind::Thread) => {
+                view.threads
+                    .insert_unmarked(ThreadView::decode_thread(&value)?);
+            }
+            Some(Kind::Packet) => {
+                let packet = ThreadView::decode_packet(&value)?;
+                let (sequence, id) = (packet.sequence, packet.packet.message_id);
+                if view.by_sequence.last().is_some_and(|(s, _)| *s >= sequence) {
                     return Err(StoredError::entry(
                         "thread view",
-                        format!("unknown key {key:?}"),
-                    ))
+                        format!("packet at sequence {sequence} read out of order"),
+                    ));
                 }
+                index(&mut view.by_sender, &packet.packet.from_agent, sequence);
+                index(&mut view.by_recipient, &packet.packet.to_agent, sequence);
+                view.by_sequence.push((sequence, id));
+                view.packets.insert_unmarked(packet);
+            }
+            None => {
+                return Err(StoredError::entry(
+                    "thread view",
+                    format!("unknown key {key:?}"),
+                ))
             }
         }
-        threads.forget_changes();
-        packets.forget_changes();
-        order.sort_unstable();
-        let mut view = ThreadView {
-            checkpoint: head.checkpoint,
-            clock: head.clock,
-            threads,
-            packets,
-            by_sequence: Vec::with_capacity(order.len()),
-            by_sender: Default::default(),
-            by_recipient: Default::default(),
-            cold_packets: Default::default(),
-            cold_threads: Default::default(),
-        };
-        for (sequence, id) in order {
-            if let Some(p) = view.packets.get(&id) {
-                index(&mut view.by_sender, &p.packet.from_agent, sequence);
-                index(&mut view.by_recipient, &p.packet.to_agent, sequence);
-            }
-            view.by_sequence.push((sequence, id));
+        if view.threads.len() > bound || view.packets.len() > bound {
+            view.let_go(self.keep_hot);
         }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<ThreadView, StoredError> {
+        let mut view = self.view;
+        view.let_go(self.keep_hot);
         Ok(view)
     }
 }

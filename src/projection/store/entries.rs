@@ -70,11 +70,12 @@ pub(super) fn read<E: From<String>>(
     Ok(Some(value))
 }
 
-/// Reassembles entries from a prefix scan of `(store key, value)` in key order.
+/// Reassembles entries from a prefix scan of `(store key, value)` in key order, handing
+/// each one out as soon as its last part is read (a load never holds every entry's
+/// bytes at once).
 pub(super) struct Assembler {
     prefix_len: usize,
     current: Option<Entry>,
-    done: Vec<StoredEntry>,
 }
 
 struct Entry {
@@ -90,12 +91,16 @@ impl Assembler {
         Assembler {
             prefix_len: prefix(name).len(),
             current: None,
-            done: Vec::new(),
         }
     }
 
-    /// Takes the next stored part. Errors name what is wrong with the store.
-    pub(super) fn push(&mut self, store_key: &[u8], bytes: &[u8]) -> Result<(), String> {
+    /// Takes the next stored part; answers the entry before it once this part starts
+    /// another. Errors name what is wrong with the store.
+    pub(super) fn push(
+        &mut self,
+        store_key: &[u8],
+        bytes: &[u8],
+    ) -> Result<Option<StoredEntry>, String> {
         let body = store_key
             .get(self.prefix_len..)
             .ok_or_else(|| format!("entry key {store_key:?} is too short"))?;
@@ -115,9 +120,10 @@ impl Assembler {
                 }
                 entry.value.extend_from_slice(bytes);
                 entry.next += 1;
+                Ok(None)
             }
             _ => {
-                self.finish()?;
+                let done = self.take()?;
                 if part != 0 {
                     return Err(format!("entry {key:?}: part 0 is missing"));
                 }
@@ -129,28 +135,26 @@ impl Assembler {
                     next: 1,
                     value: bytes[COUNT..].to_vec(),
                 });
+                Ok(done)
             }
         }
-        Ok(())
     }
 
-    fn finish(&mut self) -> Result<(), String> {
-        if let Some(entry) = self.current.take() {
-            if entry.next != entry.expected {
-                return Err(format!(
-                    "entry {:?}: {} of {} parts stored",
-                    entry.key, entry.next, entry.expected
-                ));
-            }
-            self.done.push((entry.key, entry.value));
+    /// The entry being read, if complete.
+    fn take(&mut self) -> Result<Option<StoredEntry>, String> {
+        match self.current.take() {
+            None => Ok(None),
+            Some(entry) if entry.next != entry.expected => Err(format!(
+                "entry {:?}: {} of {} parts stored",
+                entry.key, entry.next, entry.expected
+            )),
+            Some(entry) => Ok(Some((entry.key, entry.value))),
         }
-        Ok(())
     }
 
-    /// Every entry read, in the store's order.
-    pub(super) fn entries(mut self) -> Result<Vec<StoredEntry>, String> {
-        self.finish()?;
-        Ok(self.done)
+    /// The last entry, once the scan is over.
+    pub(super) fn finish(mut self) -> Result<Option<StoredEntry>, String> {
+        self.take()
     }
 }
 
@@ -160,10 +164,12 @@ mod tests {
 
     fn assemble(stored: &[(Vec<u8>, Vec<u8>)]) -> Result<Vec<StoredEntry>, String> {
         let mut a = Assembler::new("v");
+        let mut out = Vec::new();
         for (k, v) in stored {
-            a.push(k, v)?;
+            out.extend(a.push(k, v)?);
         }
-        a.entries()
+        out.extend(a.finish()?);
+        Ok(out)
     }
 
     #[test]

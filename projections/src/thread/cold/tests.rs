@@ -263,3 +263,67 @@ fn the_last_archive_reads_back_every_packet_of_its_thread() {
     assert_eq!(thread.status, super::super::ThreadStatus::Resolved);
     assert_eq!(store.restore(), whole);
 }
+
+// A runner's start: the stored view read entry by entry, letting go as it reads, is the
+// view restored whole and then committed; entries out of key order are refused.
+#[test]
+fn a_restore_that_lets_go_as_it_reads_equals_a_whole_restore_then_a_commit() {
+    let events = Workload::new(3).envelopes(10_000);
+    let (_, store, _) = live(&events, 16, 3);
+    let mut whole = store.restore();
+    whole.committed(16);
+    let mut restorer = ThreadView::restorer(&store.head, 16).expect("head decodes");
+    for (k, v) in &store.entries {
+        restorer.entry(k.clone(), v.clone()).expect("entry decodes");
+    }
+    let streamed = restorer.finish().expect("finishes");
+    assert!(whole.packet_count() > 2_000, "{}", whole.packet_count());
+    assert_eq!(streamed, whole, "same entries in memory, same let go");
+    assert!(streamed.packets_in_memory() <= 16 && streamed.threads_in_memory() <= 16);
+
+    let mut backwards = ThreadView::restorer(&store.head, 16).expect("head decodes");
+    let packets: Vec<_> = store.entries.iter().filter(|(k, _)| k[0] == b'p').collect();
+    backwards
+        .entry(packets[1].0.clone(), packets[1].1.clone())
+        .expect("first");
+    let late = backwards.entry(packets[0].0.clone(), packets[0].1.clone());
+    assert!(
+        late.is_err(),
+        "a packet before the last one read is refused"
+    );
+    let mut unknown = ThreadView::restorer(&store.head, 16).expect("head decodes");
+    assert!(unknown.entry(b"x1".to_vec(), vec![]).is_err());
+    assert!(ThreadView::restorer(b"not a head", 16).is_err());
+}
+
+// A commit must not wait while entries pile up: past PRESSING_ENTRIES waiting packets
+// the view asks for one, and a commit that let it keep `keep_hot` quiets it.
+#[test]
+fn many_waiting_packets_ask_for_a_commit() {
+    use orchestrata_schemas::events::cxp_traffic::PacketSent;
+
+    use crate::stored::PRESSING_ENTRIES;
+    use crate::testkit::{env, packet};
+    let mut view = ThreadView::default();
+    let mut store = Store::default();
+    let n = u64::try_from(PRESSING_ENTRIES).unwrap_or(0);
+    for seq in 0..=n {
+        assert!(!view.needs_commit(), "asked early, at {seq}");
+        let id = u128::from(seq) + 1;
+        view.apply(&env(
+            seq,
+            0,
+            PacketSent {
+                packet: packet(id, "one", "U:Ox", "U:Vz", 5),
+            },
+        ));
+    }
+    assert!(
+        view.needs_commit(),
+        "{} packets wait",
+        view.packets_in_memory()
+    );
+    store.commit(&mut view, 100);
+    assert!(!view.needs_commit());
+    assert_eq!(view.packets_in_memory(), 100);
+}
