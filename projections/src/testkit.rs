@@ -1,4 +1,4 @@
-//! Helpers of the unit tests: envelopes built by hand.
+//! Helpers of the unit tests: envelopes built by hand, and a store as a map.
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
@@ -53,4 +53,74 @@ pub fn packet(id: u128, thread: &str, from: &str, to: &str, priority: i32) -> Pa
 /// The JSON of a view (the byte-for-byte comparison form).
 pub fn json<V: serde::Serialize>(view: &V) -> String {
     serde_json::to_string(view).unwrap()
+}
+
+/// A view store as a map: what a view's commits leave behind, head and entries, used
+/// the way a runner uses its store.
+#[derive(Default)]
+pub struct Shelf {
+    pub head: Vec<u8>,
+    pub entries: std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+impl Shelf {
+    /// Commits as the runner does: takes the changes (all of them when `all`), stores
+    /// them, and tells the view they are stored, so it may let all but `keep_hot` go.
+    pub fn commit<V: crate::View>(&mut self, view: &mut V, all: bool, keep_hot: usize) {
+        let changes = view.take_changes(all).unwrap();
+        if all || changes.full {
+            self.entries.clear();
+        }
+        self.head = changes.head;
+        for (key, value) in changes.entries {
+            match value {
+                Some(value) => self.entries.insert(key, value),
+                None => self.entries.remove(&key),
+            };
+        }
+        view.committed(keep_hot);
+    }
+
+    /// What a runner does before applying `chunk`: hands back the let-go entries the
+    /// view asks for until it asks for none. Answers how many it read.
+    pub fn warm<V: crate::View>(&self, view: &mut V, chunk: &[Envelope]) -> usize {
+        let mut read = 0;
+        for _ in 0..4 {
+            let mut keys = Vec::new();
+            for e in chunk {
+                view.cold_keys(e, &mut keys);
+            }
+            keys.sort_unstable();
+            keys.dedup();
+            if keys.is_empty() {
+                return read;
+            }
+            read += keys.len();
+            let entries = keys
+                .into_iter()
+                .map(|k| {
+                    let v = self.entries[&k].clone();
+                    (k, v)
+                })
+                .collect();
+            view.warm(entries).unwrap();
+        }
+        panic!("the view kept asking for entries");
+    }
+
+    /// Warms, then applies `envelope`.
+    pub fn apply<V: crate::View>(&self, view: &mut V, envelope: &Envelope) {
+        self.warm(view, std::slice::from_ref(envelope));
+        view.apply(envelope);
+    }
+
+    /// The view as the store holds it.
+    pub fn restore<V: crate::View>(&self) -> V {
+        let entries = self
+            .entries
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        V::from_stored(&self.head, entries).unwrap()
+    }
 }

@@ -140,6 +140,18 @@ pub trait Restorer<V>: Send {
     fn finish(self: Box<Self>) -> Result<V, StoredError>;
 }
 
+/// Hands every entry to `restorer`, in order, and finishes it: a whole restore
+/// ([`View::from_stored`]) of a view that restores entry by entry.
+pub(crate) fn restore_all<V, R: Restorer<V> + 'static>(
+    mut restorer: R,
+    entries: Vec<StoredEntry>,
+) -> Result<V, StoredError> {
+    for (key, value) in entries {
+        restorer.entry(key, value)?;
+    }
+    Box::new(restorer).finish()
+}
+
 /// The default [`Restorer`]: every entry collected, then [`View::from_stored`].
 struct Collect<V> {
     head: Vec<u8>,

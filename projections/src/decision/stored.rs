@@ -66,11 +66,7 @@ impl DecisionIndex {
     }
 
     pub(super) fn restore(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
-        let mut restore = Restore::new(head, usize::MAX)?;
-        for (key, value) in entries {
-            restore.entry(key, value)?;
-        }
-        Box::new(restore).finish()
+        crate::view::restore_all(Restore::new(head, usize::MAX)?, entries)
     }
 }
 

@@ -1,10 +1,9 @@
-use std::collections::BTreeMap;
-
 use orchestrata_schemas::events::Envelope;
 use proptest::prelude::*;
 
 use crate::sample::Workload;
 use crate::stored::{StoredEntry, Touched};
+use crate::testkit::Shelf;
 use crate::{
     DecisionIndex, GraphView, PacketIndex, SessionView, ThreadView, View, VolkView, WorkflowView,
 };
@@ -12,66 +11,6 @@ use crate::{
 /// Entries a view that lets committed entries go keeps in memory in these tests: few,
 /// so that events about let-go entries are common.
 const HOT: usize = 8;
-
-/// A store as a map: what a view's commits leave behind, head and entries.
-#[derive(Default)]
-struct Shelf {
-    head: Vec<u8>,
-    entries: BTreeMap<Vec<u8>, Vec<u8>>,
-}
-
-impl Shelf {
-    /// Commits as the runner does: takes the changes, stores them, and tells the view
-    /// they are stored (it may then let entries go).
-    fn commit<V: View>(&mut self, view: &mut V, all: bool) {
-        let changes = view.take_changes(all).expect("encodes");
-        if all || changes.full {
-            self.entries.clear();
-        }
-        self.head = changes.head;
-        for (key, value) in changes.entries {
-            match value {
-                Some(value) => self.entries.insert(key, value),
-                None => self.entries.remove(&key),
-            };
-        }
-        view.committed(HOT);
-    }
-
-    /// Applies `envelope` as the runner does: first hands back the let-go entries the
-    /// view asks for.
-    fn apply<V: View>(&self, view: &mut V, envelope: &Envelope) {
-        for _ in 0..4 {
-            let mut keys = Vec::new();
-            view.cold_keys(envelope, &mut keys);
-            if keys.is_empty() {
-                break;
-            }
-            let entries = keys
-                .into_iter()
-                .map(|k| {
-                    let v = self
-                        .entries
-                        .get(&k)
-                        .cloned()
-                        .expect("a let-go entry is stored");
-                    (k, v)
-                })
-                .collect();
-            view.warm(entries).expect("decodes");
-        }
-        view.apply(envelope);
-    }
-
-    fn restore<V: View>(&self) -> V {
-        let entries = self
-            .entries
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        V::from_stored(&self.head, entries).expect("decodes")
-    }
-}
 
 fn json<V: View>(view: &V) -> String {
     serde_json::to_string(view).expect("view serializes")
@@ -87,11 +26,11 @@ fn restored_equals_folded<V: View + PartialEq + std::fmt::Debug>(
 ) {
     let mut shelf = Shelf::default();
     let mut view = V::default();
-    shelf.commit(&mut view, true);
+    shelf.commit(&mut view, true, HOT);
     for (i, envelope) in events.iter().enumerate() {
         shelf.apply(&mut view, envelope);
         if commits.contains(&i) {
-            shelf.commit(&mut view, false);
+            shelf.commit(&mut view, false, HOT);
         }
         if restarts.contains(&i) {
             // What a crash after the last commit leaves: the shelf (a loaded view lets
@@ -103,7 +42,7 @@ fn restored_equals_folded<V: View + PartialEq + std::fmt::Debug>(
             }
         }
     }
-    shelf.commit(&mut view, false);
+    shelf.commit(&mut view, false, HOT);
     let folded: V = crate::fold(events);
     assert_eq!(json(&shelf.restore::<V>()), json(&folded), "{}", V::NAME);
     assert_eq!(shelf.restore::<V>(), folded, "{}", V::NAME);
@@ -212,9 +151,9 @@ fn new_keys_come_last<V: View>(events: &[Envelope]) {
     for e in before {
         view.apply(e);
     }
-    shelf.commit(&mut view, true);
+    shelf.commit(&mut view, true, HOT);
     for e in after {
-        view.apply(e);
+        shelf.apply(&mut view, e);
     }
     let changes = view.take_changes(false).expect("encodes");
     let mut added = 0;

@@ -1,96 +1,34 @@
-use std::collections::BTreeMap;
-
 use orchestrata_schemas::events::Envelope;
 
 use super::super::{Held, PacketState, ThreadState, ThreadView};
 use crate::sample::Workload;
+use crate::testkit::Shelf;
 use crate::{fold, View};
 
-/// A store as a runner keeps one: entries by key, written by incremental commits.
-#[derive(Default)]
-struct Store {
-    head: Vec<u8>,
-    entries: BTreeMap<Vec<u8>, Vec<u8>>,
+/// A packet or thread found by the live view, read from `shelf` when let go of.
+fn packet(shelf: &Shelf, view: &ThreadView, id: &uuid::Uuid) -> Option<PacketState> {
+    match view.find_packet(id)? {
+        Held::Memory(p) => Some(p.clone()),
+        Held::Stored(key) => {
+            Some(ThreadView::decode_packet(&shelf.entries[&key]).expect("decodes"))
+        }
+    }
 }
 
-impl Store {
-    fn commit(&mut self, view: &mut ThreadView, keep_hot: usize) {
-        let changes = view.take_changes(false).expect("changes encode");
-        assert!(!changes.full, "the thread view tracks its changes");
-        self.head = changes.head;
-        for (key, value) in changes.entries {
-            match value {
-                Some(v) => self.entries.insert(key, v),
-                None => self.entries.remove(&key),
-            };
-        }
-        view.committed(keep_hot);
-    }
-
-    /// What a runner does before applying a chunk: asks for let-go entries until the
-    /// view asks for none, and hands them back.
-    fn warm(&self, view: &mut ThreadView, chunk: &[Envelope]) -> usize {
-        let mut read = 0;
-        for _ in 0..4 {
-            let mut keys = Vec::new();
-            for e in chunk {
-                view.cold_keys(e, &mut keys);
-            }
-            keys.sort_unstable();
-            keys.dedup();
-            if keys.is_empty() {
-                return read;
-            }
-            read += keys.len();
-            let entries = keys
-                .into_iter()
-                .map(|k| {
-                    let v = self
-                        .entries
-                        .get(&k)
-                        .cloned()
-                        .expect("a let-go entry is stored");
-                    (k, v)
-                })
-                .collect();
-            view.warm(entries).expect("entries decode");
-        }
-        panic!("the view kept asking for entries");
-    }
-
-    fn restore(&self) -> ThreadView {
-        let entries = self
-            .entries
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        ThreadView::from_stored(&self.head, entries).expect("restores")
-    }
-
-    fn packet(&self, view: &ThreadView, id: &uuid::Uuid) -> Option<PacketState> {
-        match view.find_packet(id)? {
-            Held::Memory(p) => Some(p.clone()),
-            Held::Stored(key) => {
-                Some(ThreadView::decode_packet(&self.entries[&key]).expect("decodes"))
-            }
-        }
-    }
-
-    fn thread(&self, view: &ThreadView, id: &str) -> Option<ThreadState> {
-        match view.find_thread(id)? {
-            Held::Memory(t) => Some(t.clone()),
-            Held::Stored(key) => {
-                Some(ThreadView::decode_thread(&self.entries[&key]).expect("decodes"))
-            }
+fn thread(shelf: &Shelf, view: &ThreadView, id: &str) -> Option<ThreadState> {
+    match view.find_thread(id)? {
+        Held::Memory(t) => Some(t.clone()),
+        Held::Stored(key) => {
+            Some(ThreadView::decode_thread(&shelf.entries[&key]).expect("decodes"))
         }
     }
 }
 
 /// Folds `events` in chunks the way a runner does with `keep_hot`, committing after
 /// every `per_commit` chunks; returns the live view and its store.
-fn live(events: &[Envelope], keep_hot: usize, per_commit: usize) -> (ThreadView, Store, usize) {
+fn live(events: &[Envelope], keep_hot: usize, per_commit: usize) -> (ThreadView, Shelf, usize) {
     let mut view = ThreadView::default();
-    let mut store = Store::default();
+    let mut store = Shelf::default();
     let mut read = 0;
     for (i, chunk) in events.chunks(64).enumerate() {
         read += store.warm(&mut view, chunk);
@@ -98,12 +36,12 @@ fn live(events: &[Envelope], keep_hot: usize, per_commit: usize) -> (ThreadView,
             view.apply_owned(e.clone());
         }
         if i % per_commit == per_commit - 1 {
-            store.commit(&mut view, keep_hot);
+            store.commit(&mut view, false, keep_hot);
             assert!(view.packets_in_memory() <= keep_hot);
             assert!(view.threads_in_memory() <= keep_hot);
         }
     }
-    store.commit(&mut view, keep_hot);
+    store.commit(&mut view, false, keep_hot);
     (view, store, read)
 }
 
@@ -126,22 +64,22 @@ fn a_view_that_lets_entries_go_answers_and_stores_exactly_what_the_whole_fold_do
     // Every packet and thread, wherever it is, equals the whole fold's.
     for (_, id) in &whole.by_sequence {
         assert_eq!(
-            store.packet(&view, id).as_ref(),
+            packet(&store, &view, id).as_ref(),
             whole.packet(id),
             "packet {id}"
         );
     }
     for t in whole.threads.sorted() {
-        let got = store.thread(&view, &t.thread_id).expect("thread found");
+        let got = thread(&store, &view, &t.thread_id).expect("thread found");
         assert_eq!(&got, t, "thread {}", t.thread_id);
         for id in &got.packets {
-            assert!(store.packet(&view, id).is_some(), "its packet {id}");
+            assert!(packet(&store, &view, id).is_some(), "its packet {id}");
         }
     }
     assert!(view.find_packet(&uuid::Uuid::nil()).is_none());
     assert!(view.find_thread("no such thread").is_none());
     // What the store holds is the whole view, byte for byte.
-    let restored = store.restore();
+    let restored: ThreadView = store.restore();
     assert_eq!(restored, whole);
     assert_eq!(
         serde_json::to_string(&restored).expect("json"),
@@ -174,9 +112,9 @@ fn changes_stay_taken_until_the_store_confirms_them_and_a_let_go_view_refuses_a_
         keys(&failed),
         "the same entries are handed out again"
     );
-    store.commit(&mut view, 8);
+    store.commit(&mut view, false, 8);
     let whole: ThreadView = fold(&events);
-    assert_eq!(store.restore(), whole);
+    assert_eq!(store.restore::<ThreadView>(), whole);
     let nothing = view.take_changes(false).expect("changes");
     assert!(
         nothing.entries.is_empty(),
@@ -246,12 +184,12 @@ fn the_last_archive_reads_back_every_packet_of_its_thread() {
     // One event per chunk, a commit after each, one packet kept in memory.
     let (view, store, read) = {
         let mut view = ThreadView::default();
-        let mut store = Store::default();
+        let mut store = Shelf::default();
         let mut read = 0;
         for e in &events {
             read += store.warm(&mut view, std::slice::from_ref(e));
             view.apply(e);
-            store.commit(&mut view, 1);
+            store.commit(&mut view, false, 1);
         }
         (view, store, read)
     };
@@ -259,9 +197,9 @@ fn the_last_archive_reads_back_every_packet_of_its_thread() {
         read >= 2,
         "the last archive read the other two packets back: {read}"
     );
-    let thread = store.thread(&view, TH).expect("thread");
+    let thread = thread(&store, &view, TH).expect("thread");
     assert_eq!(thread.status, super::super::ThreadStatus::Resolved);
-    assert_eq!(store.restore(), whole);
+    assert_eq!(store.restore::<ThreadView>(), whole);
 }
 
 // A runner's start: the stored view read entry by entry, letting go as it reads, is the
@@ -270,7 +208,7 @@ fn the_last_archive_reads_back_every_packet_of_its_thread() {
 fn a_restore_that_lets_go_as_it_reads_equals_a_whole_restore_then_a_commit() {
     let events = Workload::new(3).envelopes(10_000);
     let (_, store, _) = live(&events, 16, 3);
-    let mut whole = store.restore();
+    let mut whole: ThreadView = store.restore();
     whole.committed(16);
     let mut restorer = ThreadView::restorer(&store.head, 16).expect("head decodes");
     for (k, v) in &store.entries {
@@ -305,7 +243,7 @@ fn many_waiting_packets_ask_for_a_commit() {
     use crate::stored::PRESSING_ENTRIES;
     use crate::testkit::{env, packet};
     let mut view = ThreadView::default();
-    let mut store = Store::default();
+    let mut store = Shelf::default();
     let n = u64::try_from(PRESSING_ENTRIES).unwrap_or(0);
     for seq in 0..=n {
         assert!(!view.needs_commit(), "asked early, at {seq}");
@@ -323,7 +261,7 @@ fn many_waiting_packets_ask_for_a_commit() {
         "{} packets wait",
         view.packets_in_memory()
     );
-    store.commit(&mut view, 100);
+    store.commit(&mut view, false, 100);
     assert!(!view.needs_commit());
     assert_eq!(view.packets_in_memory(), 100);
 }
