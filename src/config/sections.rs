@@ -5,7 +5,8 @@
 //! kernel:      { node: kernel-1, inbox_capacity: 10000, max_retries: 3,
 //!                backoff_base_ms: 1000, backoff_max_ms: 60000, max_batch: 1024,
 //!                register_roster: true }
-//! projections: { views_dir: ./data/views, batch_events: 10000, batch_ms: 200 }
+//! projections: { views_dir: ./data/views, batch_events: 10000, batch_ms: 200,
+//!                store_cache_mb: 64, hot_entries: 4096 }  # hot: threads, packets, decisions kept in memory
 //! governance:  { policy_dir: ./policy, cache_capacity: 10000, timeout_ms: 2000,
 //!                inference_limit: 1000000 }
 //! logging:     { format: auto, level: info, modules: { orchestrata::gateway: debug } }
