@@ -56,6 +56,7 @@ fn lookup(c: &mut Criterion) {
     let view: ThreadView = fold(&all);
     let ids: Vec<String> = view
         .threads(&Default::default(), &PageRequest::first(1000))
+        .expect("a folded view holds every thread")
         .items
         .iter()
         .map(|t| t.thread_id.clone())

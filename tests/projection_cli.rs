@@ -43,6 +43,7 @@ async fn prepared(dir: &Path, n: usize) -> (String, ThreadView, u64) {
         .expect("rebuild");
     let thread = view
         .threads(&Default::default(), &PageRequest::first(1))
+        .expect("a rebuilt view holds every thread")
         .items
         .first()
         .map(|t| t.thread_id.clone())

@@ -42,7 +42,7 @@ use uuid::Uuid;
 use crate::{Checkpoint, Transition};
 use table::{Keyed, Table};
 
-pub use query::{PacketQuery, ThreadQuery};
+pub use query::{LetGo, PacketQuery, ThreadQuery};
 
 /// Days without any event after which a thread counts as archived.
 pub const ARCHIVE_AFTER_DAYS: i64 = 30;

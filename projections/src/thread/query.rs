@@ -51,6 +51,17 @@ impl PacketQuery {
     }
 }
 
+/// A search over every packet or thread, refused by a view that let some go (a live
+/// view keeps only recent entries in memory; the rest are in its store).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the view keeps {packets} packets and {threads} threads in its store only: search a view folded or loaded whole")]
+pub struct LetGo {
+    /// Packets only in the store.
+    pub packets: usize,
+    /// Threads only in the store.
+    pub threads: usize,
+}
+
 /// A thread search; every field set narrows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadQuery {
@@ -140,11 +151,32 @@ impl ThreadView {
     /// Packets matching `query`, in send order, one page at a time.
     ///
     /// Uses the narrowest index the query allows (thread, sender, recipient), then
-    /// filters the rest. Searches the packets in memory: all of them in a view folded
-    /// or restored whole (rebuilds, `projections show`), the recent ones in a view a
-    /// runner keeps live (which answers single packets and threads through
+    /// filters the rest. Only a view that holds every packet and thread can search them
+    /// all (one folded or restored whole: rebuilds, `projections show`); a view a runner
+    /// keeps live, which lets old entries go, refuses with [`LetGo`] rather than answer
+    /// part of the history (it answers single packets and threads through
     /// [`find_packet`](Self::find_packet) and [`find_thread`](Self::find_thread)).
-    pub fn packets(&self, query: &PacketQuery, page: &PageRequest) -> Page<&PacketState> {
+    pub fn packets(
+        &self,
+        query: &PacketQuery,
+        page: &PageRequest,
+    ) -> Result<Page<&PacketState>, LetGo> {
+        self.whole()?;
+        Ok(self.search_packets(query, page))
+    }
+
+    /// Whether the view holds every entry; [`LetGo`] says how many it let go of.
+    pub fn whole(&self) -> Result<(), LetGo> {
+        if self.cold_packets.is_empty() && self.cold_threads.is_empty() {
+            return Ok(());
+        }
+        Err(LetGo {
+            packets: self.cold_packets.len(),
+            threads: self.cold_threads.len(),
+        })
+    }
+
+    fn search_packets(&self, query: &PacketQuery, page: &PageRequest) -> Page<&PacketState> {
         let start = page.start();
         let by_seq = |seqs: &mut dyn Iterator<Item = u64>| -> Page<&PacketState> {
             page.collect(
@@ -189,10 +221,16 @@ impl ThreadView {
     }
 
     /// Threads matching `query`, in order of thread id, one page at a time (the cursor
-    /// is the position in that order).
-    pub fn threads(&self, query: &ThreadQuery, page: &PageRequest) -> Page<&ThreadState> {
+    /// is the position in that order). Like [`packets`](Self::packets), only on a view
+    /// that holds every entry ([`LetGo`] otherwise).
+    pub fn threads(
+        &self,
+        query: &ThreadQuery,
+        page: &PageRequest,
+    ) -> Result<Page<&ThreadState>, LetGo> {
+        self.whole()?;
         let start = page.start();
-        page.collect(
+        Ok(page.collect(
             self.threads
                 .sorted()
                 .enumerate()
@@ -207,7 +245,7 @@ impl ThreadView {
                             .is_none_or(|p| t.participants.contains(p))
                 })
                 .map(|(i, t)| (i as u64, t)),
-        )
+        ))
     }
 }
 

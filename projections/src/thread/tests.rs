@@ -342,6 +342,7 @@ fn packet_queries_filter_and_paginate_in_send_order() {
     let view: ThreadView = fold(&conversation());
     let ids = |q: &PacketQuery| -> Vec<u128> {
         view.packets(q, &PageRequest::first(100))
+            .expect("a whole view")
             .items
             .iter()
             .map(|p| p.packet.message_id.as_u128())
@@ -431,7 +432,9 @@ fn packet_queries_filter_and_paginate_in_send_order() {
     let mut seen = Vec::new();
     let mut page = PageRequest::first(1);
     loop {
-        let result = view.packets(&PacketQuery::default(), &page);
+        let result = view
+            .packets(&PacketQuery::default(), &page)
+            .expect("a whole view");
         seen.extend(result.items.iter().map(|p| p.packet.message_id.as_u128()));
         match result.next {
             Some(cursor) => page = PageRequest::after(cursor, 1),
@@ -444,12 +447,22 @@ fn packet_queries_filter_and_paginate_in_send_order() {
         status: Some(ThreadStatus::Active),
         participant: Some("U:Vz".into()),
     };
-    assert_eq!(view.threads(&q, &PageRequest::first(10)).items.len(), 1);
+    assert_eq!(
+        view.threads(&q, &PageRequest::first(10))
+            .expect("a whole view")
+            .items
+            .len(),
+        1
+    );
     let q = ThreadQuery {
         status: Some(ThreadStatus::Resolved),
         participant: None,
     };
-    assert!(view.threads(&q, &PageRequest::first(10)).items.is_empty());
+    assert!(view
+        .threads(&q, &PageRequest::first(10))
+        .expect("a whole view")
+        .items
+        .is_empty());
 }
 
 // REQ-004-INTG-011

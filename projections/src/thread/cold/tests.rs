@@ -265,3 +265,30 @@ fn many_waiting_packets_ask_for_a_commit() {
     assert!(!view.needs_commit());
     assert_eq!(view.packets_in_memory(), 100);
 }
+
+// A search over every packet or thread is refused by a view that let entries go,
+// rather than answered from the recent ones only; a whole view answers it.
+#[test]
+fn searches_over_everything_need_a_whole_view() {
+    use crate::thread::{LetGo, PacketQuery, ThreadQuery};
+    use crate::PageRequest;
+    let events = Workload::new(9).envelopes(4_000);
+    let whole: ThreadView = fold(&events);
+    let page = PageRequest::first(10_000);
+    let all = whole
+        .packets(&PacketQuery::default(), &page)
+        .expect("whole");
+    assert_eq!(all.items.len(), whole.packet_count());
+    assert!(whole.threads(&ThreadQuery::default(), &page).is_ok());
+    let (live, _, _) = live(&events, 16, 3);
+    let refused = live.packets(&PacketQuery::default(), &page);
+    let Err(LetGo { packets, threads }) = refused else {
+        panic!("a live view searched part of the history");
+    };
+    assert_eq!(packets + live.packets_in_memory(), whole.packet_count());
+    assert_eq!(threads + live.threads_in_memory(), whole.thread_count());
+    assert!(live.threads(&ThreadQuery::default(), &page).is_err());
+    assert!(LetGo { packets, threads }
+        .to_string()
+        .contains("store only"));
+}
