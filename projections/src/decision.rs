@@ -156,8 +156,7 @@ impl View for DecisionIndex {
     }
 
     fn needs_commit(&self) -> bool {
-        self.summaries.len() - self.saved.0.min(self.summaries.len())
-            > crate::stored::PRESSING_ENTRIES
+        self.summaries.len().saturating_sub(self.saved.0) > crate::stored::PRESSING_ENTRIES
     }
 
     fn from_stored(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {

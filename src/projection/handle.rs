@@ -37,13 +37,10 @@ impl ViewHandle<DecisionIndex> {
     /// (the index lets bodies go once they are committed). Read it without holding
     /// [`read`](Self::read)'s guard.
     pub fn stored_decision(&self, sequence: u64) -> Result<DecisionEntry, ProjectionError> {
-        let name = DecisionIndex::NAME;
-        let corrupt = |reason: String| self.store.corrupt(name, reason);
-        let bytes = self
-            .store
-            .entry(name, &DecisionIndex::stored_key(sequence))?
-            .ok_or_else(|| corrupt(format!("decision at sequence {sequence} is not stored")))?;
-        DecisionIndex::decode_stored(&bytes).map_err(|e| corrupt(e.to_string()))
+        self.stored(
+            &DecisionIndex::stored_key(sequence),
+            DecisionIndex::decode_stored,
+        )
     }
 }
 
@@ -91,23 +88,20 @@ impl ViewHandle<ThreadView> {
         }
         Ok(Some((thread, packets)))
     }
+}
 
+impl<V: View> ViewHandle<V> {
+    /// Entry `key` the view let go of, read from the store and decoded (outside the
+    /// view's lock).
     fn stored<T>(
         &self,
         key: &[u8],
         decode: fn(&[u8]) -> Result<T, orchestrata_projections::StoredError>,
     ) -> Result<T, ProjectionError> {
-        let name = ThreadView::NAME;
-        let corrupt = |reason: String| self.store.corrupt(name, reason);
-        let bytes = self
-            .store
-            .entry(name, key)?
-            .ok_or_else(|| corrupt(format!("entry {key:?} the view let go of is not stored")))?;
-        decode(&bytes).map_err(|e| corrupt(e.to_string()))
+        let bytes = self.store.let_go_entry(V::NAME, key)?;
+        decode(&bytes).map_err(|e| self.store.corrupt(V::NAME, e.to_string()))
     }
-}
 
-impl<V: View> ViewHandle<V> {
     /// Read access to the live view. Hold the guard briefly: the runner waits for it
     /// before applying more events.
     pub fn read(&self) -> RwLockReadGuard<'_, V> {

@@ -245,9 +245,7 @@ impl<V: View> Fold<V> {
             keys.dedup();
             let mut entries = Vec::with_capacity(keys.len());
             for key in keys {
-                let value = self.store.entry(V::NAME, &key)?.ok_or_else(|| {
-                    corrupt(format!("entry {key:?} the view let go of is not stored"))
-                })?;
+                let value = self.store.let_go_entry(V::NAME, &key)?;
                 entries.push((key, value));
             }
             self.view

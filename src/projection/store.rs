@@ -429,6 +429,21 @@ impl ViewStore {
         })
     }
 
+    /// Entry `key` that view `name` let go of: it must be stored (the view lets go
+    /// only of what a commit confirmed), so a missing one is a corrupt store.
+    pub(super) fn let_go_entry(
+        &self,
+        name: ViewName,
+        key: &[u8],
+    ) -> Result<Vec<u8>, ProjectionError> {
+        self.entry(name, key)?.ok_or_else(|| {
+            self.corrupt(
+                name,
+                format!("entry {key:?} the view let go of is not stored"),
+            )
+        })
+    }
+
     /// The stored checkpoint of view `name`, without reading the view.
     pub fn checkpoint(&self, name: ViewName) -> Result<Option<StoredCheckpoint>, ProjectionError> {
         let Some(bytes) = self.get(checkpoint_key(name.as_str()).as_bytes())? else {
