@@ -3,7 +3,6 @@
 
 mod kernel_common;
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -93,14 +92,14 @@ async fn full_conversation_concierge_orchestrator_vizint_concierge() {
         .all(|p| p.delivery_status() == DeliveryStatus::Acknowledged));
     let participants = h
         .kernel
-        .read(move |s| s.thread(&thread).map(|t| t.participants.clone()))
+        .read(move |s| {
+            s.thread(&thread)
+                .map(|t| t.participants.iter().map(str::to_owned).collect::<Vec<_>>())
+        })
         .await
         .expect("read")
         .expect("thread");
-    assert_eq!(
-        participants,
-        BTreeSet::from(["U:Cx".into(), "U:Ox".into(), "U:Vz".into()])
-    );
+    assert_eq!(participants, ["U:Cx", "U:Ox", "U:Vz"]);
 }
 
 // REQ-005-US-002-001 REQ-005-US-006-001 REQ-004-US-009-005

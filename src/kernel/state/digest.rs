@@ -48,7 +48,7 @@ impl KernelState {
             .packets
             .iter()
             .map(|(id, p)| {
-                let mut p = p.clone();
+                let mut p = PacketState::clone(p);
                 if p.packet.delivery_status() != DeliveryStatus::Queued {
                     p.queued_as = None;
                 }

@@ -83,7 +83,9 @@ impl KernelState {
             }
             Event::ThreadOpened(e) => {
                 let thread = self.thread_entry(&e.thread_id, at);
-                thread.participants.extend(e.participants.iter().cloned());
+                for who in &e.participants {
+                    thread.participants.insert(who);
+                }
             }
             Event::ThreadClosed(e) => self.thread_status(&e.thread_id, ThreadStatus::Closed, at),
             Event::ThreadReopened(e) => self.thread_status(&e.thread_id, ThreadStatus::Active, at),
@@ -202,17 +204,17 @@ impl KernelState {
         let queued_at = cxp.timestamp();
         self.packets.insert(
             id,
-            PacketState {
+            Box::new(PacketState {
                 packet: cxp,
                 session: session.clone(),
                 in_reply_to: packet.in_reply_to,
                 queued_at,
                 queued_as: None,
-            },
+            }),
         );
         let thread = self.thread_entry(&thread_id, at);
-        thread.participants.insert(from);
-        thread.participants.insert(to);
+        thread.participants.insert(&from);
+        thread.participants.insert(&to);
         thread.packets.push(id);
         thread.session = session.clone();
         if let Some(s) = session.and_then(|s| self.sessions.get_mut(&s)) {

@@ -12,6 +12,7 @@
 //! yet acknowledged. Its size is what `inbox_capacity` bounds.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::cxp::{CxpPacket, DeliveryStatus, Priority, VolkAlias};
@@ -43,6 +44,22 @@ impl PartialOrd for QueueKey {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
+}
+
+/// Stale entries a queue may carry beyond twice its live ones before it is compacted.
+/// Serving drops stale entries only at the head, so a recipient that never reads (or
+/// whose packets fail, or change priority, while queued) would keep one entry per
+/// packet ever queued for it; compacting when stale entries outnumber live ones keeps
+/// the queue within about twice its live size, at an amortized constant cost per push.
+const STALE_SLACK: usize = 1024;
+
+/// Whether `key` is its packet's live queue entry: the packet is still queued, at the
+/// time and priority the entry carries.
+fn live_key(packets: &HashMap<Uuid, Box<super::PacketState>>, key: &QueueKey) -> bool {
+    packets.get(&key.id).is_some_and(|s| {
+        s.packet.delivery_status() == DeliveryStatus::Queued
+            && s.queued_as == Some((key.timestamp, key.priority))
+    })
 }
 
 impl KernelState {
@@ -86,7 +103,15 @@ impl KernelState {
             id: packet.message_id(),
         };
         state.queued_as = Some((key.timestamp, key.priority));
-        self.queues.entry(packet.to_agent()).or_default().push(key);
+        let to = packet.to_agent();
+        let queue = self.queues.entry(to).or_default();
+        queue.push(key);
+        let live = self.queued.get(&to).copied().unwrap_or(0);
+        if queue.len() > STALE_SLACK + 2 * live {
+            let packets = &self.packets;
+            queue.retain(|k| live_key(packets, k));
+            queue.shrink_to(2 * queue.len());
+        }
     }
 
     /// Packets `alias` holds now: queued for it plus delivered and unacknowledged.
@@ -107,11 +132,7 @@ impl KernelState {
         let queue = self.queues.get_mut(&alias)?;
         while let Some(top) = queue.peek() {
             let id = top.id;
-            let live = self.packets.get(&id).is_some_and(|s| {
-                s.packet.delivery_status() == DeliveryStatus::Queued
-                    && s.queued_as == Some((top.timestamp, top.priority))
-            });
-            if live {
+            if live_key(&self.packets, top) {
                 return Some(id);
             }
             queue.pop();
@@ -138,7 +159,7 @@ impl KernelState {
             .get(&alias)
             .into_iter()
             .flatten()
-            .filter_map(|id| self.packets.get(id))
+            .filter_map(|id| self.packets.get(id).map(|p| &**p))
             .collect();
         v.sort_by(|a, b| {
             b.packet
@@ -154,6 +175,74 @@ impl KernelState {
 #[cfg(test)]
 mod tests {
     use std::collections::BinaryHeap;
+
+    use chrono::{Duration, Utc};
+    use orchestrata_schemas::cxp::{DeliveryStatus as Status, WorkStatus};
+    use orchestrata_schemas::events::cxp_traffic::{PacketFailed, PacketSent};
+    use orchestrata_schemas::events::fields::Json;
+    use orchestrata_schemas::events::types::{Packet, PacketPayload};
+    use orchestrata_schemas::events::EventRecord;
+
+    use super::{KernelState, STALE_SLACK};
+
+    /// A recipient that never reads its queue while most packets to it fail (the shape
+    /// of a full inbox under load): the queue keeps about twice its live packets, not
+    /// one entry per packet ever queued, and still serves the live ones in order.
+    #[test]
+    fn a_queue_nobody_reads_stays_within_twice_its_live_packets() {
+        let start = Utc
+            .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
+            .single()
+            .expect("time");
+        let mut state = KernelState::new(3);
+        let vz = VolkAlias::parse("U:Vz").expect("alias");
+        let mut live = Vec::new();
+        for i in 0..6_000u128 {
+            let at = start + Duration::milliseconds(i as i64);
+            let packet = Packet {
+                message_id: uuid::Uuid::from_u128(i + 1),
+                from_agent: "U:Ox".into(),
+                to_agent: "U:Vz".into(),
+                thread_id: format!("t-{i}"),
+                subject: "s".into(),
+                payload: PacketPayload::Json(serde_json::json!({}).into()),
+                created_at: at,
+                priority: 5,
+                delivery_status: Status::Queued,
+                work_status: WorkStatus::Pending,
+                protocol_version: "1.0.0".into(),
+                in_reply_to: None,
+                metadata: Json::default(),
+            };
+            let id = packet.message_id;
+            state.apply(&EventRecord::new("test", "k", PacketSent { packet }, at));
+            if i % 10 == 0 {
+                live.push(id);
+                continue;
+            }
+            let failed = PacketFailed {
+                message_id: id,
+                thread_id: format!("t-{i}"),
+                reason: "inbox full".into(),
+                retry_count: 3,
+                will_retry: false,
+            };
+            state.apply(&EventRecord::new("test", "k", failed, at));
+        }
+        assert_eq!(state.mailbox_len(vz), live.len());
+        let entries = state.queues.get(&vz).map_or(0, |q| q.len());
+        assert!(
+            entries <= STALE_SLACK + 2 * live.len() + 1,
+            "{entries} queue entries for {} live packets",
+            live.len()
+        );
+        let mut served = Vec::new();
+        while let Some(id) = state.next_queued(vz) {
+            served.push(id);
+            state.pop_queued(vz);
+        }
+        assert_eq!(served, live, "live packets served in queue order");
+    }
 
     use chrono::TimeZone;
     use orchestrata_schemas::cxp::{CxpPacket, Priority, PriorityQueue, VolkAlias};
