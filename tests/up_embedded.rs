@@ -15,10 +15,6 @@ use support::ws::{http_get, Ws};
 
 const TOKEN: &str = "embedded-up-test-token";
 
-fn start(data: &Path, port: u16) -> Up {
-    start_with(data, port, &[])
-}
-
 /// `up` with more environment variables (e.g. config overrides).
 fn start_with(data: &Path, port: u16, env: &[(&str, &str)]) -> Up {
     Up::start(data, port, TOKEN, &[], env)
@@ -50,7 +46,9 @@ fn line<'a>(lines: &'a [Value], message: &str) -> &'a Value {
 async fn embedded_up_serves_every_component_and_logs_ids_as_json() {
     let data = tempfile::tempdir().expect("temp dir");
     let port = support::free_port();
-    let up = start(data.path(), port);
+    // Per-packet lines are debug (one per send would flood an operator's logs).
+    let filter = ("RUST_LOG", "info,orchestrata::gateway::handlers::cxp=debug");
+    let up = start_with(data.path(), port, &[filter]);
     let addr = format!("127.0.0.1:{port}").parse().expect("addr");
     let (status, body) = http_get(addr, "/ready").await;
     assert_eq!(status, 200, "{body}");

@@ -102,13 +102,13 @@ pub async fn send(call: Call) -> RpcResult {
         "events": outcome.event_types(),
     });
     if outcome.duplicate {
-        tracing::info!(%message_id, from, to = %p.target, "packet send repeated (idempotency key): nothing sent now");
+        tracing::debug!(%message_id, from, to = %p.target, "packet send repeated (idempotency key): nothing sent now");
         // The first attempt's packet as it stands now; `sequence` is its `packet_sent`.
         answer["sequence"] = state["sequence"].clone();
         answer["duplicate"] = json!(true);
         return Ok(answer);
     }
-    tracing::info!(
+    tracing::debug!(
         %message_id,
         thread_id = %state["packet"]["thread_id"].as_str().unwrap_or_default(),
         from,
@@ -257,7 +257,7 @@ pub async fn ack(call: Call) -> RpcResult {
         .settle(&views.threads, &outcome, Stream::CxpTraffic)
         .await?;
     let state = packet_json(&views, &p.message_id)?;
-    tracing::info!(
+    tracing::debug!(
         message_id = %p.message_id,
         thread_id = %state["packet"]["thread_id"].as_str().unwrap_or_default(),
         by = %by,
@@ -301,7 +301,7 @@ pub async fn work(call: Call) -> RpcResult {
         .settle(&views.threads, &outcome, Stream::CxpTraffic)
         .await?;
     let state = packet_json(&views, &p.message_id)?;
-    tracing::info!(
+    tracing::debug!(
         message_id = %p.message_id,
         thread_id = %state["packet"]["thread_id"].as_str().unwrap_or_default(),
         work_status = %state["work_status"].as_str().unwrap_or_default(),
