@@ -188,7 +188,11 @@ impl Dirty {
 /// remembers only that it lost track, so its next commit is a full one.
 #[derive(Debug, Clone, Default)]
 pub struct Touched {
-    keys: std::collections::BTreeSet<String>,
+    /// Hashed, not ordered: a view marks on every event, mostly keys already marked
+    /// (the Volks of every packet), and a tree of long ids with shared prefixes
+    /// (`packet:…`, `SENT_BY:packet:…`) paid a dozen string compares per mark — 4 % of
+    /// a server's CPU under pipelined sends. Ordered once, at [`take`](Touched::take).
+    keys: std::collections::HashSet<String>,
     lost: bool,
 }
 
@@ -220,7 +224,7 @@ impl Touched {
     /// nothing stays marked.
     pub fn take(&mut self) -> (std::collections::BTreeSet<String>, bool) {
         let lost = std::mem::take(&mut self.lost);
-        (std::mem::take(&mut self.keys), lost)
+        (std::mem::take(&mut self.keys).into_iter().collect(), lost)
     }
 }
 
