@@ -76,52 +76,51 @@ pub(super) struct PendingPackets {
 }
 
 impl PendingPackets {
-    /// Takes `change` if it is a packet fact change (then it waits); `false` for every
-    /// other change, which the caller applies now. Notes floor changes on the way.
-    pub(super) fn offer(&mut self, change: &FactChange) -> bool {
+    /// Takes `change` if it is a packet fact change (then it waits, moved, not
+    /// copied: a packet fact is eleven strings); hands every other change back for the
+    /// caller to apply now. Notes floor changes on the way.
+    pub(super) fn offer(&mut self, change: FactChange) -> Option<FactChange> {
         match change {
             FactChange::Assert(Fact::Floor(floor)) => {
-                self.floor = *floor;
-                false
+                self.floor = floor;
+                Some(FactChange::Assert(Fact::Floor(floor)))
             }
             FactChange::Retract(Fact::Packet(old)) => {
                 let entry = self.waiting.entry(old.message_id.clone()).or_default();
                 if entry.packet.is_none() && entry.held.is_none() {
-                    entry.held = Some(old.clone());
+                    entry.held = Some(old);
                 }
                 entry.packet = None;
-                true
+                None
             }
             FactChange::Assert(Fact::Packet(new)) => {
-                self.waiting
-                    .entry(new.message_id.clone())
-                    .or_default()
-                    .packet = Some(new.clone());
-                true
+                let id = new.message_id.clone();
+                self.waiting.entry(id).or_default().packet = Some(new);
+                None
             }
             FactChange::Assert(Fact::DeliveryStatus(id, status, at)) => {
-                self.waiting.entry(id.clone()).or_default().delivery = Some((status.clone(), *at));
-                true
+                self.waiting.entry(id).or_default().delivery = Some((status, at));
+                None
             }
             FactChange::Assert(Fact::WorkStatus(id, status, at)) => {
-                self.waiting.entry(id.clone()).or_default().work = Some((status.clone(), *at));
-                true
+                self.waiting.entry(id).or_default().work = Some((status, at));
+                None
             }
             FactChange::Retract(Fact::DeliveryStatus(id, status, at)) => {
-                let entry = self.waiting.entry(id.clone()).or_default();
+                let entry = self.waiting.entry(id).or_default();
                 if entry.delivery.is_none() && entry.held_delivery.is_none() {
-                    entry.held_delivery = Some((status.clone(), *at));
+                    entry.held_delivery = Some((status, at));
                 }
-                true
+                None
             }
             FactChange::Retract(Fact::WorkStatus(id, status, at)) => {
-                let entry = self.waiting.entry(id.clone()).or_default();
+                let entry = self.waiting.entry(id).or_default();
                 if entry.work.is_none() && entry.held_work.is_none() {
-                    entry.held_work = Some((status.clone(), *at));
+                    entry.held_work = Some((status, at));
                 }
-                true
+                None
             }
-            _ => false,
+            other => Some(other),
         }
     }
 

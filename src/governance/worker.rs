@@ -209,7 +209,7 @@ pub(super) fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
 fn run_job(ev: &mut Evaluator, job: Job, health: &Health) -> Result<(), Panicked> {
     match job {
         Job::Apply(changes, reply) => {
-            let Some(result) = guarded(|| ev.apply_measured(&changes)) else {
+            let Some(result) = guarded(|| ev.apply_measured(changes)) else {
                 return Err(Panicked::Apply(reply));
             };
             let result = result.map(|cost| {

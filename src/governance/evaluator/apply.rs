@@ -16,7 +16,7 @@ impl Evaluator {
     /// Asserts and retracts facts, in order, a batch per goal (see [`fact_goals`]
     /// for how packet facts are kept).
     pub fn apply(&mut self, changes: &[FactChange]) -> Result<(), GovernanceError> {
-        self.apply_measured(changes).map(|_| ())
+        self.apply_measured(changes.to_vec()).map(|_| ())
     }
 
     /// [`Evaluator::apply`], returning what the goals are estimated to have left in
@@ -25,15 +25,18 @@ impl Evaluator {
     /// Packet changes wait (`pending.rs`) unless too many do; the rest run now.
     pub(in crate::governance) fn apply_measured(
         &mut self,
-        changes: &[FactChange],
+        changes: Vec<FactChange>,
     ) -> Result<u64, GovernanceError> {
         let (pending, fresh) = (&mut self.pending, &self.fresh);
-        let now: Vec<FactChange> = changes
-            .iter()
+        let mut now = Vec::new();
+        for change in changes {
             // A packet compiled alone for a read keeps being applied at once.
-            .filter(|c| packet_of(c).is_some_and(|id| fresh.contains(id)) || !pending.offer(c))
-            .cloned()
-            .collect();
+            if packet_of(&change).is_some_and(|id| fresh.contains(id)) {
+                now.push(change);
+            } else if let Some(change) = pending.offer(change) {
+                now.push(change);
+            }
+        }
         let mut cost = self.run_changes(&now)?;
         if self.pending.must_apply() {
             cost += self.flush()?;
