@@ -185,6 +185,7 @@ mod tests {
 
     use super::{KernelState, STALE_SLACK};
 
+    // ISSUE-18: the kernel's memory follows live packets, not every packet ever queued
     /// A recipient that never reads its queue while most packets to it fail (the shape
     /// of a full inbox under load): the queue keeps about twice its live packets, not
     /// one entry per packet ever queued, and still serves the live ones in order.
