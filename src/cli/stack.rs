@@ -1,6 +1,8 @@
 //! The components one `orchestrata up` process runs, started in dependency order and
 //! stopped in reverse: kernel (with governance and the commands consumer), projection
-//! runner, workflows, gateway — whichever of them its role includes.
+//! runner, workflows, gateway — whichever of them its role includes. The kernel's
+//! rebuild from the log runs on its own task beside governance's start and the views'
+//! load (each folds the history at a restart); it takes commands only once governed.
 //!
 //! | role        | kernel | governance | views                    | gateway's kernel     |
 //! |-------------|--------|------------|--------------------------|----------------------|
@@ -80,16 +82,27 @@ pub(super) async fn start_governance(
     Ok(governance)
 }
 
-/// Starts the kernel under `governance`: records `kernel started`, rebuilds the
-/// aggregate, registers the roster on a fresh log, executes the `commands` stream,
-/// enforces retention and supervises junior lifespans.
-pub(super) async fn start_kernel(
+/// A kernel whose aggregate is rebuilt and whose writer runs, not governed yet: what
+/// [`boot_kernel`] hands to [`start_kernel`].
+pub(super) struct BootedKernel {
+    kernel: Kernel,
+    report: crate::kernel::StartReport,
+    node: String,
+    clock: Arc<crate::kernel::TokioClock>,
+    retention: tokio::task::JoinHandle<()>,
+}
+
+/// Records `kernel started`, rebuilds the aggregate from the log, registers the
+/// roster on a fresh log and enforces retention — everything of the kernel's start
+/// that does not need governance, so `up` runs it beside governance's own fold of the
+/// log (each reads the whole history at a restart: one core each instead of one after
+/// the other). Nothing reaches the writer until [`start_kernel`] consumes `commands`.
+pub(super) async fn boot_kernel(
     system: &SystemConfig,
     config: &LogConfig,
     log: Arc<dyn EventLog>,
     backend: &str,
-    governance: Governance,
-) -> anyhow::Result<KernelPart> {
+) -> anyhow::Result<BootedKernel> {
     let node = node(system);
     let started = EventRecord::new(
         "kernel",
@@ -120,6 +133,34 @@ pub(super) async fn start_kernel(
     )
     .await
     .context("starting the kernel")?;
+    Ok(BootedKernel {
+        kernel,
+        report,
+        node,
+        clock,
+        retention,
+    })
+}
+
+/// Puts a booted kernel under `governance` (which first folds what the kernel's start
+/// appended: the roster, `kernel started`), then executes the `commands` stream and
+/// supervises junior lifespans.
+pub(super) async fn start_kernel(
+    system: &SystemConfig,
+    booted: BootedKernel,
+    governance: Governance,
+) -> anyhow::Result<KernelPart> {
+    let BootedKernel {
+        kernel,
+        report,
+        node,
+        clock,
+        retention,
+    } = booted;
+    governance
+        .sync_facts()
+        .await
+        .context("governance folding the kernel's start")?;
     let kernel = kernel.with_governance(governance);
     let commands = kernel.consume_commands();
     let agents = agents(&AgentSettings::from_config(system)?, kernel.clone())?;

@@ -57,16 +57,16 @@ pub(super) async fn run(args: UpArgs, log_args: LogArgs) -> anyhow::Result<()> {
         log.location(),
         streams.join(", ")
     ));
+    // The kernel's rebuild, governance's fact fold and the views' load each read the
+    // history at a restart: the kernel's runs on its own task beside the other two.
+    let booting = role.runs_kernel().then(|| {
+        let (system, config, log) = (system.clone(), config.clone(), log.clone());
+        tokio::spawn(async move { stack::boot_kernel(&system, &config, log, backend).await })
+    });
     let governance = if role.runs_kernel() || role.runs_gateway() {
         Some(stack::start_governance(&system, log.clone()).await?)
     } else {
         None
-    };
-    let kernel = match (&governance, role.runs_kernel()) {
-        (Some(g), true) => {
-            Some(stack::start_kernel(&system, &config, log.clone(), backend, g.clone()).await?)
-        }
-        _ => None,
     };
     // The projector of record keeps its views on disk; a split gateway folds its own
     // copy in memory so it can answer reads and wait for its own writes.
@@ -78,6 +78,13 @@ pub(super) async fn run(args: UpArgs, log_args: LogArgs) -> anyhow::Result<()> {
         Some(stack::start_projections(&system, log.clone(), store, false).await?)
     } else {
         None
+    };
+    let kernel = match (booting, &governance) {
+        (Some(task), Some(g)) => {
+            let booted = task.await.context("the kernel's start task")??;
+            Some(stack::start_kernel(&system, booted, g.clone()).await?)
+        }
+        _ => None,
     };
     // The projector of record also mirrors the graph view into Neo4j when one is set.
     let neo4j = match (&projections, &system.gateway.neo4j, role.runs_projector()) {
