@@ -114,6 +114,26 @@ impl Shelf {
         view.apply(envelope);
     }
 
+    /// Applies `event(0)` … `event(PRESSING_ENTRIES)` to `view`, each a new entry
+    /// waiting for a commit: the view must not ask for a commit before the last and
+    /// must ask after it ([`View::needs_commit`](crate::View::needs_commit)); a commit
+    /// keeping `keep_hot` must quiet it.
+    pub fn presses_past_the_bound<V: crate::View>(
+        &mut self,
+        view: &mut V,
+        event: impl Fn(u64) -> Envelope,
+        keep_hot: usize,
+    ) {
+        let n = u64::try_from(crate::stored::PRESSING_ENTRIES).unwrap();
+        for seq in 0..=n {
+            assert!(!view.needs_commit(), "asked early, at {seq}");
+            view.apply(&event(seq));
+        }
+        assert!(view.needs_commit(), "{} entries wait", n + 1);
+        self.commit(view, false, keep_hot);
+        assert!(!view.needs_commit(), "still asks after a commit");
+    }
+
     /// The view as the store holds it.
     pub fn restore<V: crate::View>(&self) -> V {
         let entries = self

@@ -368,13 +368,6 @@ fn a_restore_that_lets_go_as_it_reads_equals_a_whole_restore_then_a_commit() {
 #[test]
 fn many_waiting_decisions_ask_for_a_commit() {
     let mut view = DecisionIndex::default();
-    let n = u64::try_from(crate::stored::PRESSING_ENTRIES).unwrap_or(0);
-    for seq in 0..=n {
-        assert!(!view.needs_commit(), "asked early, at {seq}");
-        view.apply(&decision(seq, 1, "U:Ox", "cxp.send", DecisionResult::Allow));
-    }
-    assert!(view.needs_commit());
-    view.take_changes(false).expect("changes");
-    view.committed(10);
-    assert!(!view.needs_commit());
+    let one = |seq| decision(seq, 1, "U:Ox", "cxp.send", DecisionResult::Allow);
+    crate::testkit::Shelf::default().presses_past_the_bound(&mut view, one, 10);
 }

@@ -240,29 +240,13 @@ fn a_restore_that_lets_go_as_it_reads_equals_a_whole_restore_then_a_commit() {
 fn many_waiting_packets_ask_for_a_commit() {
     use orchestrata_schemas::events::cxp_traffic::PacketSent;
 
-    use crate::stored::PRESSING_ENTRIES;
     use crate::testkit::{env, packet};
     let mut view = ThreadView::default();
-    let mut store = Shelf::default();
-    let n = u64::try_from(PRESSING_ENTRIES).unwrap_or(0);
-    for seq in 0..=n {
-        assert!(!view.needs_commit(), "asked early, at {seq}");
-        let id = u128::from(seq) + 1;
-        view.apply(&env(
-            seq,
-            0,
-            PacketSent {
-                packet: packet(id, "one", "U:Ox", "U:Vz", 5),
-            },
-        ));
-    }
-    assert!(
-        view.needs_commit(),
-        "{} packets wait",
-        view.packets_in_memory()
-    );
-    store.commit(&mut view, false, 100);
-    assert!(!view.needs_commit());
+    let one = |seq: u64| {
+        let packet = packet(u128::from(seq) + 1, "one", "U:Ox", "U:Vz", 5);
+        env(seq, 0, PacketSent { packet })
+    };
+    Shelf::default().presses_past_the_bound(&mut view, one, 100);
     assert_eq!(view.packets_in_memory(), 100);
 }
 
