@@ -68,7 +68,7 @@ impl Rig {
             .read(|s| s.digest())
             .await
             .expect("the kernel serves reads");
-        let fresh = orchestrata::kernel::rebuild(self.log(), config().max_retries)
+        let fresh = orchestrata::kernel::rebuild(self.log(), &config())
             .await
             .expect("rebuild from the log")
             .digest();

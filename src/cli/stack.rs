@@ -127,6 +127,8 @@ pub(super) async fn boot_kernel(
         log,
         crate::kernel::KernelConfig {
             node: node.clone(),
+            // The views' directory is on a local disk whatever the log's backend.
+            spill_dir: Some(views_dir(system, config)),
             ..system.kernel.clone()
         },
         clock.clone(),
@@ -286,13 +288,18 @@ pub(super) async fn start_projections(
     Ok((views, progress))
 }
 
-/// The view store of a role that is the projector of record (`all`, `projector`).
-pub(super) fn disk_store(system: &SystemConfig, config: &LogConfig) -> anyhow::Result<ViewStore> {
-    let dir = system
+/// The views' directory: configured, or the log's default.
+fn views_dir(system: &SystemConfig, config: &LogConfig) -> std::path::PathBuf {
+    system
         .projections
         .views_dir
         .clone()
-        .unwrap_or_else(|| projection::views_dir(config));
+        .unwrap_or_else(|| projection::views_dir(config))
+}
+
+/// The view store of a role that is the projector of record (`all`, `projector`).
+pub(super) fn disk_store(system: &SystemConfig, config: &LogConfig) -> anyhow::Result<ViewStore> {
+    let dir = views_dir(system, config);
     ViewStore::open_with_cache(&dir, system.projections.store_cache_bytes)
         .with_context(|| format!("opening the view store {}", dir.display()))
 }

@@ -4,7 +4,7 @@
 //! ```yaml
 //! kernel:      { node: kernel-1, inbox_capacity: 10000, max_retries: 3,
 //!                backoff_base_ms: 1000, backoff_max_ms: 60000, max_batch: 1024,
-//!                register_roster: true }
+//!                register_roster: true, hot_entries: 16384 }  # hot: packets, threads kept in memory
 //! projections: { views_dir: ./data/views, batch_events: 10000, batch_ms: 200,
 //!                store_cache_mb: 64, hot_entries: 4096 }  # hot: threads, packets, decisions kept in memory
 //! governance:  { policy_dir: ./policy, cache_capacity: 10000, timeout_ms: 2000,
@@ -51,6 +51,7 @@ pub(crate) struct FileKernel {
     backoff_max_ms: Option<u64>,
     max_batch: Option<usize>,
     register_roster: Option<bool>,
+    hot_entries: Option<usize>,
 }
 
 impl FileKernel {
@@ -90,6 +91,7 @@ impl FileKernel {
         if let Some(r) = self.register_roster {
             c.register_roster = r;
         }
+        at_least_one("kernel.hot_entries", self.hot_entries, &mut c.hot_entries)?;
         Ok(c)
     }
 }

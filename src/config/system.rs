@@ -320,6 +320,7 @@ impl SystemConfig {
                 "backoff_max_ms": k.backoff_max.as_millis() as u64,
                 "max_batch": k.max_batch,
                 "register_roster": k.register_roster,
+                "hot_entries": k.hot_entries,
             },
             "projections": {
                 "views_dir": self.projections.views_dir.as_ref()

@@ -1,6 +1,12 @@
 //! [`KernelConfig`]: the kernel's knobs (Postman capacity, retry budget and backoff).
 
+use std::path::PathBuf;
 use std::time::Duration;
+
+use super::state::SpillConfig;
+
+/// Packets (and threads) the aggregate keeps in memory by default; ~2 KB each.
+pub const DEFAULT_HOT_ENTRIES: usize = 16_384;
 
 /// How the kernel and its Postman behave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +27,13 @@ pub struct KernelConfig {
     pub max_batch: usize,
     /// Register the standard roster (spec 005) when the log has no Volk yet.
     pub register_roster: bool,
+    /// Packets, and threads, the aggregate keeps in memory; the least recently changed
+    /// others wait in an unlinked scratch file under `spill_dir` (issue 18). Only with
+    /// a `spill_dir`.
+    pub hot_entries: usize,
+    /// Where the aggregate spills; `None`: everything stays in memory (tests, tools).
+    /// `orchestrata up` sets the views directory: a local disk on either backend.
+    pub spill_dir: Option<PathBuf>,
 }
 
 impl Default for KernelConfig {
@@ -33,11 +46,21 @@ impl Default for KernelConfig {
             backoff_max: Duration::from_secs(60),
             max_batch: 1024,
             register_roster: true,
+            hot_entries: DEFAULT_HOT_ENTRIES,
+            spill_dir: None,
         }
     }
 }
 
 impl KernelConfig {
+    /// How the aggregate spills, if it does.
+    pub fn spill(&self) -> Option<SpillConfig> {
+        self.spill_dir.as_ref().map(|dir| SpillConfig {
+            dir: dir.clone(),
+            hot: self.hot_entries,
+        })
+    }
+
     /// The wait before retry number `retries_used + 1`: `base * 2^retries_used`, capped.
     pub fn backoff(&self, retries_used: u32) -> Duration {
         let factor = 1u32.checked_shl(retries_used.min(31)).unwrap_or(u32::MAX);

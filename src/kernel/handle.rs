@@ -51,7 +51,7 @@ impl Kernel {
         config: KernelConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<(Kernel, StartReport), KernelError> {
-        let mut state = load::rebuild(&log, config.max_retries).await?;
+        let mut state = load::rebuild(&log, &config).await?;
         let events_folded = state.applied();
         let mut roster_registered = false;
         if config.register_roster {

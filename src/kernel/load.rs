@@ -25,9 +25,9 @@ pub const FOLDED: [Stream; 6] = [
 /// with [`KernelState::digest`]).
 pub async fn rebuild(
     log: &Arc<dyn EventLog>,
-    max_retries: u32,
+    config: &super::KernelConfig,
 ) -> Result<KernelState, KernelError> {
-    let mut state = KernelState::new(max_retries);
+    let mut state = KernelState::with_spill(config.max_retries, config.spill());
     for stream in FOLDED {
         let Some(from) = log.first_sequence(stream).await? else {
             continue;

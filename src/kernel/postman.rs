@@ -177,7 +177,7 @@ impl Emitter<'_> {
             Some(Ok(())) => None,
         };
         if let Some(why) = why {
-            let record = decide::packets::failed(&self.cx(), p, &why);
+            let record = decide::packets::failed(&self.cx(), &p, &why);
             self.emit(record);
         }
     }
@@ -192,7 +192,7 @@ impl Emitter<'_> {
                 break;
             };
             let record =
-                decide::packets::failed(&self.cx(), p, &format!("recipient {alias} is {why}"));
+                decide::packets::failed(&self.cx(), &p, &format!("recipient {alias} is {why}"));
             self.emit(record);
         }
     }
@@ -250,7 +250,7 @@ impl Emitter<'_> {
         if !p.packet.can_retry() || p.packet.retry_count() != used {
             return; // retried or given up by someone else meanwhile
         }
-        let record = decide::packets::retried(&self.cx(), p);
+        let record = decide::packets::retried(&self.cx(), &p);
         self.emit(record);
     }
 
@@ -264,7 +264,7 @@ impl Emitter<'_> {
             let Some(p) = self.state.packet(&id) else {
                 break;
             };
-            let record = decide::packets::delivered(&self.cx(), p);
+            let record = decide::packets::delivered(&self.cx(), &p);
             self.emit(record);
             self.state.pop_queued(alias);
         }

@@ -417,13 +417,7 @@ impl Writer {
                 why,
             })?;
         self.emitter(out, None).deliver(parsed, limit);
-        Ok(self
-            .state
-            .inbox(parsed)
-            .into_iter()
-            .take(limit)
-            .cloned()
-            .collect())
+        Ok(self.state.inbox(parsed).into_iter().take(limit).collect())
     }
 
     /// Appends `out`. If any stream's append failed, reloads the state and the retry
@@ -453,7 +447,7 @@ impl Writer {
     /// Makes the state what the log says: a fresh fold of the log. On failure the
     /// writer keeps no state at all (empty, `stale`) rather than unappended folds.
     async fn reload(&mut self) -> Result<(), KernelError> {
-        match load::rebuild(&self.log, self.config.max_retries).await {
+        match load::rebuild(&self.log, &self.config).await {
             Ok(state) => {
                 self.retries = RetrySchedule::rebuild(&state, &self.config);
                 self.state = state;

@@ -48,7 +48,7 @@ impl Ctx<'_> {
     }
 
     /// The packet `id`, or `unknown_packet`.
-    pub fn packet(&self, id: Uuid) -> Result<&PacketState, KernelError> {
+    pub fn packet(&self, id: Uuid) -> Result<std::borrow::Cow<'_, PacketState>, KernelError> {
         self.state
             .packet(&id)
             .ok_or(KernelError::UnknownPacket { message_id: id })

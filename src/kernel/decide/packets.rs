@@ -56,7 +56,7 @@ pub(crate) fn check_target(
 /// the session (metadata `session_id`) must be open, and a thread stays in its session
 /// unless that session closed and carried the thread over (continuation, INTG-009).
 pub(super) fn send(cx: &Ctx<'_>, packet: &Packet) -> Result<Vec<EventRecord>, KernelError> {
-    if cx.state.packet(&packet.message_id).is_some() {
+    if cx.state.has_packet(&packet.message_id) {
         return Err(KernelError::DuplicatePacket {
             message_id: packet.message_id,
         });
@@ -175,6 +175,7 @@ fn continues(cx: &Ctx<'_>, thread_id: &str, from: Option<&str>, to: Option<&str>
 /// `mark_delivered`: queued -> delivered.
 pub(super) fn mark_delivered(cx: &Ctx<'_>, id: Uuid) -> Result<Vec<EventRecord>, KernelError> {
     let p = cx.packet(id)?;
+    let p = &*p;
     check_delivery(p, DeliveryStatus::Delivered)?;
     Ok(vec![delivered(cx, p)])
 }
@@ -196,6 +197,7 @@ pub(super) fn acknowledge(
     by: &str,
 ) -> Result<Vec<EventRecord>, KernelError> {
     let p = cx.packet(id)?;
+    let p = &*p;
     if p.packet.to_agent().as_str() != by {
         return Err(KernelError::NotRecipient {
             message_id: id,
@@ -220,6 +222,7 @@ pub(super) fn acknowledge(
 pub(super) fn fail(cx: &Ctx<'_>, id: Uuid, reason: &str) -> Result<Vec<EventRecord>, KernelError> {
     non_empty("reason", reason)?;
     let p = cx.packet(id)?;
+    let p = &*p;
     check_delivery(p, DeliveryStatus::Failed)?;
     Ok(vec![failed(cx, p, reason)])
 }
@@ -240,6 +243,7 @@ pub(crate) fn failed(cx: &Ctx<'_>, p: &PacketState, reason: &str) -> EventRecord
 /// `retry`: failed -> queued, within the retry budget.
 pub(super) fn retry(cx: &Ctx<'_>, id: Uuid) -> Result<Vec<EventRecord>, KernelError> {
     let p = cx.packet(id)?;
+    let p = &*p;
     check_delivery(p, DeliveryStatus::Queued)?;
     if p.packet.retry_count() >= p.packet.max_retries() {
         return Err(KernelError::RetryLimitReached {
@@ -271,6 +275,7 @@ pub(super) fn set_work_status(
     notes: Option<String>,
 ) -> Result<Vec<EventRecord>, KernelError> {
     let p = cx.packet(id)?;
+    let p = &*p;
     let old = p.packet.work_status();
     if !old.can_transition_to(status) {
         return Err(KernelError::InvalidTransition {
@@ -379,6 +384,7 @@ pub(super) fn set_priority(
     reason: Option<String>,
 ) -> Result<Vec<EventRecord>, KernelError> {
     let p = cx.packet(id)?;
+    let p = &*p;
     let new = Priority::new(i64::from(priority))?;
     let event = PriorityChanged {
         message_id: id,

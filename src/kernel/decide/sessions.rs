@@ -81,7 +81,7 @@ pub(super) fn close(
                     resolution: None,
                     notes: Some(format!("archived at the close of session {id}")),
                 };
-                records.push(cx.record_at(p.packet.thread_id(), event, cx.at_for(p)));
+                records.push(cx.record_at(p.packet.thread_id(), event, cx.at_for(&p)));
             }
             WorkStatus::Pending | WorkStatus::InProgress => carried.push(format!("packet:{pid}")),
             WorkStatus::Archived => {}

@@ -7,7 +7,7 @@ use super::Ctx;
 use crate::kernel::state::{ThreadState, ThreadStatus};
 use crate::kernel::KernelError;
 
-fn thread<'a>(cx: &'a Ctx<'_>, id: &str) -> Result<&'a ThreadState, KernelError> {
+fn thread<'a>(cx: &'a Ctx<'_>, id: &str) -> Result<std::borrow::Cow<'a, ThreadState>, KernelError> {
     cx.state
         .thread(id)
         .ok_or_else(|| KernelError::UnknownThread {

@@ -48,7 +48,7 @@ impl KernelState {
             .packets
             .iter()
             .map(|(id, p)| {
-                let mut p = PacketState::clone(p);
+                let mut p: PacketState = p.into_owned();
                 if p.packet.delivery_status() != DeliveryStatus::Queued {
                     p.queued_as = None;
                 }
@@ -60,7 +60,11 @@ impl KernelState {
             max_retries: self.max_retries,
             volks: self.volks.clone().into_iter().collect(),
             packets,
-            threads: self.threads.clone().into_iter().collect(),
+            threads: self
+                .threads
+                .iter()
+                .map(|(id, t)| (id.clone(), t.into_owned()))
+                .collect(),
             sessions: self.sessions.clone().into_iter().collect(),
             workflows: self.workflows.clone().into_iter().collect(),
             agents: serde_json::to_value(&self.agents).unwrap_or(serde_json::Value::Null),

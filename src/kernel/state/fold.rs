@@ -204,13 +204,13 @@ impl KernelState {
         let queued_at = cxp.timestamp();
         self.packets.insert(
             id,
-            Box::new(PacketState {
+            PacketState {
                 packet: cxp,
                 session: session.clone(),
                 in_reply_to: packet.in_reply_to,
                 queued_at,
                 queued_as: None,
-            }),
+            },
         );
         let thread = self.thread_entry(&thread_id, at);
         thread.participants.insert(&from);
@@ -256,8 +256,7 @@ impl KernelState {
     fn thread_entry(&mut self, id: &str, at: DateTime<Utc>) -> &mut ThreadState {
         let t = self
             .threads
-            .entry(id.to_owned())
-            .or_insert_with(|| ThreadState {
+            .get_or_insert_with(&id.to_owned(), || ThreadState {
                 status: ThreadStatus::Active,
                 session: None,
                 participants: Default::default(),

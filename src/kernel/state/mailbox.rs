@@ -11,13 +11,12 @@
 //! The mailbox of a recipient is what it holds: queued for it plus delivered and not
 //! yet acknowledged. Its size is what `inbox_capacity` bounds.
 
-use std::cmp::Ordering;
-use std::collections::HashMap;
-
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::cxp::{CxpPacket, DeliveryStatus, Priority, VolkAlias};
+use std::cmp::Ordering;
 use uuid::Uuid;
 
+use super::spill::SpillTable;
 use super::KernelState;
 
 /// A queued packet's place in its recipient's queue.
@@ -55,7 +54,7 @@ const STALE_SLACK: usize = 1024;
 
 /// Whether `key` is its packet's live queue entry: the packet is still queued, at the
 /// time and priority the entry carries.
-fn live_key(packets: &HashMap<Uuid, Box<super::PacketState>>, key: &QueueKey) -> bool {
+fn live_key(packets: &SpillTable<Uuid, super::PacketState>, key: &QueueKey) -> bool {
     packets.get(&key.id).is_some_and(|s| {
         s.packet.delivery_status() == DeliveryStatus::Queued
             && s.queued_as == Some((key.timestamp, key.priority))
@@ -153,13 +152,13 @@ impl KernelState {
 
     /// `alias`'s delivered, unacknowledged packets in serving order (priority desc,
     /// then time asc).
-    pub fn inbox(&self, alias: VolkAlias) -> Vec<&CxpPacket> {
-        let mut v: Vec<&super::PacketState> = self
+    pub fn inbox(&self, alias: VolkAlias) -> Vec<CxpPacket> {
+        let mut v: Vec<std::borrow::Cow<'_, super::PacketState>> = self
             .delivered
             .get(&alias)
             .into_iter()
             .flatten()
-            .filter_map(|id| self.packets.get(id).map(|p| &**p))
+            .filter_map(|id| self.packets.get(id))
             .collect();
         v.sort_by(|a, b| {
             b.packet
@@ -168,7 +167,7 @@ impl KernelState {
                 .then(a.queued_at.cmp(&b.queued_at))
                 .then(a.packet.message_id().cmp(&b.packet.message_id()))
         });
-        v.into_iter().map(|s| &s.packet).collect()
+        v.into_iter().map(|s| s.into_owned().packet).collect()
     }
 }
 

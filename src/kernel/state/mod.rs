@@ -21,10 +21,17 @@ mod fold;
 mod mailbox;
 mod participants;
 mod providers;
+mod spill;
+mod spilled;
 
 pub use digest::StateDigest;
 pub use participants::Participants;
 pub use providers::ProviderUsage;
+pub use spill::SpillConfig;
+
+use std::borrow::Cow;
+
+use spill::SpillTable;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -177,11 +184,11 @@ pub struct PacketState {
 pub struct KernelState {
     max_retries: u32,
     volks: HashMap<String, VolkState>,
-    /// Boxed: a `PacketState` is ~0.5 KB, and a table holding it inline pays that for
-    /// every empty bucket too (a hash table is 44–88 % full) and twice over while it
-    /// grows; boxed, a bucket costs 24 bytes (issue 18: ~0.5 GB at 1 M packets).
-    packets: HashMap<Uuid, Box<PacketState>>,
-    threads: HashMap<String, ThreadState>,
+    /// Every packet; the least recently changed ones in the spill file once there
+    /// are more than the configured hot ones (issue 18: ~2 KB each in memory).
+    packets: SpillTable<Uuid, PacketState>,
+    /// Every thread, spilled like the packets.
+    threads: SpillTable<String, ThreadState>,
     sessions: HashMap<String, SessionState>,
     workflows: HashMap<String, WorkflowStatus>,
     agents: crate::agents::AgentTree,
@@ -194,13 +201,21 @@ pub struct KernelState {
 }
 
 impl KernelState {
-    /// An empty state; packets folded into it get a retry budget of `max_retries`.
+    /// An empty state held wholly in memory; packets folded into it get a retry budget
+    /// of `max_retries`.
     pub fn new(max_retries: u32) -> Self {
+        Self::with_spill(max_retries, None)
+    }
+
+    /// An empty state keeping at most `spill.hot` packets and threads in memory (the
+    /// rest in an unlinked file under `spill.dir`; see [`SpillConfig`]); `None`: all in
+    /// memory. Which entries are in memory never changes an answer.
+    pub fn with_spill(max_retries: u32, spill: Option<SpillConfig>) -> Self {
         KernelState {
             max_retries,
             volks: HashMap::new(),
-            packets: HashMap::new(),
-            threads: HashMap::new(),
+            packets: SpillTable::new(spill.clone()),
+            threads: SpillTable::new(spill),
             sessions: HashMap::new(),
             workflows: HashMap::new(),
             agents: crate::agents::AgentTree::new(),
@@ -223,18 +238,28 @@ impl KernelState {
         self.applied
     }
 
-    /// A packet by message id.
-    pub fn packet(&self, id: &Uuid) -> Option<&PacketState> {
-        self.packets.get(id).map(|p| &**p)
+    /// A packet by message id (read back from the spill file if it is cold).
+    pub fn packet(&self, id: &Uuid) -> Option<Cow<'_, PacketState>> {
+        self.packets.get(id)
     }
 
-    /// Every packet (no order).
-    pub fn packets(&self) -> impl Iterator<Item = &PacketState> {
-        self.packets.values().map(|p| &**p)
+    /// Whether a packet with this message id exists (no read of the spill file).
+    pub fn has_packet(&self, id: &Uuid) -> bool {
+        self.packets.contains_key(id)
     }
 
-    /// A thread by id.
-    pub fn thread(&self, id: &str) -> Option<&ThreadState> {
+    /// Every packet (no order; cold ones are read back one by one).
+    pub fn packets(&self) -> impl Iterator<Item = Cow<'_, PacketState>> {
+        self.packets.iter().map(|(_, p)| p)
+    }
+
+    /// Packets and threads held in memory now (the rest are spilled).
+    pub fn hot_counts(&self) -> (usize, usize) {
+        (self.packets.hot_len(), self.threads.hot_len())
+    }
+
+    /// A thread by id (read back from the spill file if it is cold).
+    pub fn thread(&self, id: &str) -> Option<Cow<'_, ThreadState>> {
         self.threads.get(id)
     }
 
