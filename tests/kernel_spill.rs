@@ -185,6 +185,28 @@ async fn a_spilling_kernel_answers_and_folds_like_one_held_in_memory() {
         "a spilling rebuild folds the same state"
     );
 
+    // What a restart reschedules is every failed packet that may still retry.
+    let (mut retryable, mut scanned) = cold
+        .kernel
+        .read(|s| {
+            let ids = |p: std::borrow::Cow<'_, orchestrata::kernel::state::PacketState>| {
+                p.packet.message_id()
+            };
+            (
+                s.retryable().map(ids).collect::<Vec<_>>(),
+                s.packets()
+                    .filter(|p| p.packet.can_retry())
+                    .map(ids)
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .await
+        .expect("read");
+    retryable.sort();
+    scanned.sort();
+    assert!(!scanned.is_empty(), "the script leaves packets to retry");
+    assert_eq!(retryable, scanned);
+
     let (warm_live, warm_hot) = state(&warm).await;
     assert_eq!(warm_live.packets.len(), live.packets.len());
     assert_eq!(

@@ -2,7 +2,9 @@
 //! 18, bounded memory): a default `orchestrata up` (a separate process: sled log,
 //! governance, projections) with `projections.hot_entries` = 4 answers `cxp.status`,
 //! `cxp.work` and a repeated `cxp.send` about packets it let go of from the view store,
-//! and answers them exactly as a server that holds them in memory does.
+//! and answers them exactly as a server that holds them in memory does. Its kernel
+//! keeps only `kernel.hot_entries` = 4 packets and threads in memory too (the rest in
+//! its spill file), and executes the same commands about the others.
 
 mod support;
 
@@ -19,15 +21,20 @@ const HOT: u64 = 4;
 
 /// `orchestrata_projection_thread_entries{kind, held}` on `/metrics`.
 async fn entries(port: u16, kind: &str, held: &str) -> u64 {
+    gauge(port, "orchestrata_projection_thread_entries", kind, held).await
+}
+
+/// `metric{kind, held}` on `/metrics`.
+async fn gauge(port: u16, metric: &str, kind: &str, held: &str) -> u64 {
     let addr = format!("127.0.0.1:{port}").parse().expect("address");
     let (status, body) = support::ws::http_get(addr, "/metrics").await;
     assert_eq!(status, 200, "{body}");
     let (k, h) = (format!("kind=\"{kind}\""), format!("held=\"{held}\""));
     body.lines()
-        .filter(|l| l.starts_with("orchestrata_projection_thread_entries{"))
+        .filter(|l| l.starts_with(&format!("{metric}{{")))
         .find(|l| l.contains(&k) && l.contains(&h))
         .and_then(|l| l.rsplit(' ').next()?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no thread entries {kind}/{held} in {body}"))
+        .unwrap_or_else(|| panic!("no {metric} {kind}/{held} in {body}"))
 }
 
 /// Waits until the view holds `packets` packets, at most `in_memory` of them (and of
@@ -65,8 +72,8 @@ async fn statuses(ws: &mut Ws, threads: &[String]) -> Vec<Value> {
 }
 
 // REQ-014-011 REQ-014-015 REQ-004-US-008-005 ISSUE-18: packets and threads that left
-// memory are answered by cxp.status, cxp.work and a repeated cxp.send from the view
-// store, exactly as a server holding them in memory answers them
+// memory (the views' and the kernel's) are answered by cxp.status, cxp.work and a
+// repeated cxp.send, exactly as a server holding them in memory answers them
 #[tokio::test]
 async fn let_go_threads_and_packets_are_answered_from_the_store_as_from_memory() {
     let data = tempfile::tempdir().expect("temp dir");
@@ -82,6 +89,7 @@ async fn let_go_threads_and_packets_are_answered_from_the_store_as_from_memory()
     let hot = HOT.to_string();
     let env = [
         ("ORCHESTRATA_PROJECTIONS__HOT_ENTRIES", hot.as_str()),
+        ("ORCHESTRATA_KERNEL__HOT_ENTRIES", hot.as_str()),
         ("ORCHESTRATA_CONFIG", config.as_str()),
     ];
     let port = support::free_port();
@@ -104,6 +112,13 @@ async fn let_go_threads_and_packets_are_answered_from_the_store_as_from_memory()
         checked_ok(&mut ws, "cxp.send", reply).await;
     }
     settle(port, 13, HOT).await;
+    let kernel = |kind: &'static str, held: &'static str| {
+        gauge(port, "orchestrata_kernel_entries", kind, held)
+    };
+    assert!(kernel("packets", "all").await >= 13);
+    assert!(kernel("threads", "all").await >= 10);
+    assert!(kernel("packets", "memory").await <= HOT);
+    assert!(kernel("threads", "memory").await <= HOT);
 
     // The first packet left memory: its recipient works on it (the view reads it back
     // to find the recipient, and the runner reads it back to fold the change).
@@ -145,6 +160,12 @@ async fn let_go_threads_and_packets_are_answered_from_the_store_as_from_memory()
     let mut ws = client(port, TOKEN).await;
     settle(port, 13, 13).await;
     assert_eq!(entries(port, "packets", "memory").await, 13);
+    let kernel_packets = gauge(port, "orchestrata_kernel_entries", "packets", "all").await;
+    assert_eq!(
+        gauge(port, "orchestrata_kernel_entries", "packets", "memory").await,
+        kernel_packets,
+        "by default the kernel keeps every packet of a small history in memory"
+    );
     let served_warm = statuses(&mut ws, &threads).await;
     assert_eq!(
         served_warm, served_cold,

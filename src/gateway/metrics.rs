@@ -53,6 +53,8 @@ pub struct Metrics {
     /// The thread view's packets and threads (`kind`), all of them and those in
     /// memory (`held`: `all`, `memory`); the rest are read from the view store.
     pub thread_entries: IntGaugeVec,
+    /// The kernel's aggregate: packets and threads, all and held in memory.
+    pub kernel_entries: IntGaugeVec,
 }
 
 /// A metric failed to register (a programming error caught by the first test).
@@ -188,6 +190,14 @@ impl Metrics {
             &["kind", "held"],
         )?;
         registry.register(Box::new(thread_entries.clone()))?;
+        let kernel_entries = IntGaugeVec::new(
+            Opts::new(
+                "orchestrata_kernel_entries",
+                "Packets and threads of the kernel's aggregate (kind), all and those kept in memory (held; the rest are spilled)",
+            ),
+            &["kind", "held"],
+        )?;
+        registry.register(Box::new(kernel_entries.clone()))?;
         Ok(Metrics {
             registry,
             connected_clients,
@@ -210,6 +220,7 @@ impl Metrics {
             decisions_indexed,
             decision_bodies_in_memory,
             thread_entries,
+            kernel_entries,
         })
     }
 

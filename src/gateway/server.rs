@@ -395,6 +395,16 @@ async fn metrics_text(
                 .set(gauge(n as u64));
         }
     }
+    if let Some(super::kernel_port::KernelPort::Local(kernel)) = &gw.services.kernel {
+        if let Ok(counts) = kernel.read(|s| s.entry_counts()).await {
+            for (kind, held, n) in counts {
+                gw.metrics
+                    .kernel_entries
+                    .with_label_values(&[kind, held])
+                    .set(gauge(n as u64));
+            }
+        }
+    }
     if let Some(governance) = &gw.services.governance {
         gw.metrics
             .governance_renewals

@@ -46,7 +46,7 @@ impl RetrySchedule {
     /// may still retry, due `backoff` after its last failure.
     pub fn rebuild(state: &KernelState, config: &KernelConfig) -> Self {
         let mut s = RetrySchedule::default();
-        for p in state.packets() {
+        for p in state.retryable() {
             if p.packet.can_retry() {
                 let failed_at = p
                     .packet

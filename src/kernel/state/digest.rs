@@ -8,7 +8,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use orchestrata_schemas::cxp::DeliveryStatus;
+use chrono::{DateTime, Utc};
+use orchestrata_schemas::cxp::Priority;
 use uuid::Uuid;
 
 use super::{KernelState, PacketState, SessionState, ThreadState, VolkState, WorkflowStatus};
@@ -23,8 +24,10 @@ pub struct StateDigest {
     pub max_retries: u32,
     /// The Volk registry.
     pub volks: BTreeMap<String, VolkState>,
-    /// Every packet; the queue position is kept only while the packet is queued.
+    /// Every packet.
     pub packets: BTreeMap<Uuid, PacketState>,
+    /// The live queue position `(time, priority)` of every queued packet.
+    pub queue_entries: BTreeMap<Uuid, (DateTime<Utc>, Priority)>,
     /// Every thread.
     pub threads: BTreeMap<String, ThreadState>,
     /// Every session.
@@ -47,19 +50,18 @@ impl KernelState {
         let packets = self
             .packets
             .iter()
-            .map(|(id, p)| {
-                let mut p: PacketState = p.into_owned();
-                if p.packet.delivery_status() != DeliveryStatus::Queued {
-                    p.queued_as = None;
-                }
-                (*id, p)
-            })
+            .map(|(id, p)| (*id, p.into_owned()))
             .collect();
         StateDigest {
             applied: self.applied,
             max_retries: self.max_retries,
             volks: self.volks.clone().into_iter().collect(),
             packets,
+            queue_entries: self
+                .queue_entries
+                .iter()
+                .map(|(id, entry)| (*id, *entry))
+                .collect(),
             threads: self
                 .threads
                 .iter()

@@ -209,7 +209,6 @@ impl KernelState {
                 session: session.clone(),
                 in_reply_to: packet.in_reply_to,
                 queued_at,
-                queued_as: None,
             },
         );
         let thread = self.thread_entry(&thread_id, at);

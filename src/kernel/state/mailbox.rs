@@ -14,9 +14,9 @@
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::cxp::{CxpPacket, DeliveryStatus, Priority, VolkAlias};
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use uuid::Uuid;
 
-use super::spill::SpillTable;
 use super::KernelState;
 
 /// A queued packet's place in its recipient's queue.
@@ -54,11 +54,8 @@ const STALE_SLACK: usize = 1024;
 
 /// Whether `key` is its packet's live queue entry: the packet is still queued, at the
 /// time and priority the entry carries.
-fn live_key(packets: &SpillTable<Uuid, super::PacketState>, key: &QueueKey) -> bool {
-    packets.get(&key.id).is_some_and(|s| {
-        s.packet.delivery_status() == DeliveryStatus::Queued
-            && s.queued_as == Some((key.timestamp, key.priority))
-    })
+fn live_key(entries: &HashMap<Uuid, (DateTime<Utc>, Priority)>, key: &QueueKey) -> bool {
+    entries.get(&key.id) == Some(&(key.timestamp, key.priority))
 }
 
 impl KernelState {
@@ -68,7 +65,13 @@ impl KernelState {
             return;
         };
         let to = state.packet.to_agent();
+        if new == DeliveryStatus::Failed && state.packet.can_retry() {
+            self.retryable.insert(id);
+        } else {
+            self.retryable.remove(&id);
+        }
         if old == DeliveryStatus::Queued {
+            self.queue_entries.remove(&id);
             if let Some(n) = self.queued.get_mut(&to) {
                 *n = n.saturating_sub(1);
             }
@@ -92,7 +95,7 @@ impl KernelState {
 
     /// Pushes a (new) queue entry for a queued packet.
     pub(super) fn enqueue(&mut self, id: Uuid) {
-        let Some(state) = self.packets.get_mut(&id) else {
+        let Some(state) = self.packets.get(&id) else {
             return;
         };
         let packet = &state.packet;
@@ -101,14 +104,15 @@ impl KernelState {
             timestamp: packet.timestamp(),
             id: packet.message_id(),
         };
-        state.queued_as = Some((key.timestamp, key.priority));
+        self.queue_entries
+            .insert(key.id, (key.timestamp, key.priority));
         let to = packet.to_agent();
         let queue = self.queues.entry(to).or_default();
         queue.push(key);
         let live = self.queued.get(&to).copied().unwrap_or(0);
         if queue.len() > STALE_SLACK + 2 * live {
-            let packets = &self.packets;
-            queue.retain(|k| live_key(packets, k));
+            let entries = &self.queue_entries;
+            queue.retain(|k| live_key(entries, k));
             queue.shrink_to(2 * queue.len());
         }
     }
@@ -131,7 +135,7 @@ impl KernelState {
         let queue = self.queues.get_mut(&alias)?;
         while let Some(top) = queue.peek() {
             let id = top.id;
-            if live_key(&self.packets, top) {
+            if live_key(&self.queue_entries, top) {
                 return Some(id);
             }
             queue.pop();
@@ -143,9 +147,7 @@ impl KernelState {
     pub fn pop_queued(&mut self, alias: VolkAlias) {
         if let Some(queue) = self.queues.get_mut(&alias) {
             if let Some(key) = queue.pop() {
-                if let Some(s) = self.packets.get_mut(&key.id) {
-                    s.queued_as = None;
-                }
+                self.queue_entries.remove(&key.id);
             }
         }
     }

@@ -15,6 +15,10 @@
 //! - the Postman's per-recipient queues (keys in the CXP `PriorityQueue` order:
 //!   priority desc, then time asc) and mailboxes (queued + delivered-unacknowledged);
 //! - the ids of the commands already executed (at-least-once consumption).
+//!
+//! Packets and threads live in [`spill::SpillTable`]s: with a [`SpillConfig`] only the
+//! most recently changed stay in memory and the rest wait in an unlinked scratch file
+//! (read back on demand; never an input to a restart).
 
 mod digest;
 mod fold;
@@ -175,8 +179,6 @@ pub struct PacketState {
     pub in_reply_to: Option<Uuid>,
     /// When it last entered `queued` (serving order within a priority).
     pub queued_at: DateTime<Utc>,
-    /// (time, priority) of its live queue entry while it is queued.
-    queued_as: Option<(DateTime<Utc>, Priority)>,
 }
 
 /// The aggregate; see the module docs.
@@ -193,6 +195,12 @@ pub struct KernelState {
     workflows: HashMap<String, WorkflowStatus>,
     agents: crate::agents::AgentTree,
     executed: HashSet<Uuid>,
+    /// Failed packets that may still be retried: what a restart reschedules, without
+    /// reading every packet back from the spill file.
+    retryable: HashSet<Uuid>,
+    /// `(time, priority)` of each queued packet's live queue entry: which entries of
+    /// `queues` are current, known without reading the packet (it may be spilled).
+    queue_entries: HashMap<Uuid, (DateTime<Utc>, Priority)>,
     queues: HashMap<VolkAlias, std::collections::BinaryHeap<mailbox::QueueKey>>,
     queued: HashMap<VolkAlias, usize>,
     delivered: HashMap<VolkAlias, BTreeSet<Uuid>>,
@@ -220,6 +228,8 @@ impl KernelState {
             workflows: HashMap::new(),
             agents: crate::agents::AgentTree::new(),
             executed: HashSet::new(),
+            retryable: HashSet::new(),
+            queue_entries: HashMap::new(),
             queues: HashMap::new(),
             queued: HashMap::new(),
             delivered: HashMap::new(),
@@ -253,9 +263,25 @@ impl KernelState {
         self.packets.iter().map(|(_, p)| p)
     }
 
+    /// Failed packets that may still be retried (no order).
+    pub fn retryable(&self) -> impl Iterator<Item = Cow<'_, PacketState>> {
+        self.retryable.iter().filter_map(|id| self.packets.get(id))
+    }
+
     /// Packets and threads held in memory now (the rest are spilled).
     pub fn hot_counts(&self) -> (usize, usize) {
         (self.packets.hot_len(), self.threads.hot_len())
+    }
+
+    /// `(kind, held, count)` of packets and threads, all and in memory: the
+    /// `orchestrata_kernel_entries` gauge.
+    pub fn entry_counts(&self) -> [(&'static str, &'static str, usize); 4] {
+        [
+            ("packets", "all", self.packets.len()),
+            ("packets", "memory", self.packets.hot_len()),
+            ("threads", "all", self.threads.len()),
+            ("threads", "memory", self.threads.hot_len()),
+        ]
     }
 
     /// A thread by id (read back from the spill file if it is cold).

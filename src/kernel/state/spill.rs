@@ -24,12 +24,14 @@
 //! lose a packet.
 
 use std::borrow::{Borrow, Cow};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::fs::File;
 use std::hash::Hash;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
+
+use lru::LruCache;
 
 /// Dead bytes below which the file is never rewritten.
 pub const COMPACT_FLOOR: u64 = 64 << 20;
@@ -58,12 +60,6 @@ pub struct SpillConfig {
 struct Slot {
     offset: u64,
     len: u32,
-}
-
-#[derive(Debug)]
-struct Hot<V> {
-    value: Box<V>,
-    stamp: u64,
 }
 
 #[derive(Debug)]
@@ -137,15 +133,12 @@ impl SpillFile {
 /// The map; see the module docs. Without a [`SpillConfig`] it is a plain in-memory
 /// map.
 #[derive(Debug)]
-pub struct SpillTable<K, V> {
-    hot: HashMap<K, Hot<V>>,
-    /// Keys in the order they were last changed (with the stamp of that change; an
-    /// entry whose stamp is older than its key's is stale and skipped).
-    order: VecDeque<(K, u64)>,
+pub struct SpillTable<K: Hash + Eq, V> {
+    /// In memory, least recently changed first out.
+    hot: LruCache<K, Box<V>>,
     cold: HashMap<K, Slot>,
     file: Option<SpillFile>,
     limit: usize,
-    clock: u64,
     config: Option<SpillConfig>,
     /// Dead bytes below which the file is not rewritten ([`COMPACT_FLOOR`]).
     compact_floor: u64,
@@ -155,12 +148,10 @@ impl<K: Hash + Eq + Clone + std::fmt::Debug, V: Clone + Spillable> SpillTable<K,
     /// A table keeping `config.hot` entries in memory (everything, without a config).
     pub fn new(config: Option<SpillConfig>) -> Self {
         SpillTable {
-            hot: HashMap::new(),
-            order: VecDeque::new(),
+            hot: LruCache::unbounded(),
             cold: HashMap::new(),
             file: None,
             limit: config.as_ref().map_or(usize::MAX, |c| c.hot.max(1)),
-            clock: 0,
             config,
             compact_floor: COMPACT_FLOOR,
         }
@@ -182,7 +173,7 @@ impl<K: Hash + Eq + Clone + std::fmt::Debug, V: Clone + Spillable> SpillTable<K,
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.hot.contains_key(key) || self.cold.contains_key(key)
+        self.hot.contains(key) || self.cold.contains_key(key)
     }
 
     /// The entry of `key`: borrowed while hot, decoded from the file while cold.
@@ -191,8 +182,8 @@ impl<K: Hash + Eq + Clone + std::fmt::Debug, V: Clone + Spillable> SpillTable<K,
         K: Borrow<Q>,
         Q: Hash + Eq + std::fmt::Debug + ?Sized,
     {
-        if let Some(h) = self.hot.get(key) {
-            return Some(Cow::Borrowed(&*h.value));
+        if let Some(v) = self.hot.peek(key) {
+            return Some(Cow::Borrowed(&**v));
         }
         let slot = *self.cold.get(key)?;
         self.load(key, slot).map(Cow::Owned)
@@ -204,35 +195,34 @@ impl<K: Hash + Eq + Clone + std::fmt::Debug, V: Clone + Spillable> SpillTable<K,
         if !self.promote(key) {
             return None;
         }
-        let stamp = self.touch(key);
-        let hot = self.hot.get_mut(key)?;
-        hot.stamp = stamp;
-        Some(&mut hot.value)
+        self.hot.get_mut(key).map(|v| &mut **v)
     }
 
     /// Puts `value` under `key` (replacing any entry), in memory.
     pub fn insert(&mut self, key: K, value: V) {
-        self.put(key, value);
+        if let Some(slot) = self.cold.remove(&key) {
+            if let Some(f) = self.file.as_mut() {
+                f.release(slot);
+            }
+        }
+        if !self.hot.contains(&key) {
+            self.make_room();
+        }
+        self.hot.put(key, Box::new(value));
     }
 
     /// The entry of `key` to change, made by `make` if there is none (or if its cold
     /// copy could not be read back, which `load` logs).
     pub fn get_or_insert_with(&mut self, key: &K, make: impl FnOnce() -> V) -> &mut V {
         if !self.promote(key) {
-            return self.put(key.clone(), make());
+            self.make_room();
         }
-        let stamp = self.touch(key);
-        let hot = self.hot.entry(key.clone()).or_insert_with(|| Hot {
-            value: Box::new(make()),
-            stamp,
-        });
-        hot.stamp = stamp;
-        &mut hot.value
+        self.hot.get_or_insert_mut(key.clone(), || Box::new(make()))
     }
 
     /// Brings `key`'s entry into memory if it is cold; whether it is hot now.
     fn promote(&mut self, key: &K) -> bool {
-        if self.hot.contains_key(key) {
+        if self.hot.contains(key) {
             return true;
         }
         let Some(slot) = self.cold.remove(key) else {
@@ -246,54 +236,13 @@ impl<K: Hash + Eq + Clone + std::fmt::Debug, V: Clone + Spillable> SpillTable<K,
             return false;
         };
         self.make_room();
-        self.hot.insert(
-            key.clone(),
-            Hot {
-                value: Box::new(value),
-                stamp: 0,
-            },
-        );
+        self.hot.put(key.clone(), Box::new(value));
         true
-    }
-
-    /// Records a change of `key` now; the stamp its hot entry must carry.
-    fn touch(&mut self, key: &K) -> u64 {
-        self.clock += 1;
-        if self.limit == usize::MAX {
-            // Nothing is ever spilled: no order to keep.
-            return self.clock;
-        }
-        self.order.push_back((key.clone(), self.clock));
-        self.trim_order();
-        self.clock
-    }
-
-    fn put(&mut self, key: K, value: V) -> &mut V {
-        if let Some(slot) = self.cold.remove(&key) {
-            if let Some(f) = self.file.as_mut() {
-                f.release(slot);
-            }
-        }
-        if !self.hot.contains_key(&key) {
-            self.make_room();
-        }
-        let stamp = self.touch(&key);
-        let hot = Hot {
-            value: Box::new(value),
-            stamp,
-        };
-        match self.hot.entry(key) {
-            std::collections::hash_map::Entry::Occupied(mut o) => {
-                o.insert(hot);
-                &mut o.into_mut().value
-            }
-            std::collections::hash_map::Entry::Vacant(v) => &mut v.insert(hot).value,
-        }
     }
 
     /// Every entry (no order): the hot ones, then the cold ones decoded one by one.
     pub fn iter(&self) -> impl Iterator<Item = (&K, Cow<'_, V>)> {
-        let hot = self.hot.iter().map(|(k, h)| (k, Cow::Borrowed(&*h.value)));
+        let hot = self.hot.iter().map(|(k, v)| (k, Cow::Borrowed(&**v)));
         let cold = self
             .cold
             .iter()
@@ -319,66 +268,36 @@ impl<K: Hash + Eq + Clone + std::fmt::Debug, V: Clone + Spillable> SpillTable<K,
     /// Moves the least recently changed entries to the file until one more fits.
     fn make_room(&mut self) {
         while self.hot.len() >= self.limit {
-            let Some((key, stamp)) = self.order.pop_front() else {
+            let Some((key, value)) = self.hot.pop_lru() else {
                 return;
             };
-            let current = self.hot.get(&key).is_some_and(|h| h.stamp == stamp);
-            if current && !self.spill(&key) {
+            if let Err(error) = self.spill(&key, &value) {
+                tracing::error!(%error, "the kernel cannot spill to disk; keeping its whole state in memory");
                 // Spilling is off for good: keep everything from now on.
+                self.hot.put(key, value);
                 self.limit = usize::MAX;
-                self.order = VecDeque::new();
                 return;
             }
         }
     }
 
-    fn spill(&mut self, key: &K) -> bool {
+    fn spill(&mut self, key: &K, value: &V) -> io::Result<()> {
         if self.file.is_none() {
             let Some(dir) = self.config.as_ref().map(|c| c.dir.clone()) else {
-                return false;
+                return Err(io::Error::other("no spill directory"));
             };
-            match SpillFile::create(dir.clone()) {
-                Ok(f) => self.file = Some(f),
-                Err(error) => {
-                    tracing::error!(dir = %dir.display(), %error, "the kernel cannot spill to disk; keeping its whole state in memory");
-                    return false;
-                }
-            }
+            let file = SpillFile::create(dir.clone())
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+            self.file = Some(file);
         }
-        let Some(hot) = self.hot.get(key) else {
-            return true;
+        let bytes = value.encode().map_err(io::Error::other)?;
+        let slot = match self.file.as_mut() {
+            Some(f) => f.append(&bytes)?,
+            None => return Err(io::Error::other("no spill file")),
         };
-        let written = hot
-            .value
-            .encode()
-            .map_err(io::Error::other)
-            .and_then(|bytes| match self.file.as_mut() {
-                Some(f) => f.append(&bytes),
-                None => Err(io::Error::other("no spill file")),
-            });
-        match written {
-            Ok(slot) => {
-                self.hot.remove(key);
-                self.cold.insert(key.clone(), slot);
-                self.compact_if_due();
-                true
-            }
-            Err(error) => {
-                tracing::error!(%error, "the kernel cannot spill to disk; keeping its whole state in memory");
-                false
-            }
-        }
-    }
-
-    /// Drops stale entries of the change order once they outnumber the live ones.
-    fn trim_order(&mut self) {
-        if self.order.len() > 2 * self.hot.len() + 1024 {
-            let (hot, now) = (&self.hot, self.clock);
-            // The newest entry is kept whatever its key holds: it is being made hot.
-            self.order.retain(|(k, stamp)| {
-                *stamp == now || hot.get(k).is_some_and(|h| h.stamp == *stamp)
-            });
-        }
+        self.cold.insert(key.clone(), slot);
+        self.compact_if_due();
+        Ok(())
     }
 
     /// Rewrites the file with only the live entries once dead bytes dominate.
@@ -506,6 +425,6 @@ mod tests {
             table.insert(i, Text(i.to_string()));
         }
         assert_eq!(table.hot_len(), 5_000);
-        assert!(table.file.is_none() && table.order.is_empty());
+        assert!(table.file.is_none() && table.cold.is_empty());
     }
 }

@@ -5,7 +5,7 @@
 //! the forms carry no version; they only have to give back an equal value.
 
 use chrono::{DateTime, Utc};
-use orchestrata_schemas::cxp::{CxpPacket, Priority};
+use orchestrata_schemas::cxp::CxpPacket;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -19,7 +19,6 @@ struct StoredPacket {
     session: Option<String>,
     in_reply_to: Option<Uuid>,
     queued_at: DateTime<Utc>,
-    queued_as: Option<(DateTime<Utc>, u8)>,
 }
 
 impl Spillable for PacketState {
@@ -29,23 +28,17 @@ impl Spillable for PacketState {
             session: self.session.clone(),
             in_reply_to: self.in_reply_to,
             queued_at: self.queued_at,
-            queued_as: self.queued_as.map(|(at, p)| (at, p.value())),
         };
         rmp_serde::to_vec(&stored).map_err(|e| e.to_string())
     }
 
     fn decode(bytes: &[u8]) -> Result<Self, String> {
         let stored: StoredPacket = rmp_serde::from_slice(bytes).map_err(|e| e.to_string())?;
-        let queued_as = match stored.queued_as {
-            Some((at, p)) => Some((at, Priority::new(i64::from(p)).map_err(|e| e.to_string())?)),
-            None => None,
-        };
         Ok(PacketState {
             packet: CxpPacket::from_bytes(&stored.packet).map_err(|e| e.to_string())?,
             session: stored.session,
             in_reply_to: stored.in_reply_to,
             queued_at: stored.queued_at,
-            queued_as,
         })
     }
 }
