@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::state::SpillConfig;
 
 /// Packets (and threads) the aggregate keeps in memory by default; ~2 KB each.
-pub const DEFAULT_HOT_ENTRIES: usize = 16_384;
+pub const DEFAULT_HOT_ENTRIES: usize = 65_536;
 
 /// How the kernel and its Postman behave.
 #[derive(Debug, Clone, PartialEq, Eq)]
