@@ -417,6 +417,28 @@ mod tests {
         }
     }
 
+    // ISSUE-18: a spill that cannot be written loses nothing
+    /// A spill directory that cannot be created (here: under a regular file): the
+    /// table keeps everything in memory and answers as before.
+    #[test]
+    fn a_spill_that_cannot_be_written_keeps_everything_in_memory() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let blocker = dir.path().join("a-file");
+        std::fs::write(&blocker, b"not a directory").expect("file written");
+        let mut table: SpillTable<u32, Text> = SpillTable::new(Some(SpillConfig {
+            dir: blocker.join("spill"),
+            hot: 2,
+        }));
+        for i in 0..50 {
+            table.insert(i, Text(i.to_string()));
+        }
+        assert_eq!(table.hot_len(), 50, "nothing left memory");
+        assert!(table.file.is_none() && table.cold.is_empty());
+        for i in 0..50 {
+            assert_eq!(table.get(&i).map(|t| t.0.clone()), Some(i.to_string()));
+        }
+    }
+
     /// Without a config nothing leaves memory and no file is made.
     #[test]
     fn without_a_config_everything_stays_in_memory() {
