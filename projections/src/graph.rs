@@ -31,19 +31,25 @@
 //!
 //! ## Bounded memory
 //!
-//! Packets and decisions grow without bound in a running system, so the view keeps the
-//! latest [`MAX_PACKETS`] packets and [`MAX_DECISIONS`] decisions: when one more arrives,
-//! the oldest (by sequence of its stream) is evicted with its relationships. Volks,
-//! threads, sessions and the aggregate Volk -> Volk `SENT_TO` edges (whose `packets`
-//! count keeps counting) are kept. The full history stays on the log; `knowledge.query`
-//! on Neo4j sees what the sink wrote.
+//! Packets, decisions and threads grow without bound in a running system, so the view
+//! keeps the latest [`MAX_PACKETS`] packets and [`MAX_DECISIONS`] decisions: when one
+//! more arrives, the oldest (by sequence of its stream) is evicted with its
+//! relationships. A thread stays while one of its packets does: it leaves with the last
+//! of them (a packet sent to it later brings it back, its `message_count` counting from
+//! there; the thread view keeps every thread). So the graph holds at most
+//! [`MAX_PACKETS`] threads with packets; a thread opened without any packet (the kernel
+//! never emits one) would stay. Volks, sessions and the aggregate Volk -> Volk `SENT_TO`
+//! edges (whose `packets` count keeps counting) are kept. The full history stays on the
+//! log; `knowledge.query` on Neo4j sees what the sink wrote.
 
 mod fold;
 mod stored;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod thread_window_tests;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -276,6 +282,10 @@ pub struct GraphView {
     evicted_packets: u64,
     /// Decisions evicted so far.
     evicted_decisions: u64,
+    /// How many of `packets` each thread node has (derived from `packets`; a thread
+    /// leaves when its count falls to zero).
+    #[serde(skip)]
+    thread_packets: HashMap<String, u32>,
     /// Nodes changed since the last commit (commit bookkeeping, not part of the value).
     #[serde(skip)]
     touched_nodes: Touched,

@@ -1,5 +1,7 @@
 //! How each event changes the [`GraphView`].
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::events::governance::DecisionRecorded;
 use orchestrata_schemas::events::types::{Packet, SubjectKind};
@@ -289,6 +291,7 @@ impl GraphView {
                 node.properties.insert("status".into(), json!("active"));
             }
         }
+        *self.thread_packets.entry(thread.clone()).or_default() += 1;
         let mut rels = vec![
             self.link(RelType::SentBy, &id, &from, Properties::new()),
             self.link(RelType::SentTo, &id, &to, Properties::new()),
@@ -370,8 +373,48 @@ impl GraphView {
         self.nodes.remove(&kept.node);
         self.touched_nodes.mark(&kept.node, self.nodes.len());
         for rel in &kept.rels {
-            self.relationships.remove(rel);
+            let removed = self.relationships.remove(rel);
             self.touched_rels.mark(rel, self.relationships.len());
+            if let Some(r) = removed.filter(|r| r.rel_type == RelType::InThread) {
+                self.release_thread(&r.to);
+            }
         }
+    }
+
+    /// One packet of thread node `thread` left the window: the thread leaves with its
+    /// last one.
+    fn release_thread(&mut self, thread: &str) {
+        let Some(count) = self.thread_packets.get_mut(thread) else {
+            return;
+        };
+        *count = count.saturating_sub(1);
+        if *count == 0 {
+            self.thread_packets.remove(thread);
+            self.nodes.remove(thread);
+            self.touched_nodes.mark(thread, self.nodes.len());
+        }
+    }
+
+    /// Counts each kept packet's thread (after a restore, which stores no counts).
+    /// Returns the thread nodes no kept packet is in.
+    pub(super) fn count_thread_packets(&mut self) -> Vec<String> {
+        let mut counts: HashMap<String, u32> = HashMap::new();
+        for kept in &self.packets {
+            for rel in &kept.rels {
+                if let Some(r) = self.relationships.get(rel) {
+                    if r.rel_type == RelType::InThread {
+                        *counts.entry(r.to.clone()).or_default() += 1;
+                    }
+                }
+            }
+        }
+        let idle = self
+            .nodes
+            .values()
+            .filter(|n| n.label == NodeLabel::Thread && !counts.contains_key(&n.id))
+            .map(|n| n.id.clone())
+            .collect();
+        self.thread_packets = counts;
+        idle
     }
 }

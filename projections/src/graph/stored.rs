@@ -24,6 +24,10 @@ struct Head {
     evicted_packets: u64,
     evicted_decisions: u64,
     next_slot: u64,
+    /// Written by versions whose threads leave with their last packet; a store from an
+    /// earlier version keeps every thread, and the idle ones leave when it is loaded.
+    #[serde(default)]
+    threads_follow_packets: bool,
 }
 
 /// The slot of each stored node and relationship (commit bookkeeping, not part of the
@@ -167,6 +171,7 @@ impl GraphView {
                 evicted_packets: self.evicted_packets,
                 evicted_decisions: self.evicted_decisions,
                 next_slot: self.slots.next,
+                threads_follow_packets: true,
             },
         )?;
         let (packets, decisions) = (self.evicted_packets, self.evicted_decisions);
@@ -242,6 +247,15 @@ impl GraphView {
         };
         view.packet_mark = mark(view.evicted_packets, view.packets.len());
         view.decision_mark = mark(view.evicted_decisions, view.decisions.len());
+        let idle = view.count_thread_packets();
+        if !head.threads_follow_packets {
+            // Stored before threads followed their packets: let the idle ones go now,
+            // as a fold of the log by this version would have.
+            for thread in idle {
+                view.nodes.remove(&thread);
+                view.touched_nodes.mark(&thread, view.nodes.len());
+            }
+        }
         Ok(view)
     }
 }

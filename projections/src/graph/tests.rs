@@ -306,7 +306,7 @@ fn spawned_volks_are_children_of_their_parent() {
     );
 }
 
-// REQ-014-164
+// ISSUE-18: bounded memory — the graph keeps a window of packets and decisions.
 #[test]
 fn packets_and_decisions_beyond_the_cap_evict_the_oldest_with_their_relationships() {
     let extra = 3;
