@@ -21,6 +21,10 @@ fn env(sequence: u64, event: impl Into<Event>) -> Envelope {
 }
 
 fn sent(sequence: u64, id: u128) -> Envelope {
+    sent_in(sequence, id, "t-1")
+}
+
+fn sent_in(sequence: u64, id: u128, thread: &str) -> Envelope {
     env(
         sequence,
         PacketSent {
@@ -28,7 +32,7 @@ fn sent(sequence: u64, id: u128) -> Envelope {
                 message_id: Uuid::from_u128(id),
                 from_agent: "U:Ox".into(),
                 to_agent: "U:Vz".into(),
-                thread_id: "t-1".into(),
+                thread_id: thread.into(),
                 subject: "review".into(),
                 payload: PacketPayload::Json(json!({}).into()),
                 created_at: Utc::now(),
@@ -165,6 +169,32 @@ fn evicted_nodes_are_detach_deleted_and_rows_are_batched() {
         .filter(|s| s.cypher == merge_nodes(NodeLabel::Packet))
         .count();
     assert_eq!(packet_batches, 10);
+}
+
+// ISSUE-18: a thread that left the graph with its last packet leaves
+// Neo4j too, so what the sink has written stays bounded like the view.
+#[test]
+fn a_thread_that_left_the_window_is_detach_deleted() {
+    let mut view = GraphView::default();
+    view.apply(&sent_in(0, 1, "t-old"));
+    let n = orchestrata_projections::graph::MAX_PACKETS as u64 + 1;
+    for i in 1..n {
+        view.apply(&sent(i, u128::from(i) + 1));
+    }
+    let mut written = Written::default();
+    let old: GraphView = fold(&[sent_in(0, 1, "t-old")]);
+    written.commit(&diff(&old, &Written::default()));
+    let changes = diff(&view, &written);
+    assert!(changes.removed_nodes.contains(&"thread:t-old".to_owned()));
+    let s = statements(&changes, 1000);
+    let thread_delete = s
+        .iter()
+        .find(|s| s.cypher == "UNWIND $ids AS id MATCH (n:Thread {id: id}) DETACH DELETE n")
+        .expect("threads that left are deleted");
+    assert_eq!(thread_delete.params["ids"], json!(["thread:t-old"]));
+    written.commit(&changes);
+    assert!(diff(&view, &written).is_empty());
+    assert!(written.counts().0 <= 2 * orchestrata_projections::graph::MAX_PACKETS + 3);
 }
 
 // REQ-014-163
