@@ -39,11 +39,13 @@ async fn a_sled_view_store_of_an_earlier_version_is_replaced_and_refolded() {
         store.load::<ThreadView>().expect("load").is_none(),
         "nothing of the earlier store is read as a view"
     );
-    let rebuilt: ThreadView =
-        projection::rebuild_into_store(log.as_ref(), &store, None, &mut |_| {})
-            .await
-            .expect("refold into the new store");
+    projection::rebuild_into_store::<ThreadView>(log.as_ref(), &store, None, &mut |_| {})
+        .await
+        .expect("refold into the new store");
     drop(store);
+    let rebuilt: ThreadView = projection::rebuild(log.as_ref(), None, &mut |_| {})
+        .await
+        .expect("fold in memory");
 
     // A later open keeps the new store and reads the view back exactly.
     let store = ViewStore::open(&views).expect("reopen");

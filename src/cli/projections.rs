@@ -184,15 +184,8 @@ async fn rebuilt<V: View>(
     until: Option<u64>,
     progress: &mut dyn FnMut(Progress),
 ) -> anyhow::Result<u64> {
-    let view: V = projection::rebuild_into_store(log, store, until, progress).await?;
-    let events = view.checkpoint().iter().map(|(_, last)| last + 1).sum();
-    // A rebuilt view may hold millions of allocations (the thread view: every packet);
-    // freeing them is work nobody waits for, so it happens beside the next view's
-    // rebuild, or not at all if the process exits first.
-    // If no thread can be started, the closure (and the view in it) is dropped right here.
-    let _ = std::thread::Builder::new()
-        .name("drop-view".into())
-        .spawn(move || drop(view));
+    let checkpoint = projection::rebuild_into_store::<V>(log, store, until, progress).await?;
+    let events = checkpoint.iter().map(|(_, last)| last + 1).sum();
     Ok(events)
 }
 

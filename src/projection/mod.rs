@@ -37,11 +37,13 @@ mod error;
 mod handle;
 pub mod neo4j;
 mod rebuild;
+mod rebuild_store;
 mod runner;
 mod store;
 
 pub use error::ProjectionError;
 pub use handle::ViewHandle;
-pub use rebuild::{catch_up, rebuild, rebuild_into_store, stream_epochs, Progress};
+pub use rebuild::{catch_up, rebuild, stream_epochs, Progress};
+pub use rebuild_store::{rebuild_into_store, rebuild_into_store_with, RebuildBounds};
 pub use runner::{spawn_view, Projections, RunnerConfig, RunningView};
 pub use store::{views_dir, Epochs, Loaded, StoreUsage, StoredCheckpoint, ViewStore, PART_BYTES};

@@ -9,7 +9,7 @@ use orchestrata_projections::{Checkpoint, View};
 use orchestrata_schemas::events::{Envelope, Stream};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{ProjectionError, ViewStore};
+use super::ProjectionError;
 use crate::log::{EventLog, LogError};
 
 /// Events read from the log per page.
@@ -186,25 +186,84 @@ pub async fn rebuild<V: View>(
     until: Option<u64>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<V, ProjectionError> {
+    fold_pages(log, until, progress, Box::new(KeepAll)).await
+}
+
+/// What the fold thread of [`fold_pages`] does around each page (or part of one): read back entries
+/// the view let go of before it, commit after it.
+pub(super) trait PageHook<V>: Send {
+    /// Events applied between a `before` and an `after` at most (a page is split).
+    fn chunk_len(&self) -> usize;
+    /// Before `page` is applied to `view`.
+    fn before(&mut self, view: &mut V, page: &[Envelope]) -> Result<(), ProjectionError>;
+    /// After `page` was applied.
+    fn after(&mut self, view: &mut V) -> Result<(), ProjectionError>;
+    /// After the last page (also when there was none).
+    fn finish(&mut self, view: &mut V) -> Result<(), ProjectionError>;
+}
+
+/// The hook of a fold that keeps the whole view in memory.
+struct KeepAll;
+
+impl<V> PageHook<V> for KeepAll {
+    fn chunk_len(&self) -> usize {
+        PAGE
+    }
+    fn before(&mut self, _: &mut V, _: &[Envelope]) -> Result<(), ProjectionError> {
+        Ok(())
+    }
+    fn after(&mut self, _: &mut V) -> Result<(), ProjectionError> {
+        Ok(())
+    }
+    fn finish(&mut self, _: &mut V) -> Result<(), ProjectionError> {
+        Ok(())
+    }
+}
+
+/// [`rebuild`]'s pipeline with `hook` called around each page on the fold thread.
+pub(super) async fn fold_pages<V: View>(
+    log: &dyn EventLog,
+    until: Option<u64>,
+    progress: &mut dyn FnMut(Progress),
+    mut hook: Box<dyn PageHook<V>>,
+) -> Result<V, ProjectionError> {
     let started = Instant::now();
     let (ranges, total) = plan::<V>(log, &Checkpoint::default(), until).await?;
     let (pages, mut incoming) = mpsc::channel::<Vec<Envelope>>(PIPELINE);
     let applied = Arc::new(AtomicU64::new(0));
-    let (finished, folded) = oneshot::channel::<V>();
+    let (finished, folded) = oneshot::channel::<Result<V, ProjectionError>>();
     let counter = applied.clone();
     std::thread::Builder::new()
         .name(format!("fold-{}", V::NAME))
         .spawn(move || {
             let mut view = V::default();
-            while let Some(page) = incoming.blocking_recv() {
-                let n = page.len() as u64;
-                for envelope in page {
-                    view.apply_owned(envelope);
+            let mut outcome = Ok(());
+            let chunk = hook.chunk_len().max(1);
+            'pages: while let Some(page) = incoming.blocking_recv() {
+                let mut parts = page.into_iter();
+                loop {
+                    let part: Vec<Envelope> = parts.by_ref().take(chunk).collect();
+                    if part.is_empty() {
+                        break;
+                    }
+                    let n = part.len() as u64;
+                    outcome = hook.before(&mut view, &part);
+                    if outcome.is_err() {
+                        break 'pages;
+                    }
+                    for envelope in part {
+                        view.apply_owned(envelope);
+                    }
+                    counter.fetch_add(n, Ordering::Release);
+                    outcome = hook.after(&mut view);
+                    if outcome.is_err() {
+                        break 'pages;
+                    }
                 }
-                counter.fetch_add(n, Ordering::Release);
             }
+            let outcome = outcome.and_then(|()| hook.finish(&mut view));
             // The receiver is gone only if the rebuild was abandoned: nothing to report.
-            let _ = finished.send(view);
+            let _ = finished.send(outcome.map(|()| view));
         })
         .map_err(|e| ProjectionError::Task {
             view: V::NAME,
@@ -225,26 +284,11 @@ pub async fn rebuild<V: View>(
     let view = folded.await.map_err(|_| ProjectionError::Task {
         view: V::NAME,
         reason: "the fold thread stopped before the end of the log (it panicked)".into(),
-    })?;
+    })??;
     progress(Progress {
         done: applied.load(Ordering::Acquire),
         total,
         elapsed_secs: started.elapsed().as_secs_f64(),
     });
-    Ok(view)
-}
-
-/// Drops the stored `V`, refolds it from the log (up to `until`) and stores the result
-/// with its checkpoint. Returns the view.
-pub async fn rebuild_into_store<V: View>(
-    log: &dyn EventLog,
-    store: &ViewStore,
-    until: Option<u64>,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<V, ProjectionError> {
-    let epochs = stream_epochs::<V>(log).await?;
-    let mut view = rebuild::<V>(log, until, progress).await?;
-    // A full save: what the store held for the view is removed first.
-    store.save(&mut view, &epochs)?;
     Ok(view)
 }

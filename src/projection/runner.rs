@@ -28,7 +28,7 @@ const COMMIT_SPACING: u32 = 20;
 
 /// Rounds of reading let-go entries back before a chunk ([`View::cold_keys`]): the
 /// thread view needs two at most (a thread, then its packets).
-const WARM_ROUNDS: usize = 4;
+pub(super) const WARM_ROUNDS: usize = 4;
 
 /// When the runner commits a view to its store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
