@@ -7,7 +7,7 @@ use orchestrata_projections::{Checkpoint, View};
 use orchestrata_schemas::events::Envelope;
 
 use super::rebuild::{fold_pages, stream_epochs, PageHook, Progress};
-use super::runner::{DEFAULT_HOT_ENTRIES, WARM_ROUNDS};
+use super::runner::{read_back, DEFAULT_HOT_ENTRIES};
 use super::store::Epochs;
 use super::{ProjectionError, ViewStore};
 use crate::log::EventLog;
@@ -113,28 +113,18 @@ impl<V: View> PageHook<V> for Committing {
 
     fn before(&mut self, view: &mut V, page: &[Envelope]) -> Result<(), ProjectionError> {
         self.since += page.len() as u64;
-        for _ in 0..WARM_ROUNDS {
-            let mut keys = Vec::new();
-            for envelope in page {
-                view.cold_keys(envelope, &mut keys);
-            }
-            if keys.is_empty() {
-                return Ok(());
-            }
-            keys.sort_unstable();
-            keys.dedup();
-            let mut entries = Vec::with_capacity(keys.len());
-            for key in keys {
-                let value = self.store.let_go_entry(V::NAME, &key)?;
-                entries.push((key, value));
-            }
-            view.warm(entries)
-                .map_err(|e| self.store.corrupt(V::NAME, e.to_string()))?;
-        }
-        Err(self.store.corrupt(
-            V::NAME,
-            format!("still wants entries back after {WARM_ROUNDS} reads"),
-        ))
+        // Two closures reach the view, one to ask and one to hand back.
+        let view = std::cell::RefCell::new(view);
+        read_back::<V>(
+            &self.store,
+            |keys| {
+                let view = view.borrow();
+                for envelope in page {
+                    view.cold_keys(envelope, keys);
+                }
+            },
+            |entries| view.borrow_mut().warm(entries),
+        )
     }
 
     fn after(&mut self, view: &mut V) -> Result<(), ProjectionError> {

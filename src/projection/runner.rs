@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use futures::stream::{select_all, StreamExt};
 use futures::FutureExt;
 use orchestrata_projections::{
-    Checkpoint, DecisionIndex, GraphView, PacketIndex, SessionView, ThreadView, View, VolkView,
-    WorkflowView,
+    Checkpoint, DecisionIndex, GraphView, PacketIndex, SessionView, StoredError, ThreadView, View,
+    VolkView, WorkflowView,
 };
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
@@ -28,7 +28,7 @@ const COMMIT_SPACING: u32 = 20;
 
 /// Rounds of reading let-go entries back before a chunk ([`View::cold_keys`]): the
 /// thread view needs two at most (a thread, then its packets).
-pub(super) const WARM_ROUNDS: usize = 4;
+const WARM_ROUNDS: usize = 4;
 
 /// When the runner commits a view to its store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,34 +229,21 @@ impl<V: View> Fold<V> {
     /// so this asks again until the view wants nothing. Most chunks want nothing (one
     /// hash look-up per event); a read is a keyed get on the store's page cache.
     fn warm(&self, chunk: &[orchestrata_schemas::events::Envelope]) -> Result<(), ProjectionError> {
-        let corrupt = |reason: String| self.store.corrupt(V::NAME, reason);
-        for _ in 0..WARM_ROUNDS {
-            let mut keys = Vec::new();
-            {
+        read_back::<V>(
+            &self.store,
+            |keys| {
                 let view = self.view.read().unwrap_or_else(|p| p.into_inner());
                 for envelope in chunk {
-                    view.cold_keys(envelope, &mut keys);
+                    view.cold_keys(envelope, keys);
                 }
-            }
-            if keys.is_empty() {
-                return Ok(());
-            }
-            keys.sort_unstable();
-            keys.dedup();
-            let mut entries = Vec::with_capacity(keys.len());
-            for key in keys {
-                let value = self.store.let_go_entry(V::NAME, &key)?;
-                entries.push((key, value));
-            }
-            self.view
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .warm(entries)
-                .map_err(|e| corrupt(e.to_string()))?;
-        }
-        Err(corrupt(format!(
-            "still wants entries back after {WARM_ROUNDS} reads"
-        )))
+            },
+            |entries| {
+                self.view
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .warm(entries)
+            },
+        )
     }
 
     async fn commit(&mut self) -> Result<(), ProjectionError> {
@@ -383,4 +370,33 @@ impl Projections {
         ];
         results.into_iter().collect()
     }
+}
+
+/// Reads back from `store` the let-go entries of view `V` that `wanted` names and hands
+/// them to `warm`, asking again until nothing more is wanted (an entry read back may
+/// name more) — at most [`WARM_ROUNDS`] times. Shared by the runner and the rebuild.
+pub(super) fn read_back<V: View>(
+    store: &ViewStore,
+    mut wanted: impl FnMut(&mut Vec<Vec<u8>>),
+    mut warm: impl FnMut(Vec<orchestrata_projections::stored::StoredEntry>) -> Result<(), StoredError>,
+) -> Result<(), ProjectionError> {
+    for _ in 0..WARM_ROUNDS {
+        let mut keys = Vec::new();
+        wanted(&mut keys);
+        if keys.is_empty() {
+            return Ok(());
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        let mut entries = Vec::with_capacity(keys.len());
+        for key in keys {
+            let value = store.let_go_entry(V::NAME, &key)?;
+            entries.push((key, value));
+        }
+        warm(entries).map_err(|e| store.corrupt(V::NAME, e.to_string()))?;
+    }
+    Err(store.corrupt(
+        V::NAME,
+        format!("still wants entries back after {WARM_ROUNDS} reads"),
+    ))
 }
