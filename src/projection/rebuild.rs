@@ -240,9 +240,17 @@ pub(super) async fn fold_pages<V: View>(
             let mut outcome = Ok(());
             let chunk = hook.chunk_len().max(1);
             'pages: while let Some(page) = incoming.blocking_recv() {
-                let mut parts = page.into_iter();
+                // A page no longer than a chunk is applied as it came (no copy).
+                let (mut whole, mut parts) = if page.len() <= chunk {
+                    (Some(page), Vec::new().into_iter())
+                } else {
+                    (None, page.into_iter())
+                };
                 loop {
-                    let part: Vec<Envelope> = parts.by_ref().take(chunk).collect();
+                    let part: Vec<Envelope> = match whole.take() {
+                        Some(page) => page,
+                        None => parts.by_ref().take(chunk).collect(),
+                    };
                     if part.is_empty() {
                         break;
                     }
@@ -262,6 +270,9 @@ pub(super) async fn fold_pages<V: View>(
                 }
             }
             let outcome = outcome.and_then(|()| hook.finish(&mut view));
+            // Whatever the hook holds (a store handle) is released before the caller
+            // hears the fold is done, so it can reopen the store at once.
+            drop(hook);
             // The receiver is gone only if the rebuild was abandoned: nothing to report.
             let _ = finished.send(outcome.map(|()| view));
         })
