@@ -50,7 +50,7 @@ impl KernelState {
         let packets = self
             .packets
             .iter()
-            .map(|(id, p)| (*id, p.into_owned()))
+            .map(|(id, p)| (id.into_owned(), p.into_owned()))
             .collect();
         StateDigest {
             applied: self.applied,
@@ -65,7 +65,7 @@ impl KernelState {
             threads: self
                 .threads
                 .iter()
-                .map(|(id, t)| (id.clone(), t.into_owned()))
+                .map(|(id, t)| (id.into_owned(), t.into_owned()))
                 .collect(),
             sessions: self.sessions.clone().into_iter().collect(),
             workflows: self.workflows.clone().into_iter().collect(),

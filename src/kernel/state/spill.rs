@@ -1,5 +1,5 @@
 //! [`SpillTable`]: a map that keeps its recently changed entries in memory and the rest
-//! in a file.
+//! on disk.
 //!
 //! The kernel's aggregate holds every packet and every thread it has ever seen: a
 //! duplicate `message_id` must be refused and a late acknowledgement must still find
@@ -7,39 +7,44 @@
 //! conversation has moved on, so keeping all of them in memory made the kernel's
 //! resident size follow the history (~2 KB per packet, issue 18). A `SpillTable`
 //! keeps the `hot` entries changed most recently in memory and writes the others,
-//! encoded, to an anonymous file; reading a cold entry decodes it from there, and
-//! changing one brings it back into memory.
+//! encoded, to a scratch table on disk ([`Scratch`]: a B-tree in an unlinked file);
+//! reading a cold entry decodes it from there, and changing one brings it back into
+//! memory. Nothing per cold entry stays in memory: the table answers "is there an
+//! entry for this key?" from its pages.
 //!
-//! The file is scratch space for this process, not a store: it is created unlinked
-//! (nothing to clean up, nothing another process could mistake for state) and the
-//! aggregate is still rebuilt from the log at every start. So which entries are hot
-//! never changes an answer — a state folded with a tiny hot set equals one folded
-//! entirely in memory (`tests/kernel_spill.rs` compares their digests).
+//! The scratch table is not a store: its file is created unlinked (nothing to clean
+//! up, nothing another process could mistake for state) and the aggregate is still
+//! rebuilt from the log at every start. So which entries are hot never changes an
+//! answer — a state folded with a tiny hot set equals one folded entirely in memory
+//! (`tests/kernel_spill.rs` compares their digests).
 //!
-//! Costs: an entry is encoded and appended when it leaves memory, and decoded on each
-//! read while cold. Space of entries that came back into memory is reclaimed by
-//! rewriting the file once it holds more dead bytes than live ones (and at least
-//! [`COMPACT_FLOOR`]). If the file cannot be written (disk full), spilling stops with
-//! one error line and the table keeps everything in memory: slower to fail than to
-//! lose a packet.
+//! Costs: an entry is encoded when it leaves memory; the changes to the scratch table
+//! wait in a pending batch ([`PENDING_ENTRIES`]) applied in one transaction, and a read
+//! of a cold entry decodes it (from the batch or from the table). If the scratch table
+//! cannot be created or written (disk full), spilling stops with one error line and the
+//! table keeps everything from then on in memory: slower to fail than to lose a packet.
+
+mod scratch;
 
 use std::borrow::{Borrow, Cow};
 use std::collections::HashMap;
-use std::fs::File;
 use std::hash::Hash;
-use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use lru::LruCache;
+use uuid::Uuid;
 
-/// Dead bytes below which the file is never rewritten.
-pub const COMPACT_FLOOR: u64 = 64 << 20;
+use scratch::Scratch;
 
-/// Encoded bytes gathered before one write to the file.
-const WRITE_BUFFER: usize = 256 << 10;
+/// Pending changes to the scratch table (entries that left memory, cold copies of
+/// entries that came back) gathered before one transaction applies them.
+pub const PENDING_ENTRIES: usize = 1024;
 
-/// How a value is written to the spill file and read back.
+/// Encoded bytes of pending entries that make the batch due before
+/// [`PENDING_ENTRIES`] (a few large packets).
+const PENDING_BYTES: usize = 4 << 20;
+
+/// How a value is written to the scratch table and read back.
 pub trait Spillable: Sized {
     /// The value's bytes.
     fn encode(&self) -> Result<Vec<u8>, String>;
@@ -47,87 +52,56 @@ pub trait Spillable: Sized {
     fn decode(bytes: &[u8]) -> Result<Self, String>;
 }
 
+/// A key as the scratch table names it: its bytes (a borrowed form such as `str` for
+/// `String` has the same bytes as its owner).
+pub trait SpillKey {
+    /// The key's bytes.
+    fn key_bytes(&self) -> &[u8];
+}
+
+/// A key that can be read back from its bytes (to walk every entry).
+pub trait OwnedSpillKey: SpillKey + Sized {
+    /// The key whose [`SpillKey::key_bytes`] these are.
+    fn from_key_bytes(bytes: &[u8]) -> Option<Self>;
+}
+
+impl SpillKey for Uuid {
+    fn key_bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl OwnedSpillKey for Uuid {
+    fn from_key_bytes(bytes: &[u8]) -> Option<Self> {
+        Uuid::from_slice(bytes).ok()
+    }
+}
+
+impl SpillKey for str {
+    fn key_bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl SpillKey for String {
+    fn key_bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl OwnedSpillKey for String {
+    fn from_key_bytes(bytes: &[u8]) -> Option<Self> {
+        String::from_utf8(bytes.to_vec()).ok()
+    }
+}
+
 /// Where cold entries go and how many stay in memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpillConfig {
-    /// Directory of the (unlinked) spill files; on a disk, not a RAM-backed `/tmp`.
+    /// Directory of the (unlinked) scratch files; on a disk, not a RAM-backed `/tmp`.
     pub dir: PathBuf,
     /// Entries kept in memory per table (packets; threads).
     pub hot: usize,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    offset: u64,
-    len: u32,
-}
-
-#[derive(Debug)]
-struct SpillFile {
-    dir: PathBuf,
-    file: File,
-    /// Bytes written to `file`; `buffer` continues from here.
-    flushed: u64,
-    buffer: Vec<u8>,
-    live: u64,
-    dead: u64,
-}
-
-impl SpillFile {
-    fn create(dir: PathBuf) -> io::Result<Self> {
-        std::fs::create_dir_all(&dir)?;
-        let file = tempfile::tempfile_in(&dir)?;
-        Ok(SpillFile {
-            dir,
-            file,
-            flushed: 0,
-            buffer: Vec::new(),
-            live: 0,
-            dead: 0,
-        })
-    }
-
-    fn append(&mut self, bytes: &[u8]) -> io::Result<Slot> {
-        let len = u32::try_from(bytes.len())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "entry over 4 GiB"))?;
-        let offset = self.flushed + self.buffer.len() as u64;
-        self.buffer.extend_from_slice(bytes);
-        if self.buffer.len() >= WRITE_BUFFER {
-            self.flush()?;
-        }
-        self.live += u64::from(len);
-        Ok(Slot { offset, len })
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        if self.buffer.is_empty() {
-            return Ok(());
-        }
-        self.file.write_all_at(&self.buffer, self.flushed)?;
-        self.flushed += self.buffer.len() as u64;
-        self.buffer.clear();
-        Ok(())
-    }
-
-    fn read(&self, slot: Slot) -> io::Result<Vec<u8>> {
-        let len = slot.len as usize;
-        if slot.offset >= self.flushed {
-            let start = (slot.offset - self.flushed) as usize;
-            return self
-                .buffer
-                .get(start..start + len)
-                .map(<[u8]>::to_vec)
-                .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "slot past the end"));
-        }
-        let mut bytes = vec![0; len];
-        self.file.read_exact_at(&mut bytes, slot.offset)?;
-        Ok(bytes)
-    }
-
-    fn release(&mut self, slot: Slot) {
-        self.live = self.live.saturating_sub(u64::from(slot.len));
-        self.dead += u64::from(slot.len);
-    }
 }
 
 /// The map; see the module docs. Without a [`SpillConfig`] it is a plain in-memory
@@ -136,30 +110,45 @@ impl SpillFile {
 pub struct SpillTable<K: Hash + Eq, V> {
     /// In memory, least recently changed first out.
     hot: LruCache<K, Box<V>>,
-    cold: HashMap<K, Slot>,
-    file: Option<SpillFile>,
+    /// Changes not yet applied to the scratch table: `Some(bytes)`, an entry that left
+    /// memory; `None`, the stored copy of an entry now hot, to remove.
+    pending: HashMap<K, Option<Vec<u8>>>,
+    /// Bytes of the `Some` entries in `pending`.
+    pending_bytes: usize,
+    /// Changes gathered before they are applied ([`PENDING_ENTRIES`]).
+    batch: usize,
+    /// Entries not in memory (pending or stored).
+    cold: usize,
+    scratch: Option<Scratch>,
+    /// The scratch table refused a batch: nothing is applied or spilled any more.
+    failed: bool,
     limit: usize,
     config: Option<SpillConfig>,
-    /// Dead bytes below which the file is not rewritten ([`COMPACT_FLOOR`]).
-    compact_floor: u64,
 }
 
-impl<K: Hash + Eq + Clone + std::fmt::Debug, V: Clone + Spillable> SpillTable<K, V> {
+impl<K, V> SpillTable<K, V>
+where
+    K: Hash + Eq + Clone + std::fmt::Debug + OwnedSpillKey,
+    V: Clone + Spillable,
+{
     /// A table keeping `config.hot` entries in memory (everything, without a config).
     pub fn new(config: Option<SpillConfig>) -> Self {
         SpillTable {
             hot: LruCache::unbounded(),
-            cold: HashMap::new(),
-            file: None,
+            pending: HashMap::new(),
+            pending_bytes: 0,
+            batch: PENDING_ENTRIES,
+            cold: 0,
+            scratch: None,
+            failed: false,
             limit: config.as_ref().map_or(usize::MAX, |c| c.hot.max(1)),
             config,
-            compact_floor: COMPACT_FLOOR,
         }
     }
 
     /// Entries, hot and cold.
     pub fn len(&self) -> usize {
-        self.hot.len() + self.cold.len()
+        self.hot.len() + self.cold
     }
 
     /// Entries held in memory now.
@@ -167,26 +156,35 @@ impl<K: Hash + Eq + Clone + std::fmt::Debug, V: Clone + Spillable> SpillTable<K,
         self.hot.len()
     }
 
-    /// Whether `key` has an entry.
+    /// Whether `key` has an entry (no value is decoded).
     pub fn contains_key<Q>(&self, key: &Q) -> bool
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
+        Q: Hash + Eq + SpillKey + std::fmt::Debug + ?Sized,
     {
-        self.hot.contains(key) || self.cold.contains_key(key)
+        if self.hot.contains(key) {
+            return true;
+        }
+        match self.pending.get(key) {
+            Some(change) => change.is_some(),
+            None => self.stored(key).is_some(),
+        }
     }
 
-    /// The entry of `key`: borrowed while hot, decoded from the file while cold.
+    /// The entry of `key`: borrowed while hot, decoded from disk while cold.
     pub fn get<Q>(&self, key: &Q) -> Option<Cow<'_, V>>
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + std::fmt::Debug + ?Sized,
+        Q: Hash + Eq + SpillKey + std::fmt::Debug + ?Sized,
     {
         if let Some(v) = self.hot.peek(key) {
             return Some(Cow::Borrowed(&**v));
         }
-        let slot = *self.cold.get(key)?;
-        self.load(key, slot).map(Cow::Owned)
+        let decoded = match self.pending.get(key) {
+            Some(change) => decode(key, change.as_deref()?),
+            None => decode(key, &self.stored(key)?),
+        };
+        decoded.map(Cow::Owned)
     }
 
     /// The entry of `key` to change: brought into memory (and counted as the most
@@ -200,24 +198,55 @@ impl<K: Hash + Eq + Clone + std::fmt::Debug, V: Clone + Spillable> SpillTable<K,
 
     /// Puts `value` under `key` (replacing any entry), in memory.
     pub fn insert(&mut self, key: K, value: V) {
-        if let Some(slot) = self.cold.remove(&key) {
-            if let Some(f) = self.file.as_mut() {
-                f.release(slot);
-            }
-        }
         if !self.hot.contains(&key) {
+            let cold = match self.pending.get(&key) {
+                Some(change) => change.is_some(),
+                None => self.stored(&key).is_some(),
+            };
+            if cold {
+                self.take_pending(&key);
+                self.cold -= 1;
+            }
             self.make_room();
         }
         self.hot.put(key, Box::new(value));
+        self.apply_if_due();
     }
 
     /// The entry of `key` to change, made by `make` if there is none (or if its cold
-    /// copy could not be read back, which `load` logs).
+    /// copy could not be read back, which is logged).
     pub fn get_or_insert_with(&mut self, key: &K, make: impl FnOnce() -> V) -> &mut V {
         if !self.promote(key) {
             self.make_room();
+            self.apply_if_due();
         }
         self.hot.get_or_insert_mut(key.clone(), || Box::new(make()))
+    }
+
+    /// Every entry (no order): the hot ones, then the cold ones decoded one by one.
+    pub fn iter(&self) -> impl Iterator<Item = (Cow<'_, K>, Cow<'_, V>)> {
+        let hot = self
+            .hot
+            .iter()
+            .map(|(k, v)| (Cow::Borrowed(k), Cow::Borrowed(&**v)));
+        let pending = self.pending.iter().filter_map(|(k, change)| {
+            let value = decode(k, change.as_deref()?)?;
+            Some((Cow::Borrowed(k), Cow::Owned(value)))
+        });
+        let stored = self
+            .scratch
+            .iter()
+            .flat_map(Scratch::entries)
+            .filter_map(|(k, bytes)| {
+                let key = K::from_key_bytes(&k)?;
+                if self.pending.contains_key(&key) {
+                    // Pending: listed above if cold, or hot.
+                    return None;
+                }
+                let value = decode(&key, &bytes)?;
+                Some((Cow::Owned(key), Cow::Owned(value)))
+            });
+        hot.chain(pending).chain(stored)
     }
 
     /// Brings `key`'s entry into memory if it is cold; whether it is hot now.
@@ -225,39 +254,46 @@ impl<K: Hash + Eq + Clone + std::fmt::Debug, V: Clone + Spillable> SpillTable<K,
         if self.hot.contains(key) {
             return true;
         }
-        let Some(slot) = self.cold.remove(key) else {
+        let bytes = match self.pending.contains_key(key) {
+            true => self.take_pending(key),
+            false => {
+                let stored = self.stored(key);
+                if stored.is_some() {
+                    self.pending.insert(key.clone(), None);
+                }
+                stored
+            }
+        };
+        let Some(bytes) = bytes else {
             return false;
         };
-        let value = self.load(key, slot);
-        if let Some(f) = self.file.as_mut() {
-            f.release(slot);
-        }
-        let Some(value) = value else {
+        self.cold -= 1;
+        let Some(value) = decode(key, &bytes) else {
             return false;
         };
         self.make_room();
         self.hot.put(key.clone(), Box::new(value));
+        self.apply_if_due();
         true
     }
 
-    /// Every entry (no order): the hot ones, then the cold ones decoded one by one.
-    pub fn iter(&self) -> impl Iterator<Item = (&K, Cow<'_, V>)> {
-        let hot = self.hot.iter().map(|(k, v)| (k, Cow::Borrowed(&**v)));
-        let cold = self
-            .cold
-            .iter()
-            .filter_map(|(k, slot)| self.load(k, *slot).map(|v| (k, Cow::Owned(v))));
-        hot.chain(cold)
+    /// The pending bytes of `key`, leaving a removal of its stored copy in their place.
+    fn take_pending(&mut self, key: &K) -> Option<Vec<u8>> {
+        let change = self.pending.entry(key.clone()).or_insert(None);
+        let bytes = change.take();
+        if let Some(b) = &bytes {
+            self.pending_bytes -= b.len();
+        }
+        bytes
     }
 
-    fn load<Q: std::fmt::Debug + ?Sized>(&self, key: &Q, slot: Slot) -> Option<V> {
-        let file = self.file.as_ref()?;
-        let loaded = file
-            .read(slot)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| V::decode(&bytes));
-        match loaded {
-            Ok(v) => Some(v),
+    /// The stored bytes of `key` (the pending batch aside).
+    fn stored<Q>(&self, key: &Q) -> Option<Vec<u8>>
+    where
+        Q: SpillKey + std::fmt::Debug + ?Sized,
+    {
+        match self.scratch.as_ref()?.get(key.key_bytes()) {
+            Ok(bytes) => bytes,
             Err(error) => {
                 tracing::error!(?key, %error, "the kernel could not read back an entry it spilled to disk");
                 None
@@ -265,7 +301,7 @@ impl<K: Hash + Eq + Clone + std::fmt::Debug, V: Clone + Spillable> SpillTable<K,
         }
     }
 
-    /// Moves the least recently changed entries to the file until one more fits.
+    /// Moves the least recently changed entries out of memory until one more fits.
     fn make_room(&mut self) {
         while self.hot.len() >= self.limit {
             let Some((key, value)) = self.hot.pop_lru() else {
@@ -281,172 +317,57 @@ impl<K: Hash + Eq + Clone + std::fmt::Debug, V: Clone + Spillable> SpillTable<K,
         }
     }
 
-    fn spill(&mut self, key: &K, value: &V) -> io::Result<()> {
-        if self.file.is_none() {
+    fn spill(&mut self, key: &K, value: &V) -> Result<(), String> {
+        if self.scratch.is_none() {
             let Some(dir) = self.config.as_ref().map(|c| c.dir.clone()) else {
-                return Err(io::Error::other("no spill directory"));
+                return Err("no spill directory".into());
             };
-            let file = SpillFile::create(dir.clone())
-                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
-            self.file = Some(file);
+            self.scratch = Some(Scratch::create(&dir)?);
         }
-        let bytes = value.encode().map_err(io::Error::other)?;
-        let slot = match self.file.as_mut() {
-            Some(f) => f.append(&bytes)?,
-            None => return Err(io::Error::other("no spill file")),
-        };
-        self.cold.insert(key.clone(), slot);
-        self.compact_if_due();
+        let bytes = value.encode()?;
+        self.pending_bytes += bytes.len();
+        self.pending.insert(key.clone(), Some(bytes));
+        self.cold += 1;
         Ok(())
     }
 
-    /// Rewrites the file with only the live entries once dead bytes dominate.
-    fn compact_if_due(&mut self) {
-        let Some(file) = self.file.as_ref() else {
-            return;
-        };
-        if file.dead < self.compact_floor || file.dead < file.live {
+    /// Applies the pending batch once it is full; on failure keeps it (readable) and
+    /// stops spilling.
+    fn apply_if_due(&mut self) {
+        if self.failed || (self.pending.len() < self.batch && self.pending_bytes < PENDING_BYTES) {
             return;
         }
-        match self.rewrite() {
-            Ok(fresh) => self.file = Some(fresh),
+        let Some(scratch) = self.scratch.as_ref() else {
+            return;
+        };
+        let changes = self
+            .pending
+            .iter()
+            .map(|(k, change)| (k.key_bytes(), change.as_deref()));
+        match scratch.apply(changes) {
+            Ok(()) => {
+                self.pending.clear();
+                self.pending_bytes = 0;
+            }
             Err(error) => {
-                tracing::warn!(%error, "rewriting the kernel's spill file failed; keeping the old one")
+                tracing::error!(%error, "the kernel cannot write its spilled entries; keeping its whole state in memory");
+                self.failed = true;
+                self.limit = usize::MAX;
             }
         }
     }
+}
 
-    fn rewrite(&mut self) -> io::Result<SpillFile> {
-        let Some(old) = self.file.as_ref() else {
-            return Err(io::Error::other("no spill file"));
-        };
-        let mut fresh = SpillFile::create(old.dir.clone())?;
-        let mut moved = HashMap::with_capacity(self.cold.len());
-        for (key, slot) in &self.cold {
-            let bytes = old.read(*slot)?;
-            moved.insert(key.clone(), fresh.append(&bytes)?);
+/// `bytes` decoded, or `None` after an error line naming `key`.
+fn decode<V: Spillable, Q: std::fmt::Debug + ?Sized>(key: &Q, bytes: &[u8]) -> Option<V> {
+    match V::decode(bytes) {
+        Ok(v) => Some(v),
+        Err(error) => {
+            tracing::error!(?key, %error, "the kernel could not read back an entry it spilled to disk");
+            None
         }
-        fresh.flush()?;
-        self.cold = moved;
-        Ok(fresh)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::HashMap;
-
-    use proptest::prelude::*;
-
-    use super::{SpillConfig, SpillTable, Spillable};
-
-    #[derive(Debug, Clone, PartialEq)]
-    struct Text(String);
-
-    impl Spillable for Text {
-        fn encode(&self) -> Result<Vec<u8>, String> {
-            Ok(self.0.clone().into_bytes())
-        }
-        fn decode(bytes: &[u8]) -> Result<Self, String> {
-            String::from_utf8(bytes.to_vec())
-                .map(Text)
-                .map_err(|e| e.to_string())
-        }
-    }
-
-    #[derive(Debug, Clone)]
-    enum Op {
-        Insert(u8, String),
-        Append(u8, String),
-        GetOrInsert(u8, String),
-    }
-
-    fn op() -> impl Strategy<Value = Op> {
-        prop_oneof![
-            (0u8..40, "[a-z]{0,300}").prop_map(|(k, v)| Op::Insert(k, v)),
-            (0u8..40, "[a-z]{0,30}").prop_map(|(k, v)| Op::Append(k, v)),
-            (0u8..40, "[a-z]{0,30}").prop_map(|(k, v)| Op::GetOrInsert(k, v)),
-        ]
-    }
-
-    proptest! {
-        // ISSUE-18: the kernel's aggregate keeps at most its hot entries in memory
-        /// Whatever the changes, the table answers like a `HashMap`, holds at most
-        /// `hot` entries in memory, and its file is rewritten (every rewrite is forced
-        /// here) without losing an entry.
-        #[test]
-        fn a_spill_table_answers_like_a_map(hot in 1usize..6, ops in proptest::collection::vec(op(), 1..300)) {
-            let dir = tempfile::tempdir().expect("temp dir");
-            let mut table: SpillTable<u8, Text> = SpillTable::new(Some(SpillConfig {
-                dir: dir.path().to_path_buf(),
-                hot,
-            }));
-            table.compact_floor = 0;
-            let mut model: HashMap<u8, String> = HashMap::new();
-            for op in ops {
-                match op {
-                    Op::Insert(k, v) => {
-                        table.insert(k, Text(v.clone()));
-                        model.insert(k, v);
-                    }
-                    Op::Append(k, v) => {
-                        if let Some(t) = table.get_mut(&k) {
-                            t.0.push_str(&v);
-                        }
-                        if let Some(m) = model.get_mut(&k) {
-                            m.push_str(&v);
-                        }
-                    }
-                    Op::GetOrInsert(k, v) => {
-                        table.get_or_insert_with(&k, || Text(v.clone())).0.push('!');
-                        model.entry(k).or_insert(v).push('!');
-                    }
-                }
-                prop_assert!(table.hot_len() <= hot);
-                prop_assert_eq!(table.len(), model.len());
-            }
-            for k in 0u8..40 {
-                prop_assert_eq!(table.get(&k).map(|t| t.0.clone()), model.get(&k).cloned());
-                prop_assert_eq!(table.contains_key(&k), model.contains_key(&k));
-            }
-            let mut all: Vec<(u8, String)> = table.iter().map(|(k, v)| (*k, v.0.clone())).collect();
-            all.sort();
-            let mut expected: Vec<(u8, String)> = model.into_iter().collect();
-            expected.sort();
-            prop_assert_eq!(all, expected);
-        }
-    }
-
-    // ISSUE-18: a spill that cannot be written loses nothing
-    /// A spill directory that cannot be created (here: under a regular file): the
-    /// table keeps everything in memory and answers as before.
-    #[test]
-    fn a_spill_that_cannot_be_written_keeps_everything_in_memory() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let blocker = dir.path().join("a-file");
-        std::fs::write(&blocker, b"not a directory").expect("file written");
-        let mut table: SpillTable<u32, Text> = SpillTable::new(Some(SpillConfig {
-            dir: blocker.join("spill"),
-            hot: 2,
-        }));
-        for i in 0..50 {
-            table.insert(i, Text(i.to_string()));
-        }
-        assert_eq!(table.hot_len(), 50, "nothing left memory");
-        assert!(table.file.is_none() && table.cold.is_empty());
-        for i in 0..50 {
-            assert_eq!(table.get(&i).map(|t| t.0.clone()), Some(i.to_string()));
-        }
-    }
-
-    /// Without a config nothing leaves memory and no file is made.
-    #[test]
-    fn without_a_config_everything_stays_in_memory() {
-        let mut table: SpillTable<u32, Text> = SpillTable::new(None);
-        for i in 0..5_000 {
-            table.insert(i, Text(i.to_string()));
-        }
-        assert_eq!(table.hot_len(), 5_000);
-        assert!(table.file.is_none() && table.cold.is_empty());
-    }
-}
+mod tests;

@@ -1,0 +1,113 @@
+//! [`Scratch`]: the on-disk half of a [`SpillTable`](super::SpillTable), a redb table in
+//! an unlinked file, keyed by the entry's key bytes.
+//!
+//! Why a B-tree and not an append-only file with an offset per key in memory (what
+//! this replaced): the offsets were ~40 bytes per packet and ~90 per thread, kept for
+//! every entry ever spilled, so the kernel's memory still followed the history
+//! (issue 18: ~210 bytes per `cxp.send` under load). The tree keeps nothing per entry
+//! in memory beyond its bounded page cache, reuses the pages of entries that came back
+//! into memory (no compaction pass), and answers "is there an entry?" for a key it has
+//! never seen from its own pages.
+//!
+//! Commits are not durable (`Durability::None`, no fsync): the file is unlinked scratch
+//! space that no later process reads, so a crash loses nothing the log does not have.
+
+use std::fs::File;
+use std::path::Path;
+
+use redb::backends::FileBackend;
+use redb::{Builder, Database, Durability, ReadableDatabase, TableDefinition};
+
+/// The one table: key bytes to encoded value.
+const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("spilled");
+
+/// Page cache of one scratch table. Cold reads are rare (a late acknowledgement, a
+/// duplicate check that misses); the operating system caches the file besides.
+pub const SCRATCH_CACHE_BYTES: usize = 8 << 20;
+
+/// One pending change: `Some(bytes)` puts the entry, `None` removes it.
+pub type Change<'a> = (&'a [u8], Option<&'a [u8]>);
+
+/// The scratch table; see the module docs.
+pub struct Scratch {
+    db: Database,
+}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Scratch")
+    }
+}
+
+impl Scratch {
+    /// Creates the table in a new unlinked file under `dir`.
+    pub fn create(dir: &Path) -> Result<Self, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let file: File =
+            tempfile::tempfile_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let backend = FileBackend::new(file).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let db = Builder::new()
+            .set_cache_size(SCRATCH_CACHE_BYTES)
+            .create_with_backend(backend)
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        let scratch = Scratch { db };
+        // The table exists from the start, so readers never meet "no such table".
+        scratch.apply(std::iter::empty())?;
+        Ok(scratch)
+    }
+
+    /// The value stored under `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        let txn = self.db.begin_read().map_err(|e| e.to_string())?;
+        let table = txn.open_table(TABLE).map_err(|e| e.to_string())?;
+        let value = table.get(key).map_err(|e| e.to_string())?;
+        Ok(value.map(|v| v.value().to_vec()))
+    }
+
+    /// Applies `changes` in one (non-durable) transaction: all of them or none.
+    pub fn apply<'a>(&self, changes: impl Iterator<Item = Change<'a>>) -> Result<(), String> {
+        let fail = |e: redb::Error| e.to_string();
+        let mut txn = self.db.begin_write().map_err(|e| fail(e.into()))?;
+        txn.set_durability(Durability::None)
+            .map_err(|e| fail(e.into()))?;
+        {
+            let mut table = txn.open_table(TABLE).map_err(|e| fail(e.into()))?;
+            for (key, value) in changes {
+                match value {
+                    Some(value) => {
+                        table.insert(key, value).map_err(|e| fail(e.into()))?;
+                    }
+                    None => {
+                        table.remove(key).map_err(|e| fail(e.into()))?;
+                    }
+                }
+            }
+        }
+        txn.commit().map_err(|e| fail(e.into()))
+    }
+
+    /// Every `(key, value)` stored, in key order, from one snapshot; an error ends the
+    /// walk (after one error line).
+    pub fn entries(&self) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
+        let range = self
+            .db
+            .begin_read()
+            .map_err(redb::Error::from)
+            .and_then(|txn| txn.open_table(TABLE).map_err(redb::Error::from))
+            .and_then(|table| table.range::<&[u8]>(..).map_err(redb::Error::from));
+        let range = match range {
+            Ok(range) => Some(range),
+            Err(error) => {
+                tracing::error!(%error, "the kernel could not read its spilled entries");
+                None
+            }
+        };
+        range.into_iter().flatten().map_while(|item| match item {
+            Ok((k, v)) => Some((k.value().to_vec(), v.value().to_vec())),
+            Err(error) => {
+                tracing::error!(%error, "the kernel could not read its spilled entries");
+                None
+            }
+        })
+    }
+}
