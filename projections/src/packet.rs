@@ -12,6 +12,14 @@
 //! Compact by construction: per packet its message id, the sequence of its first
 //! `packet_sent`, two indices into a table of the Volk names seen, and its subject.
 //!
+//! **Memory follows the work, not the history.** A packet's parties never change once
+//! sent, so once a commit has put a packet in the view store, the runner may let it go
+//! ([`View::committed`]); the newest `keep_hot` stay whole, and of the others only the
+//! message id and the sequence of the `packet_sent` (its store key) stay, in 24 bytes
+//! ([`cold`]). A reader asks [`PacketIndex::lookup`] and reads a let-go packet from the
+//! store ([`PacketIndex::decode_stored`]); the fold needs nothing back from the store:
+//! a repeated send of a let-go packet is known by its id and changes nothing.
+//!
 //! ```
 //! use orchestrata_projections::{packet::facts_of, PacketIndex, View};
 //! # use orchestrata_schemas::events::Envelope;
@@ -25,18 +33,23 @@
 //! # let _ = facts; }
 //! ```
 
+mod cold;
+#[cfg(test)]
+mod cold_tests;
 mod facts;
 mod stored;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use cold::ColdIds;
 
 use orchestrata_schemas::events::{Envelope, Event, Stream};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
 
-pub use facts::{facts_of, Facts};
+pub use facts::{facts_of, facts_with, transition_of, Facts};
 
 use crate::stored::{Saved, StoredEntry};
 use crate::{Changes, Checkpoint, StoredError, View, ViewName};
@@ -67,6 +80,54 @@ pub struct Parties<'a> {
     pub subject: &'a str,
 }
 
+/// A packet's parties as stored, owned: what [`PacketIndex::decode_stored`] reads
+/// for a packet the index let go of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredParties {
+    /// Sequence of its first `packet_sent` on `cxp.traffic`.
+    pub sequence: u64,
+    /// Sender alias.
+    pub from: String,
+    /// Recipient alias.
+    pub to: String,
+    /// Subject line.
+    pub subject: String,
+}
+
+impl StoredParties {
+    /// Borrowed, as [`PacketIndex::lookup`] answers for a packet in memory.
+    pub fn as_parties(&self) -> Parties<'_> {
+        Parties {
+            sequence: self.sequence,
+            from: &self.from,
+            to: &self.to,
+            subject: &self.subject,
+        }
+    }
+}
+
+impl From<Parties<'_>> for StoredParties {
+    fn from(p: Parties<'_>) -> Self {
+        StoredParties {
+            sequence: p.sequence,
+            from: p.from.to_owned(),
+            to: p.to.to_owned(),
+            subject: p.subject.to_owned(),
+        }
+    }
+}
+
+/// Where [`PacketIndex::lookup`] finds a packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup<'a> {
+    /// In memory.
+    Memory(Parties<'a>),
+    /// Let go: read this key from the view store.
+    Store(Vec<u8>),
+    /// The folded log did not send it.
+    Unknown,
+}
+
 /// Every packet of the log by message id: sender, recipient and subject of its first
 /// `packet_sent` (a repeated `packet_sent` of the same id changes nothing, so what a
 /// packet concerns is fixed once the log has sent it).
@@ -77,11 +138,20 @@ pub struct PacketIndex {
     volks: Vec<Box<str>>,
     /// Positions in `volks` by name (rebuilt on load, never serialized).
     by_name: HashMap<Box<str>, u32>,
+    /// The packets held whole: every one, unless some were let go.
     packets: BTreeMap<Uuid, Entry>,
+    /// The packets held whole, oldest first (in the order they came): the order in
+    /// which they are let go.
+    order: VecDeque<Uuid>,
+    /// The packets let go: id and the sequence of their `packet_sent`.
+    cold: ColdIds,
     /// Volk names the store has (commit bookkeeping, not part of the value).
     saved_volks: Saved,
-    /// Packets added since the last commit (commit bookkeeping).
+    /// Packets added since the last commit the store confirmed, oldest first (commit
+    /// bookkeeping).
     fresh: Vec<Uuid>,
+    /// What the commit in progress took: Volk names, packets of `fresh`.
+    taken: (usize, usize),
 }
 
 impl PartialEq for PacketIndex {
@@ -90,21 +160,41 @@ impl PartialEq for PacketIndex {
         self.checkpoint == other.checkpoint
             && self.volks == other.volks
             && self.packets == other.packets
+            && self.cold == other.cold
     }
 }
 
 impl PacketIndex {
     /// Number of packets indexed.
     pub fn len(&self) -> usize {
-        self.packets.len()
+        self.packets.len() + self.cold.len()
     }
 
     /// Whether no packet is indexed.
     pub fn is_empty(&self) -> bool {
-        self.packets.is_empty()
+        self.len() == 0
     }
 
-    /// The parties of packet `message_id`, if the folded log sent it.
+    /// Number of packets held whole in memory (the others were let go: their parties
+    /// are read from the store).
+    pub fn in_memory(&self) -> usize {
+        self.packets.len()
+    }
+
+    /// Where the parties of packet `message_id` are: in memory, in the store (let go),
+    /// or nowhere (the folded log did not send it).
+    pub fn lookup(&self, message_id: &Uuid) -> Lookup<'_> {
+        match self.parties(message_id) {
+            Some(p) => Lookup::Memory(p),
+            None => match self.cold.get(message_id) {
+                Some(sequence) => Lookup::Store(Self::stored_key(sequence)),
+                None => Lookup::Unknown,
+            },
+        }
+    }
+
+    /// The parties of packet `message_id` if it is held whole (for an index that
+    /// keeps every packet: if the folded log sent it).
     pub fn parties(&self, message_id: &Uuid) -> Option<Parties<'_>> {
         let e = self.packets.get(message_id)?;
         Some(Parties {
@@ -121,10 +211,12 @@ impl PacketIndex {
         self.parties(message_id).filter(|p| p.sequence < sequence)
     }
 
-    /// Whether [`facts_of`]`(envelope, self)` is final: equal to what the index folded
-    /// over the whole log would answer. True for every event that needs no look-up,
-    /// for a transition whose packet is known, and for any event at or below the
-    /// index's checkpoint. When it is false, wait until the index has folded
+    /// Whether the facts of `envelope` are final: equal to what the index folded over
+    /// the whole log would answer ([`facts_of`] for a packet in memory; the stored
+    /// entry [`lookup`](PacketIndex::lookup) names otherwise). True for every event
+    /// that needs no look-up, for a transition whose packet is in memory, and for any
+    /// event at or below the index's checkpoint. When it is false, wait until the
+    /// index has folded
     /// `envelope.sequence` of `cxp.traffic` (the runner's read-your-write wait).
     pub fn settles(&self, envelope: &Envelope) -> bool {
         match facts::transition_of(&envelope.record.event) {
@@ -135,6 +227,31 @@ impl PacketIndex {
                     || self.parties_before(id, envelope.sequence).is_some()
             }
         }
+    }
+
+    /// Lets go of the oldest stored packets beyond the newest `keep_hot`.
+    fn evict(&mut self, keep_hot: usize) {
+        let unsaved: HashSet<Uuid> = self.fresh.iter().copied().collect();
+        let mut batch = Vec::new();
+        let mut turns = self.order.len();
+        while self.packets.len() > keep_hot && turns > 0 {
+            turns -= 1;
+            let Some(id) = self.order.pop_front() else {
+                break;
+            };
+            if unsaved.contains(&id) {
+                self.order.push_back(id);
+            } else if let Some(entry) = self.packets.remove(&id) {
+                batch.push((id, entry.sequence));
+            }
+        }
+        self.cold.extend(batch);
+    }
+
+    /// Adds a packet to memory (newest).
+    fn hold(&mut self, id: Uuid, entry: Entry) {
+        self.packets.insert(id, entry);
+        self.order.push_back(id);
     }
 
     fn volk(&self, at: u32) -> &str {
@@ -168,8 +285,24 @@ impl View for PacketIndex {
         Self::restore(head, entries)
     }
 
+    fn restorer(
+        head: &[u8],
+        keep_hot: usize,
+    ) -> Result<Box<dyn crate::Restorer<Self>>, StoredError> {
+        Ok(Box::new(stored::Restore::new(head, keep_hot)?))
+    }
+
     fn needs_commit(&self) -> bool {
         self.fresh.len() > crate::stored::PRESSING_ENTRIES
+    }
+
+    const RETAKES_UNCOMMITTED: bool = true;
+
+    fn committed(&mut self, keep_hot: usize) {
+        let (volks, fresh) = std::mem::take(&mut self.taken);
+        self.saved_volks = Saved(volks);
+        self.fresh.drain(..fresh.min(self.fresh.len()));
+        self.evict(keep_hot);
     }
 
     fn apply(&mut self, envelope: &Envelope) -> bool {
@@ -180,10 +313,10 @@ impl View for PacketIndex {
         }
         if let Event::PacketSent(sent) = &envelope.record.event {
             let p = &sent.packet;
-            if !self.packets.contains_key(&p.message_id) {
+            if !self.packets.contains_key(&p.message_id) && self.cold.get(&p.message_id).is_none() {
                 let from = self.intern(&p.from_agent);
                 let to = self.intern(&p.to_agent);
-                self.packets.insert(
+                self.hold(
                     p.message_id,
                     Entry {
                         sequence: envelope.sequence,
@@ -215,7 +348,15 @@ struct Stored {
 }
 
 impl Serialize for PacketIndex {
+    /// Fails for an index that let packets go (a live runner's): only the store has
+    /// them.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if !self.cold.is_empty() {
+            return Err(serde::ser::Error::custom(format!(
+                "the packet index holds {} packets in the store only",
+                self.cold.len()
+            )));
+        }
         StoredRef {
             checkpoint: &self.checkpoint,
             volks: &self.volks,
@@ -249,9 +390,9 @@ impl<'de> Deserialize<'de> for PacketIndex {
             checkpoint: stored.checkpoint,
             volks: stored.volks,
             by_name,
+            order: stored.packets.keys().copied().collect(),
             packets: stored.packets,
-            saved_volks: Saved::default(),
-            fresh: Vec::new(),
+            ..PacketIndex::default()
         })
     }
 }

@@ -50,6 +50,9 @@ pub struct Metrics {
     pub decisions_indexed: IntGauge,
     /// See [`Metrics::decisions_indexed`].
     pub decision_bodies_in_memory: IntGauge,
+    /// Packets the packet index keeps in memory (the rest are read from the view
+    /// store when a filter needs them).
+    pub packets_in_memory: IntGauge,
     /// The thread view's packets and threads (`kind`), all of them and those in
     /// memory (`held`: `all`, `memory`); the rest are read from the view store.
     pub thread_entries: IntGaugeVec,
@@ -182,6 +185,11 @@ impl Metrics {
         )?;
         registry.register(Box::new(decisions_indexed.clone()))?;
         registry.register(Box::new(decision_bodies_in_memory.clone()))?;
+        let packets_in_memory = IntGauge::new(
+            "orchestrata_projection_packet_index_in_memory",
+            "Packets the packet index keeps in memory (the rest are read from the view store)",
+        )?;
+        registry.register(Box::new(packets_in_memory.clone()))?;
         let thread_entries = IntGaugeVec::new(
             Opts::new(
                 "orchestrata_projection_thread_entries",
@@ -219,6 +227,7 @@ impl Metrics {
             governance_waiting_packets,
             decisions_indexed,
             decision_bodies_in_memory,
+            packets_in_memory,
             thread_entries,
             kernel_entries,
         })

@@ -379,6 +379,8 @@ async fn metrics_text(
         gw.metrics
             .decision_bodies_in_memory
             .set(gauge(in_memory as u64));
+        let packets = views.packets.read().in_memory();
+        gw.metrics.packets_in_memory.set(gauge(packets as u64));
         let threads = {
             let t = views.threads.read();
             [

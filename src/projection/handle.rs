@@ -4,8 +4,9 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use orchestrata_projections::decision::DecisionEntry;
+use orchestrata_projections::packet::{Lookup, StoredParties};
 use orchestrata_projections::thread::{Held, PacketState, ThreadState};
-use orchestrata_projections::{Checkpoint, DecisionIndex, ThreadView, View};
+use orchestrata_projections::{Checkpoint, DecisionIndex, PacketIndex, ThreadView, View};
 use orchestrata_schemas::events::Stream;
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -41,6 +42,26 @@ impl ViewHandle<DecisionIndex> {
             &DecisionIndex::stored_key(sequence),
             DecisionIndex::decode_stored,
         )
+    }
+}
+
+impl ViewHandle<PacketIndex> {
+    /// The parties of packet `message_id` as the index holds them — from memory, or
+    /// from the store when the index let the packet go — or `None` if the folded log
+    /// did not send it. Reads the store without holding [`read`](Self::read)'s guard.
+    pub fn parties(&self, message_id: &Uuid) -> Result<Option<StoredParties>, ProjectionError> {
+        let key = match self.read().lookup(message_id) {
+            Lookup::Memory(p) => return Ok(Some(p.into())),
+            Lookup::Unknown => return Ok(None),
+            Lookup::Store(key) => key,
+        };
+        let Some(bytes) = self.store.entry(PacketIndex::NAME, &key)? else {
+            return Ok(None);
+        };
+        self.read()
+            .decode_stored(&bytes)
+            .map(Some)
+            .map_err(|e| self.store.corrupt(PacketIndex::NAME, e.to_string()))
     }
 }
 

@@ -132,8 +132,8 @@ impl<V: View> PageHook<V> for Committing {
         // entries go once committed (those that take uncommitted changes again), and
         // by the event count, not `View::needs_commit` — asked at every 16,384
         // entries, the thread view's and the graph's commits doubled the rebuild's
-        // time on a 1.2 M-packet log (docs/performance.md). The graph, the packet index
-        // and the others keep what they keep either way and are stored at the end.
+        // time on a 1.2 M-packet log (docs/performance.md). The graph and the others
+        // keep what they keep either way and are stored at the end.
         if V::RETAKES_UNCOMMITTED && self.since >= self.bounds.commit_events {
             self.commit(view)?;
         }

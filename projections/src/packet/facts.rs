@@ -4,7 +4,7 @@
 use orchestrata_schemas::events::{Envelope, Event};
 use uuid::Uuid;
 
-use super::PacketIndex;
+use super::{PacketIndex, Parties};
 
 /// The filterable facts of one event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -32,7 +32,7 @@ fn looks_like_alias(s: &str) -> bool {
 
 /// The message id of a packet transition (an event about a packet that does not carry
 /// the packet itself); `None` for every other event.
-pub(super) fn transition_of(event: &Event) -> Option<&Uuid> {
+pub fn transition_of(event: &Event) -> Option<&Uuid> {
     match event {
         Event::PacketDelivered(e) => Some(&e.message_id),
         Event::PacketAcknowledged(e) => Some(&e.message_id),
@@ -52,18 +52,27 @@ pub(super) fn transition_of(event: &Event) -> Option<&Uuid> {
 /// folded `cxp.traffic` up to `envelope.sequence` (check [`PacketIndex::settles`]) —
 /// whatever was replayed, subscribed or folded before.
 pub fn facts_of(envelope: &Envelope, index: &PacketIndex) -> Facts {
+    let parties = transition_of(&envelope.record.event)
+        .and_then(|id| index.parties_before(id, envelope.sequence));
+    facts_with(envelope, parties)
+}
+
+/// The facts of `envelope`, given the parties of the packet it is a transition of
+/// (found in memory or read from the store; a `packet_sent` at or after `envelope`
+/// does not count and is ignored here). For an index that let packets go: see
+/// [`PacketIndex::lookup`].
+pub fn facts_with(envelope: &Envelope, parties: Option<Parties<'_>>) -> Facts {
     let record = &envelope.record;
     let mut facts = Facts {
         event_type: record.event.event_type(),
         key: record.key.clone(),
         ..Facts::default()
     };
-    if let Some(id) = transition_of(&record.event) {
-        if let Some(p) = index.parties_before(id, envelope.sequence) {
-            facts.volks.push(p.from.to_owned());
-            facts.volks.push(p.to.to_owned());
-            facts.subject = Some(p.subject.to_owned());
-        }
+    let parties = parties.filter(|p| p.sequence < envelope.sequence);
+    if let (Some(_), Some(p)) = (transition_of(&record.event), parties) {
+        facts.volks.push(p.from.to_owned());
+        facts.volks.push(p.to.to_owned());
+        facts.subject = Some(p.subject.to_owned());
     }
     match &record.event {
         Event::PacketSent(e) => {

@@ -2,13 +2,16 @@
 //! (`v` + its position) and one per packet (`p` + the sequence of its `packet_sent`,
 //! holding its message id and entry), big-endian: keys that follow the log (see the
 //! thread view's `stored.rs` for why). Both are only ever added to, so a commit writes
-//! what was added since the last one.
+//! what was added since the last one the store confirmed; a commit that failed is
+//! taken again. A let-go packet is read back under [`PacketIndex::stored_key`] of the
+//! sequence the index kept for its id.
 
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
-use super::{Entry, PacketIndex};
+use super::{Entry, PacketIndex, StoredParties};
 use crate::stored::{self, Changes, Saved, StoredEntry, StoredError};
-use crate::Checkpoint;
+use crate::{Checkpoint, Restorer};
 
 const VOLK: u8 = b'v';
 const PACKET: u8 = b'p';
@@ -20,6 +23,15 @@ struct Head {
 
 impl PacketIndex {
     pub(super) fn changes(&mut self, all: bool) -> Result<Changes, StoredError> {
+        if all && !self.cold.is_empty() {
+            return Err(StoredError::Encode {
+                what: "packet index".into(),
+                reason: format!(
+                    "{} packets are only in the store; a full commit needs them in memory",
+                    self.cold.len()
+                ),
+            });
+        }
         let head = stored::encode(
             "packet index head",
             &Head {
@@ -33,12 +45,9 @@ impl PacketIndex {
             let value = stored::encode("volk name", name)?;
             entries.push((stored::key(VOLK, &at.to_be_bytes()), Some(value)));
         }
-        self.saved_volks = Saved(self.volks.len());
-        let fresh = std::mem::take(&mut self.fresh);
-        let mut write = |id: &uuid::Uuid, entry: &Entry| -> Result<(), StoredError> {
+        let mut write = |id: &Uuid, entry: &Entry| -> Result<(), StoredError> {
             let value = stored::encode("packet", &(id, entry))?;
-            let sent = entry.sequence.to_be_bytes();
-            entries.push((stored::key(PACKET, &sent), Some(value)));
+            entries.push((Self::stored_key(entry.sequence), Some(value)));
             Ok(())
         };
         if all {
@@ -46,52 +55,126 @@ impl PacketIndex {
                 write(id, entry)?;
             }
         } else {
-            for id in &fresh {
+            for id in &self.fresh {
                 if let Some(entry) = self.packets.get(id) {
                     write(id, entry)?;
                 }
             }
         }
+        self.taken = (self.volks.len(), self.fresh.len());
         Ok(Changes::tracked(head, entries))
     }
 
+    /// The key under which a commit stores the packet sent at `sequence` (read it back
+    /// with [`PacketIndex::decode_stored`]).
+    pub fn stored_key(sequence: u64) -> Vec<u8> {
+        stored::key(PACKET, &sequence.to_be_bytes())
+    }
+
+    /// The parties of a packet as a commit stored it, its Volks named by this index's
+    /// table (which holds every name a stored packet can point at).
+    pub fn decode_stored(&self, bytes: &[u8]) -> Result<StoredParties, StoredError> {
+        let (id, entry): (Uuid, Entry) = stored::decode("packet", bytes)?;
+        check_volks(&id, &entry, self.volks.len())?;
+        Ok(StoredParties {
+            sequence: entry.sequence,
+            from: self.volk(entry.from).to_owned(),
+            to: self.volk(entry.to).to_owned(),
+            subject: entry.subject.into(),
+        })
+    }
+
     pub(super) fn restore(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
+        crate::view::restore_all(Restore::new(head, usize::MAX)?, entries)
+    }
+}
+
+fn check_volks(id: &Uuid, entry: &Entry, known: usize) -> Result<(), StoredError> {
+    if entry.from as usize >= known || entry.to as usize >= known {
+        return Err(StoredError::entry(
+            "packet index",
+            format!(
+                "packet {id} names Volk #{} of {known}",
+                entry.from.max(entry.to)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The packet index's [`Restorer`]: packets in key order (the log's), the oldest let
+/// go past `keep_hot` as [`View::committed`](crate::View::committed) would after a
+/// whole load; then the Volk names (their keys sort after the packets'), against
+/// which every packet is checked as it is read.
+pub(super) struct Restore {
+    view: PacketIndex,
+    keep_hot: usize,
+    /// The packet naming the highest Volk position read so far: checked against the
+    /// names once they are in.
+    highest_volk: Option<(Uuid, u32)>,
+}
+
+impl Restore {
+    pub(super) fn new(head: &[u8], keep_hot: usize) -> Result<Self, StoredError> {
         let head: Head = stored::decode("packet index head", head)?;
-        let mut view = PacketIndex {
-            checkpoint: head.checkpoint,
-            ..PacketIndex::default()
-        };
+        Ok(Restore {
+            view: PacketIndex {
+                checkpoint: head.checkpoint,
+                ..PacketIndex::default()
+            },
+            keep_hot,
+            highest_volk: None,
+        })
+    }
+}
+
+impl Restorer<PacketIndex> for Restore {
+    fn entry(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<(), StoredError> {
+        let view = &mut self.view;
         let bad = |reason: String| StoredError::entry("packet index", reason);
-        let mut packets = Vec::new();
-        for (key, value) in entries {
-            match key.split_first() {
-                // Volk keys load in position order (big-endian positions).
-                Some((&VOLK, at)) => {
-                    let expected = u32::try_from(view.volks.len()).unwrap_or(u32::MAX);
-                    if at != expected.to_be_bytes() {
-                        return Err(bad(format!("Volk #{expected} is missing")));
-                    }
-                    let name: Box<str> = stored::decode("volk name", &value)?;
-                    view.by_name.insert(name.clone(), expected);
-                    view.volks.push(name);
+        match key.split_first() {
+            Some((&PACKET, _)) => {
+                let (id, entry): (Uuid, Entry) = stored::decode("packet", &value)?;
+                if key != PacketIndex::stored_key(entry.sequence) {
+                    return Err(bad(format!("packet {id} stored under key {key:?}")));
                 }
-                Some((&PACKET, _)) => {
-                    packets.push(stored::decode::<(uuid::Uuid, Entry)>("packet", &value)?);
+                let named = entry.from.max(entry.to);
+                if self.highest_volk.is_none_or(|(_, h)| named > h) {
+                    self.highest_volk = Some((id, named));
                 }
-                _ => return Err(bad(format!("unknown key {key:?}"))),
+                view.hold(id, entry);
+                if view.packets.len() > self.keep_hot.saturating_add(1024) {
+                    view.evict(self.keep_hot);
+                }
             }
+            // Volk keys load in position order (big-endian positions).
+            Some((&VOLK, at)) => {
+                let expected = u32::try_from(view.volks.len()).unwrap_or(u32::MAX);
+                if at != expected.to_be_bytes() {
+                    return Err(bad(format!("Volk #{expected} is missing")));
+                }
+                let name: Box<str> = stored::decode("volk name", &value)?;
+                view.by_name.insert(name.clone(), expected);
+                view.volks.push(name);
+            }
+            _ => return Err(bad(format!("unknown key {key:?}"))),
         }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<PacketIndex, StoredError> {
+        let mut view = self.view;
         let known = view.volks.len();
-        for (id, entry) in packets {
-            if entry.from as usize >= known || entry.to as usize >= known {
-                return Err(bad(format!(
-                    "packet {id} names Volk #{} of {known}",
-                    entry.from.max(entry.to)
-                )));
+        if let Some((id, named)) = self.highest_volk {
+            if named as usize >= known {
+                return Err(StoredError::entry(
+                    "packet index",
+                    format!("packet {id} names Volk #{named} of {known}"),
+                ));
             }
-            view.packets.insert(id, entry);
         }
         view.saved_volks = Saved(known);
+        view.evict(self.keep_hot);
         Ok(view)
     }
 }

@@ -16,15 +16,15 @@ use super::{facts_of, PacketIndex};
 use crate::testkit::{env, json, packet};
 use crate::View;
 
-const VOLKS: [&str; 5] = ["U:Aa", "U:Bb", "U:Cc", "U:Dd", "U:Ee"];
+pub(super) const VOLKS: [&str; 5] = ["U:Aa", "U:Bb", "U:Cc", "U:Dd", "U:Ee"];
 
-fn sent(seq: u64, id: u128, from: &str, to: &str) -> Envelope {
+pub(super) fn sent(seq: u64, id: u128, from: &str, to: &str) -> Envelope {
     let p = packet(id, "t-1", from, to, 3);
     env(seq, seq as i64, PacketSent { packet: p })
 }
 
 /// A transition of packet `id` of kind `kind` (0..6) naming `actor` where it names one.
-fn transition(seq: u64, kind: u8, id: u128, actor: &str) -> Envelope {
+pub(super) fn transition(seq: u64, kind: u8, id: u128, actor: &str) -> Envelope {
     let message_id = Uuid::from_u128(id);
     let thread_id = "t-1".to_owned();
     let event: Event = match kind % 6 {
@@ -182,14 +182,14 @@ fn many_waiting_packets_ask_for_a_commit() {
 
 /// One step of a random history.
 #[derive(Debug, Clone)]
-enum Step {
+pub(super) enum Step {
     /// Packet `id` sent from `from` to `to` (a repeated id is a duplicate send).
     Send { id: u8, from: usize, to: usize },
     /// A transition of packet `id` (possibly never sent) naming Volk `actor`.
     Move { kind: u8, id: u8, actor: usize },
 }
 
-fn step() -> impl Strategy<Value = Step> {
+pub(super) fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         (0u8..12, 0..VOLKS.len(), 0..VOLKS.len()).prop_map(|(id, from, to)| Step::Send {
             id,
@@ -204,7 +204,7 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-fn history(steps: &[Step]) -> Vec<Envelope> {
+pub(super) fn history(steps: &[Step]) -> Vec<Envelope> {
     steps
         .iter()
         .enumerate()

@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use orchestrata_projections::packet::{facts_with, transition_of};
 use orchestrata_projections::PacketIndex;
 use orchestrata_schemas::events::{Envelope, Stream};
 
@@ -63,8 +64,22 @@ impl FilterIndex {
                 .wait_for(Stream::CxpTraffic, sequence, timeout)
                 .await?;
         }
-        let index = self.packets.read();
-        Ok(envelopes.iter().map(|e| facts_of(e, &index)).collect())
+        envelopes.iter().map(|e| self.facts_now(e)).collect()
+    }
+
+    /// The facts of `envelope` from what the index holds now (in memory, or in the
+    /// store for a packet it let go of): final once the index settles `envelope`.
+    pub fn facts_now(&self, envelope: &Envelope) -> Result<Facts, ProjectionError> {
+        match transition_of(&envelope.record.event) {
+            None => Ok(facts_with(envelope, None)),
+            Some(id) => {
+                let parties = self.packets.parties(id)?;
+                Ok(facts_with(
+                    envelope,
+                    parties.as_ref().map(|p| p.as_parties()),
+                ))
+            }
+        }
     }
 
     /// The facts of one envelope (see [`FilterIndex::facts_all`]).
@@ -73,15 +88,12 @@ impl FilterIndex {
         envelope: &Envelope,
         timeout: Duration,
     ) -> Result<Facts, ProjectionError> {
-        {
-            let index = self.packets.read();
-            if index.settles(envelope) {
-                return Ok(facts_of(envelope, &index));
-            }
+        let settled = self.packets.read().settles(envelope);
+        if !settled {
+            self.packets
+                .wait_for(Stream::CxpTraffic, envelope.sequence, timeout)
+                .await?;
         }
-        self.packets
-            .wait_for(Stream::CxpTraffic, envelope.sequence, timeout)
-            .await?;
-        Ok(facts_of(envelope, &self.packets.read()))
+        self.facts_now(envelope)
     }
 }

@@ -305,7 +305,9 @@ impl Hub {
                 }
                 Err(e) => {
                     tracing::error!(topic = %self.stream, error = %e, "packet index stopped; filtering on what it folded");
-                    return facts_of(envelope, &index.view().read());
+                    return index
+                        .facts_now(envelope)
+                        .unwrap_or_else(|_| facts_of(envelope, &index.view().read()));
                 }
             }
         }
