@@ -300,7 +300,8 @@ impl View for PacketIndex {
 
     fn committed(&mut self, keep_hot: usize) {
         let (volks, fresh) = std::mem::take(&mut self.taken);
-        self.saved_volks = Saved(volks);
+        // Without a take since (a view just loaded), nothing new was stored.
+        self.saved_volks = Saved(volks.max(self.saved_volks.0));
         self.fresh.drain(..fresh.min(self.fresh.len()));
         self.evict(keep_hot);
     }

@@ -74,10 +74,14 @@ proptest! {
         for (k, v) in entries(&shelf) {
             restorer.entry(k, v).unwrap();
         }
-        let started = restorer.finish().unwrap();
+        let mut started = restorer.finish().unwrap();
         let mut whole: PacketIndex = shelf.restore();
         whole.committed(keep_hot);
         prop_assert_eq!(&started, &whole);
+        // A runner confirms what it loaded; its next commit then writes nothing again.
+        started.committed(keep_hot);
+        let again = started.take_changes(false).unwrap().entries;
+        prop_assert!(again.is_empty(), "{} entries written again", again.len());
     }
 }
 
