@@ -57,6 +57,30 @@ async fn settle(port: u16, packets: u64, in_memory: u64) {
     }
 }
 
+/// Waits until the packet index holds at most `in_memory` packets whole (the others
+/// let go: only their ids and store keys stay).
+async fn packet_index_settles(port: u16, in_memory: u64) {
+    let addr = format!("127.0.0.1:{port}").parse().expect("address");
+    let metric = "orchestrata_projection_packet_index_in_memory ";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = support::ws::http_get(addr, "/metrics").await;
+        assert_eq!(status, 200, "{body}");
+        let held: u64 = body
+            .lines()
+            .find_map(|l| l.strip_prefix(metric)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {metric}in {body}"));
+        if held <= in_memory {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "packet index holds {held} packets, wanted at most {in_memory}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn client(port: u16, token: &str) -> Ws {
     let mut ws = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
     ws.auth(token).await;
@@ -146,6 +170,23 @@ async fn let_go_threads_and_packets_are_answered_from_the_store_as_from_memory()
         .filter(|t| t["kind"] == "work" && t["status"] == "in_progress")
         .collect();
     assert_eq!(work.len(), 1, "{first_thread}");
+    // REQ-014-005 ISSUE-18: a subject filter matches the work transition of the first
+    // packet, which the packet index let go of: its subject is read from the store.
+    packet_index_settles(port, HOT).await;
+    let replay = checked_ok(
+        &mut ws,
+        "gateway.replay",
+        json!({"topic": "cxp.traffic", "count": 1000,
+               "filters": {"subject": "generate_component"}}),
+    )
+    .await;
+    let worked: Vec<&Value> = replay["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["event_type"] == "work_status_changed")
+        .collect();
+    assert_eq!(worked.len(), 1, "{replay}");
     drop((ws, vz));
     assert!(up.stop(), "up stops cleanly");
 
