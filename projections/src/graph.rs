@@ -27,7 +27,7 @@
 //! Each stream owns what it writes: a node's properties are set only by the stream its
 //! label belongs to, and other streams only make sure the node exists (with the same
 //! identifying property the owner sets). So the view does not depend on how the four
-//! streams interleave, as [`View`] requires.
+//! streams interleave, as [`View`](crate::View) requires.
 //!
 //! ## Bounded memory
 //!

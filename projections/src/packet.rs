@@ -16,7 +16,7 @@
 //! sent, so once a commit has put a packet in the view store, the runner may let it go
 //! ([`View::committed`]); the newest `keep_hot` stay whole, and of the others only the
 //! message id and the sequence of the `packet_sent` (its store key) stay, in 24 bytes
-//! ([`cold`]). A reader asks [`PacketIndex::lookup`] and reads a let-go packet from the
+//! (`packet/cold.rs`). A reader asks [`PacketIndex::lookup`] and reads a let-go packet from the
 //! store ([`PacketIndex::decode_stored`]); the fold needs nothing back from the store:
 //! a repeated send of a let-go packet is known by its id and changes nothing.
 //!

@@ -52,8 +52,7 @@ pub fn transition_of(event: &Event) -> Option<&Uuid> {
 /// folded `cxp.traffic` up to `envelope.sequence` (check [`PacketIndex::settles`]) —
 /// whatever was replayed, subscribed or folded before.
 pub fn facts_of(envelope: &Envelope, index: &PacketIndex) -> Facts {
-    let parties = transition_of(&envelope.record.event)
-        .and_then(|id| index.parties_before(id, envelope.sequence));
+    let parties = transition_of(&envelope.record.event).and_then(|id| index.parties(id));
     facts_with(envelope, parties)
 }
 
