@@ -23,6 +23,7 @@ use orchestrata_schemas::events::{Envelope, Event, Stream};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::runs::SortedRuns;
 use crate::stored::{Saved, StoredEntry};
 use crate::{Changes, Checkpoint, Page, PageRequest, StoredError, View, ViewName};
 use summary::{Names, Summary};
@@ -127,7 +128,8 @@ pub struct DecisionIndex {
     /// How many of the oldest decisions have no body in memory.
     cold: usize,
     names: Names,
-    by_id: BTreeMap<Uuid, u64>,
+    /// Decision id -> sequence, for every decision (24 bytes each).
+    by_id: SortedRuns<Uuid, u64>,
     by_subject: BTreeMap<String, Vec<u64>>,
     by_action: BTreeMap<String, Vec<u64>>,
     policies: BTreeMap<String, PolicyEntry>,
@@ -178,7 +180,7 @@ impl View for DecisionIndex {
         }
         let at = envelope.record.timestamp;
         match &envelope.record.event {
-            Event::DecisionRecorded(d) if !self.by_id.contains_key(&d.decision_id) => {
+            Event::DecisionRecorded(d) if !self.by_id.contains(&d.decision_id) => {
                 self.push(DecisionEntry {
                     sequence: envelope.sequence,
                     at,

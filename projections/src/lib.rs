@@ -34,6 +34,7 @@ pub mod decision;
 pub mod graph;
 pub mod packet;
 mod page;
+pub mod runs;
 pub mod sample;
 pub mod session;
 pub mod stored;

@@ -33,7 +33,6 @@
 //! # let _ = facts; }
 //! ```
 
-mod cold;
 #[cfg(test)]
 mod cold_tests;
 mod facts;
@@ -43,7 +42,9 @@ mod tests;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
-use cold::ColdIds;
+/// Message ids of let-go packets, each with the sequence of its `packet_sent` (its key
+/// in the view store): 24 bytes a packet.
+type ColdIds = crate::runs::SortedRuns<Uuid, u64>;
 
 use orchestrata_schemas::events::{Envelope, Event, Stream};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -187,7 +188,7 @@ impl PacketIndex {
         match self.parties(message_id) {
             Some(p) => Lookup::Memory(p),
             None => match self.cold.get(message_id) {
-                Some(sequence) => Lookup::Store(Self::stored_key(sequence)),
+                Some(sequence) => Lookup::Store(Self::stored_key(*sequence)),
                 None => Lookup::Unknown,
             },
         }
@@ -245,7 +246,7 @@ impl PacketIndex {
                 batch.push((id, entry.sequence));
             }
         }
-        self.cold.extend(batch);
+        self.cold.extend_new(batch);
     }
 
     /// Adds a packet to memory (newest).
@@ -314,7 +315,7 @@ impl View for PacketIndex {
         }
         if let Event::PacketSent(sent) = &envelope.record.event {
             let p = &sent.packet;
-            if !self.packets.contains_key(&p.message_id) && self.cold.get(&p.message_id).is_none() {
+            if !self.packets.contains_key(&p.message_id) && !self.cold.contains(&p.message_id) {
                 let from = self.intern(&p.from_agent);
                 let to = self.intern(&p.to_agent);
                 self.hold(

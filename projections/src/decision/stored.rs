@@ -142,7 +142,7 @@ impl Serialize for DecisionIndex {
         Whole {
             checkpoint: self.checkpoint.clone(),
             decisions: self.bodies.iter().collect(),
-            by_id: self.by_id.clone(),
+            by_id: self.by_id.sorted().into_iter().collect(),
             by_subject: self.by_subject.clone(),
             by_action: self.by_action.clone(),
             policies: self.policies.clone(),

@@ -31,14 +31,29 @@ impl ThreadView {
         self.kept = Saved(keep_hot);
         self.threads.forget_changes();
         self.packets.forget_changes();
-        for packet in self.packets.evict(keep_hot) {
-            self.cold_packets
-                .insert(packet.packet.message_id, packet.sequence);
-        }
-        for thread in self.threads.evict(keep_hot) {
-            let at = opened(&thread);
-            self.cold_threads
-                .insert(thread.thread_id.into_boxed_str(), at);
+        let packets = self.packets.evict(keep_hot);
+        self.cold_packets.extend(
+            packets
+                .into_iter()
+                .map(|p| (p.packet.message_id, p.sequence))
+                .collect(),
+        );
+        let threads = self.threads.evict(keep_hot);
+        self.cold_threads.extend(
+            threads
+                .into_iter()
+                .map(|t| {
+                    let at = opened(&t);
+                    (t.thread_id, at)
+                })
+                .collect(),
+        );
+        if !self.unindexed && !self.nothing_let_go() {
+            // Searches need every entry, which a view that lets go no longer has.
+            self.unindexed = true;
+            self.by_sequence = Vec::new();
+            self.by_sender.clear();
+            self.by_recipient.clear();
         }
     }
 
@@ -52,7 +67,7 @@ impl ThreadView {
     /// The store keys of the let-go entries `envelope` changes.
     pub(super) fn wanted(&self, envelope: &Envelope, keys: &mut Vec<Vec<u8>>) {
         if envelope.stream != Stream::CxpTraffic
-            || (self.cold_packets.is_empty() && self.cold_threads.is_empty())
+            || self.nothing_let_go()
             || self
                 .checkpoint
                 .has_passed(Stream::CxpTraffic, envelope.sequence)
@@ -83,7 +98,7 @@ impl ThreadView {
             Event::ThreadArchived(e) => (&e.thread_id, None),
             _ => return,
         };
-        if let Some(&at) = self.cold_threads.get(thread) {
+        if let Some(at) = self.cold_threads.get(thread) {
             keys.push(thread_key(at));
         }
         if let Some(id) = packet {
@@ -92,7 +107,7 @@ impl ThreadView {
     }
 
     fn want_packet(&self, id: &Uuid, keys: &mut Vec<Vec<u8>>) {
-        if let Some(&at) = self.cold_packets.get(id) {
+        if let Some(at) = self.cold_packets.get(id) {
             keys.push(packet_key(at));
         }
     }
@@ -120,6 +135,11 @@ impl ThreadView {
             }
         }
         Ok(())
+    }
+
+    /// Whether every entry is in memory.
+    pub(super) fn nothing_let_go(&self) -> bool {
+        self.cold_packets.len() == 0 && self.cold_threads.len() == 0
     }
 
     /// How many packets are in memory (the rest are only in the store).

@@ -271,7 +271,7 @@ impl ThreadView {
     fn packet_sent(&mut self, sent: Cow<'_, Packet>, time: DateTime<Utc>, sequence: u64) {
         let packet: &Packet = &sent;
         if self.packets.contains(&packet.message_id)
-            || self.cold_packets.contains_key(&packet.message_id)
+            || self.cold_packets.get(&packet.message_id).is_some()
         {
             return; // the same packet logged twice: the first counts
         }
@@ -300,9 +300,11 @@ impl ThreadView {
                 .status_history
                 .push(at.transition(ThreadStatus::Active, Some("new packet".into())));
         }
-        self.by_sequence.push((sequence, packet.message_id));
-        index(&mut self.by_sender, &packet.from_agent, sequence);
-        index(&mut self.by_recipient, &packet.to_agent, sequence);
+        if !self.unindexed {
+            self.by_sequence.push((sequence, packet.message_id));
+            index(&mut self.by_sender, &packet.from_agent, sequence);
+            index(&mut self.by_recipient, &packet.to_agent, sequence);
+        }
         let first = At {
             time,
             sequence,

@@ -23,6 +23,7 @@
 //!   `thread_reopened` revives it.
 
 mod cold;
+mod cold_map;
 mod fold;
 mod query;
 mod stored;
@@ -30,7 +31,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
@@ -40,6 +41,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::{Checkpoint, Transition};
+use cold_map::{ColdMap, ColdThreads};
 use table::{Keyed, Table};
 
 pub use query::{LetGo, PacketQuery, ThreadQuery};
@@ -151,10 +153,16 @@ pub struct ThreadView {
     /// message id -> sequence of its `packet_sent`, its key in the store. Empty in a
     /// view folded or restored whole; never serialized.
     #[serde(skip)]
-    cold_packets: HashMap<Uuid, u64>,
+    cold_packets: ColdMap<Uuid>,
     /// Threads the view let go of: thread id -> sequence of the event that opened it.
     #[serde(skip)]
-    cold_threads: HashMap<Box<str>, u64>,
+    cold_threads: ColdThreads,
+    /// Whether the view dropped its search orders (`by_sequence`, `by_sender`,
+    /// `by_recipient`) when it first let entries go. Only a view holding every entry
+    /// searches ([`ThreadView::whole`]); a live view answers single packets and threads,
+    /// so it keeps no order of all packets (40 bytes a packet, following the history).
+    #[serde(skip)]
+    unindexed: bool,
     /// How many threads and packets the last commit let the view keep in memory
     /// (bookkeeping for [`View::needs_commit`](crate::View)).
     #[serde(skip)]

@@ -95,7 +95,7 @@ impl ThreadView {
             return Some(Held::Memory(t));
         }
         let at = self.cold_threads.get(thread_id)?;
-        Some(Held::Stored(thread_key(*at)))
+        Some(Held::Stored(thread_key(at)))
     }
 
     /// The packet with this message id, in memory or (let go of) in the store.
@@ -104,7 +104,7 @@ impl ThreadView {
             return Some(Held::Memory(p));
         }
         let at = self.cold_packets.get(message_id)?;
-        Some(Held::Stored(packet_key(*at)))
+        Some(Held::Stored(packet_key(at)))
     }
 
     /// Number of threads, in memory or not.
@@ -167,7 +167,7 @@ impl ThreadView {
 
     /// Whether the view holds every entry; [`LetGo`] says how many it let go of.
     pub fn whole(&self) -> Result<(), LetGo> {
-        if self.cold_packets.is_empty() && self.cold_threads.is_empty() {
+        if !self.unindexed && self.nothing_let_go() {
             return Ok(());
         }
         Err(LetGo {

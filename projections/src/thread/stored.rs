@@ -64,7 +64,7 @@ impl ThreadView {
                 clock: self.clock,
             },
         )?;
-        if all && !(self.cold_packets.is_empty() && self.cold_threads.is_empty()) {
+        if all && !self.nothing_let_go() {
             return Err(StoredError::Encode {
                 what: "thread view".into(),
                 reason: format!(
@@ -107,6 +107,8 @@ impl ThreadView {
 pub(super) struct Restore {
     view: ThreadView,
     keep_hot: usize,
+    /// The sequence of the last packet read (entries come in key order).
+    last_packet: Option<u64>,
 }
 
 impl Restore {
@@ -119,6 +121,7 @@ impl Restore {
                 ..ThreadView::default()
             },
             keep_hot,
+            last_packet: None,
         })
     }
 
@@ -139,15 +142,18 @@ impl Restorer<ThreadView> for Restore {
             Some(Kind::Packet) => {
                 let packet = ThreadView::decode_packet(&value)?;
                 let (sequence, id) = (packet.sequence, packet.packet.message_id);
-                if view.by_sequence.last().is_some_and(|(s, _)| *s >= sequence) {
+                if self.last_packet.is_some_and(|s| s >= sequence) {
                     return Err(StoredError::entry(
                         "thread view",
                         format!("packet at sequence {sequence} read out of order"),
                     ));
                 }
-                index(&mut view.by_sender, &packet.packet.from_agent, sequence);
-                index(&mut view.by_recipient, &packet.packet.to_agent, sequence);
-                view.by_sequence.push((sequence, id));
+                self.last_packet = Some(sequence);
+                if !view.unindexed {
+                    index(&mut view.by_sender, &packet.packet.from_agent, sequence);
+                    index(&mut view.by_recipient, &packet.packet.to_agent, sequence);
+                    view.by_sequence.push((sequence, id));
+                }
                 view.packets.insert_unmarked(packet);
             }
             None => {

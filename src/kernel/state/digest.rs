@@ -70,7 +70,12 @@ impl KernelState {
             sessions: self.sessions.clone().into_iter().collect(),
             workflows: self.workflows.clone().into_iter().collect(),
             agents: serde_json::to_value(&self.agents).unwrap_or(serde_json::Value::Null),
-            executed: self.executed.iter().copied().collect(),
+            executed: self
+                .executed
+                .sorted()
+                .into_iter()
+                .map(|(id, ())| id)
+                .collect(),
             queued: self
                 .queued
                 .iter()

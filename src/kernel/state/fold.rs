@@ -21,7 +21,7 @@ impl KernelState {
     pub fn apply(&mut self, record: &EventRecord) {
         self.applied += 1;
         if let Some(id) = record.command_id {
-            self.executed.insert(id);
+            self.executed.insert(id, ());
         }
         let at = record.timestamp;
         self.agents.apply(record);

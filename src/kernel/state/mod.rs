@@ -35,6 +35,7 @@ pub use spill::SpillConfig;
 
 use std::borrow::Cow;
 
+use orchestrata_projections::runs::SortedRuns;
 use spill::SpillTable;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -194,7 +195,9 @@ pub struct KernelState {
     sessions: HashMap<String, SessionState>,
     workflows: HashMap<String, WorkflowStatus>,
     agents: crate::agents::AgentTree,
-    executed: HashSet<Uuid>,
+    /// Every executed command id, 16 bytes each (sorted runs, not a hash set: the ids
+    /// follow the history).
+    executed: SortedRuns<Uuid, ()>,
     /// Failed packets that may still be retried: what a restart reschedules, without
     /// reading every packet back from the spill file.
     retryable: HashSet<Uuid>,
@@ -227,7 +230,7 @@ impl KernelState {
             sessions: HashMap::new(),
             workflows: HashMap::new(),
             agents: crate::agents::AgentTree::new(),
-            executed: HashSet::new(),
+            executed: SortedRuns::default(),
             retryable: HashSet::new(),
             queue_entries: HashMap::new(),
             queues: HashMap::new(),

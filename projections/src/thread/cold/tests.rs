@@ -61,6 +61,10 @@ fn a_view_that_lets_entries_go_answers_and_stores_exactly_what_the_whole_fold_do
     assert_eq!(view.packet_count(), whole.packet_count());
     assert_eq!(view.thread_count(), whole.thread_count());
     assert!(view.packets_in_memory() <= 16 && view.threads_in_memory() <= 16);
+    // Searches need a whole view: one that let go keeps no order of all packets.
+    assert!(view.whole().is_err());
+    assert!(view.by_sequence.is_empty() && view.by_sender.is_empty());
+    assert!(view.by_recipient.is_empty());
     // Every packet and thread, wherever it is, equals the whole fold's.
     for (_, id) in &whole.by_sequence {
         assert_eq!(
