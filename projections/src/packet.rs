@@ -42,13 +42,13 @@ mod tests;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
-/// Message ids of let-go packets, each with the sequence of its `packet_sent` (its key
-/// in the view store): 24 bytes a packet.
-type ColdIds = crate::runs::SortedRuns<Uuid, u64>;
-
 use orchestrata_schemas::events::{Envelope, Event, Stream};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
+
+/// Message ids of let-go packets, each with the sequence of its `packet_sent` (its key
+/// in the view store): 24 bytes a packet.
+type ColdIds = crate::runs::SortedRuns<Uuid, u64>;
 
 pub use facts::{facts_of, facts_with, transition_of, Facts};
 

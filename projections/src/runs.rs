@@ -117,17 +117,6 @@ impl<K: Ord + Copy, V: Copy> SortedRuns<K, V> {
         all.sort_unstable_by_key(|a| a.0);
         all
     }
-
-    /// Bytes held for the entries (their runs and the staging map, capacity included;
-    /// a staged entry counted at twice its size for the map's nodes).
-    pub fn heap_bytes(&self) -> usize {
-        let entry = std::mem::size_of::<(K, V)>();
-        self.runs
-            .iter()
-            .map(|r| r.capacity() * entry)
-            .sum::<usize>()
-            + self.staged.len() * entry * 2
-    }
 }
 
 impl<K: Ord + Copy, V: Copy + PartialEq> PartialEq for SortedRuns<K, V> {

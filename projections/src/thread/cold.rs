@@ -139,7 +139,7 @@ impl ThreadView {
 
     /// Whether every entry is in memory.
     pub(super) fn nothing_let_go(&self) -> bool {
-        self.cold_packets.len() == 0 && self.cold_threads.len() == 0
+        self.cold_packets.is_empty() && self.cold_threads.is_empty()
     }
 
     /// How many packets are in memory (the rest are only in the store).

@@ -66,6 +66,11 @@ impl<K: Ord + Hash + Copy> ColdMap<K> {
         self.runs.len().saturating_sub(self.back.len())
     }
 
+    /// Whether no key is let go of.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Every let-go key with its sequence, in key order.
     fn sorted(&self) -> Vec<(K, u64)> {
         let mut all = self.runs.sorted();
@@ -123,6 +128,11 @@ impl ColdThreads {
     /// How many threads are let go of.
     pub fn len(&self) -> usize {
         self.uuids.len() + self.other.len()
+    }
+
+    /// Whether no thread is let go of.
+    pub fn is_empty(&self) -> bool {
+        self.uuids.is_empty() && self.other.is_empty()
     }
 }
 
