@@ -6,7 +6,7 @@
 //!                backoff_base_ms: 1000, backoff_max_ms: 60000, max_batch: 1024,
 //!                register_roster: true, hot_entries: 65536 }  # hot: packets, threads kept in memory
 //! projections: { views_dir: ./data/views, batch_events: 10000, batch_ms: 200,
-//!                store_cache_mb: 64, hot_entries: 4096 }  # hot: threads, packets, decisions kept in memory
+//!                store_cache_mb: 32, hot_entries: 4096 }  # hot: threads, packets, decisions kept in memory
 //! governance:  { policy_dir: ./policy, cache_capacity: 10000, timeout_ms: 2000,
 //!                inference_limit: 1000000 }
 //! logging:     { format: auto, level: info, modules: { orchestrata::gateway: debug } }

@@ -1,0 +1,53 @@
+//! The server process runs without transparent huge pages unless told otherwise
+//! (`src/main.rs`, `no_transparent_huge_pages`): the real binary is started as
+//! `orchestrata up` on a temp data dir and a free loopback port, and the kernel's own
+//! account of the process (`THP_enabled` in `/proc/<pid>/status`) is read.
+
+mod support;
+
+use support::up::Up;
+
+/// `THP_enabled` of process `pid`: 0 once it called `prctl(PR_SET_THP_DISABLE)`.
+fn thp_enabled(pid: i32) -> u8 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read status");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("THP_enabled:"))
+        .expect("the kernel reports THP_enabled (Linux 5.0 or later)");
+    line["THP_enabled:".len()..]
+        .trim()
+        .parse()
+        .expect("THP_enabled is a number")
+}
+
+#[test]
+fn up_turns_transparent_huge_pages_off_by_default() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut up = Up::start(
+        &dir.path().join("data"),
+        support::free_port(),
+        "t",
+        &[],
+        &[],
+    );
+    assert_eq!(thp_enabled(up.pid()), 0, "huge pages still on");
+    assert!(up.stop(), "up stops cleanly");
+}
+
+#[test]
+fn mimalloc_allow_thp_keeps_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut up = Up::start(
+        &dir.path().join("data"),
+        support::free_port(),
+        "t",
+        &[],
+        &[("MIMALLOC_ALLOW_THP", "1")],
+    );
+    assert_eq!(
+        thp_enabled(up.pid()),
+        1,
+        "MIMALLOC_ALLOW_THP=1 was not honoured"
+    );
+    assert!(up.stop(), "up stops cleanly");
+}
