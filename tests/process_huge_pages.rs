@@ -20,34 +20,31 @@ fn thp_enabled(pid: i32) -> u8 {
         .expect("THP_enabled is a number")
 }
 
-#[test]
-fn up_turns_transparent_huge_pages_off_by_default() {
+/// `THP_enabled` of an `up` started with `env`, read while it runs.
+fn thp_enabled_of_up(env: &[(&str, &str)]) -> u8 {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut up = Up::start(
         &dir.path().join("data"),
         support::free_port(),
         "t",
         &[],
-        &[],
+        env,
     );
-    assert_eq!(thp_enabled(up.pid()), 0, "huge pages still on");
+    let enabled = thp_enabled(up.pid());
     assert!(up.stop(), "up stops cleanly");
+    enabled
+}
+
+#[test]
+fn up_turns_transparent_huge_pages_off_by_default() {
+    assert_eq!(thp_enabled_of_up(&[]), 0, "huge pages still on");
 }
 
 #[test]
 fn mimalloc_allow_thp_keeps_them() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut up = Up::start(
-        &dir.path().join("data"),
-        support::free_port(),
-        "t",
-        &[],
-        &[("MIMALLOC_ALLOW_THP", "1")],
-    );
     assert_eq!(
-        thp_enabled(up.pid()),
+        thp_enabled_of_up(&[("MIMALLOC_ALLOW_THP", "1")]),
         1,
         "MIMALLOC_ALLOW_THP=1 was not honoured"
     );
-    assert!(up.stop(), "up stops cleanly");
 }
