@@ -9,7 +9,13 @@
 //! cargo run --release --example scryer_memory -- churn 20000     # retract + assert one count
 //! cargo run --release --example scryer_memory -- blackboard 20000  # bb_put one count
 //! cargo run --release --example scryer_memory -- query 100000    # a trivial query
+//! cargo run --release --example scryer_memory -- atoms 200000    # a distinct quoted atom per query
+//! cargo run --release --example scryer_memory -- strings 200000  # the same text as a string
 //! ```
+//!
+//! `atoms` and `strings` then renew the machine as the engine does (a fresh one built
+//! while the old one lives, then the old one dropped) and print the memory after: an
+//! atom outlives every machine that saw it, a string does not.
 //!
 //! Prints the time taken and the process's resident memory before and after.
 
@@ -47,7 +53,7 @@ fn base(i: u64) -> String {
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: scryer_memory base|small|retract|churn|blackboard|query N";
+    let usage = "usage: scryer_memory base|small|retract|churn|blackboard|query|atoms|strings N";
     let mode = args.first().ok_or(usage)?.clone();
     let n: u64 = args.get(1).ok_or(usage)?.parse()?;
     let mut m = MachineBuilder::new().build();
@@ -97,6 +103,27 @@ fn main() -> Result<(), Box<dyn Error>> {
                     &format!("X = foo('U:Ox',none,{i}), atom_length(abc, _)."),
                 )?;
             }
+        }
+        "atoms" | "strings" => {
+            for i in 0..n {
+                let text = format!("a free-text packet subject, number {i:012}");
+                let term = if mode == "atoms" {
+                    format!("'{text}'")
+                } else {
+                    format!("\"{text}\"")
+                };
+                run(&mut m, &format!("X = [subject-{term}], X = [subject-_]."))?;
+            }
+            let elapsed = started.elapsed();
+            println!(
+                "{mode} {n}: {elapsed:?} ({:.1} µs each), rss {before} -> {} MB",
+                elapsed.as_secs_f64() * 1e6 / n as f64,
+                rss_mb()
+            );
+            let successor = MachineBuilder::new().build();
+            drop(std::mem::replace(&mut m, successor));
+            println!("after a renewal: rss {} MB", rss_mb());
+            return Ok(());
         }
         _ => return Err(usage.into()),
     }

@@ -31,6 +31,16 @@ operator_volk('U:GW').
 subject_route(review_code, ['U:Cx', 'U:Ox', 'U:Vz'], ['U:Qa']).
 subject_route(fix_issues, ['U:Qa'], ['U:Vz']).
 
+%% The packet's subject as the route atom that names it; fails for a subject no route
+%% names. Subjects arrive as strings (free text must not become atoms: scryer keeps
+%% every atom for good), so each route's atom is compared as characters. An atom is
+%% accepted too (decisions recorded before subjects were strings, replayed by audit).
+ctx_subject(Ctx, Subject) :-
+    ctx(Ctx, subject, Text),
+    subject_route(Subject, _, _),
+    (   atom(Text) -> Text == Subject ; atom_chars(Subject, Text) ),
+    !.
+
 subject_owned_by(Subject, From, To) :-
     (   subject_route(Subject, Senders, Recipients)
     ->  memberchk(From, Senders), memberchk(To, Recipients)

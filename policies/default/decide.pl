@@ -130,12 +130,11 @@ send_verdict(V, To, _, deny) :-
     \+ volk_parent(V, To), !,
     rule(junior_parent_only), article('005 Article IX').
 send_verdict(V, To, Ctx, deny) :-
-    ctx(Ctx, subject, Subject),
+    ctx_subject(Ctx, Subject),
     \+ subject_owned_by(Subject, V, To), !,
     rule(subject_not_owned), article('004 Article X').
 send_verdict(V, To, Ctx, allow) :-
-    ctx(Ctx, subject, Subject),
-    subject_route(Subject, _, _),
+    ctx_subject(Ctx, Subject),
     subject_owned_by(Subject, V, To), !,
     rule(sanctioned_route), article('004 Article X').
 send_verdict(V, To, _, escalate) :-
@@ -197,6 +196,7 @@ rule_category(deregister_by/2, permission).
 rule_category(send_verdict/4, routing).
 rule_category(may_talk/2, routing).
 rule_category(subject_route/3, routing).
+rule_category(ctx_subject/2, routing).
 rule_category(subject_owned_by/3, routing).
 rule_category(escalation_target/2, escalation).
 rule_category(priority_verdict/4, escalation).

@@ -82,7 +82,8 @@ impl PacketFact {
                     a(&self.from),
                     a(&self.to),
                     PlTerm::string(self.thread_id.clone()),
-                    a(&self.subject),
+                    // Free text: a string, not an atom (see `Request::context_term`).
+                    PlTerm::string(self.subject.clone()),
                     PlTerm::Int(self.timestamp_ms),
                     PlTerm::Int(self.priority),
                     a(&self.protocol_version),

@@ -129,8 +129,14 @@ impl Request {
             self.context
                 .iter()
                 .map(|(k, v)| match (k.as_str(), v) {
-                    // One per thread: a string, as in `cxp_packet/12` (no atom per thread).
-                    ("thread", serde_json::Value::String(t)) => {
+                    // Text that differs per packet or thread is a string, never an atom:
+                    // scryer keeps every atom in one table shared by all its machines,
+                    // which a renewal cannot free (the successor is built while the old
+                    // machine lives), so an atom per thread or per free-text subject
+                    // would grow with the history for good. Policies read the subject
+                    // through `ctx_subject/2` (the default policy's `cxp.pl`), which
+                    // names it by its route without making an atom of it.
+                    ("thread" | "subject", serde_json::Value::String(t)) => {
                         PlTerm::pair(k.clone(), PlTerm::string(t.clone()))
                     }
                     _ => PlTerm::pair(k.clone(), json_to_term(v)),
