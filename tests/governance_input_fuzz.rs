@@ -247,7 +247,7 @@ proptest! {
         ],
         resource in text(),
         context in prop::collection::btree_map(
-            prop_oneof![text(), prop::sample::select(vec!["scope", "required", "session", "priority", "parent", "thread"]).prop_map(str::to_owned)],
+            prop_oneof![text(), prop::sample::select(vec!["scope", "required", "session", "priority", "parent", "thread", "subject"]).prop_map(str::to_owned)],
             context_value(),
             0..4,
         ),
@@ -319,4 +319,64 @@ fn deep_and_wide_context_values_are_judged() {
         let outcome = ev.decide(&request).expect("decided");
         assert!(!outcome.trace.is_empty(), "{outcome:?}");
     }
+}
+
+// ISSUE-14: the subject of a `cxp.send` reaches the subject-ownership rules
+// (`ctx_subject/2`) as a string; a subject of any JSON type or any text is judged by
+// them, never fatal, and the routes still decide by the subject's characters.
+#[test]
+fn a_send_subject_of_any_type_or_text_is_judged_by_the_route_rules() {
+    let mut ev = default_evaluator();
+    for v in ["U:Ox", "U:Qa", "U:Vz"] {
+        ev.apply(&[
+            FactChange::Assert(Fact::Volk(
+                v.into(),
+                "none".into(),
+                "senior".into(),
+                "none".into(),
+            )),
+            FactChange::Assert(Fact::VolkStatus(v.into(), "active".into())),
+        ])
+        .expect("volk facts");
+    }
+    let mut decide = |from: &str, to: &str, subject: Value| {
+        let mut request = Request::volk(from, "cxp.send", to);
+        request.context.insert("subject".into(), subject.clone());
+        let outcome = ev.decide(&request).expect("decided");
+        assert!(
+            !outcome.trace.iter().any(|t| t == "fail_closed"),
+            "{subject}: {outcome:?}"
+        );
+        (outcome.result, outcome.trace)
+    };
+    let mut odd = vec![
+        json!(5),
+        json!(1.5),
+        json!({"a": 1}),
+        json!([1, "x"]),
+        json!(null),
+    ];
+    odd.extend([
+        json!(true),
+        json!(""),
+        json!("review_code\n"),
+        json!("REVIEW_CODE"),
+    ]);
+    odd.extend(HOSTILE.iter().map(|t| json!(t)));
+    for subject in odd {
+        let (result, trace) = decide("U:Qa", "U:Ox", subject.clone());
+        assert_eq!(result, DecisionResult::Allow, "{subject}: {trace:?}");
+        assert!(
+            !trace.iter().any(|t| t == "subject_not_owned"),
+            "{subject}: {trace:?}"
+        );
+    }
+    // A routed subject is still recognised by its characters: U:Qa may not send
+    // review_code to U:Ox (Article X), U:Ox may send it to U:Qa.
+    let (result, trace) = decide("U:Qa", "U:Ox", json!("review_code"));
+    assert_eq!(result, DecisionResult::Deny, "{trace:?}");
+    assert!(trace.iter().any(|t| t == "subject_not_owned"), "{trace:?}");
+    let (result, trace) = decide("U:Ox", "U:Qa", json!("review_code"));
+    assert_eq!(result, DecisionResult::Allow, "{trace:?}");
+    assert!(trace.iter().any(|t| t == "sanctioned_route"), "{trace:?}");
 }

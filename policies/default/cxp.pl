@@ -34,11 +34,14 @@ subject_route(fix_issues, ['U:Qa'], ['U:Vz']).
 %% The packet's subject as the route atom that names it; fails for a subject no route
 %% names. Subjects arrive as strings (free text must not become atoms: scryer keeps
 %% every atom for good), so each route's atom is compared as characters. An atom is
-%% accepted too (decisions recorded before subjects were strings, replayed by audit).
+%% accepted too (decisions recorded before subjects were strings, replayed by audit);
+%% any other value names no route.
 ctx_subject(Ctx, Subject) :-
     ctx(Ctx, subject, Text),
     subject_route(Subject, _, _),
-    (   atom(Text) -> Text == Subject ; atom_chars(Subject, Text) ),
+    (   atom(Text) -> Text == Subject
+    ;   catch(atom_chars(Subject, Text), _, fail)   % a number or a list: no route
+    ),
     !.
 
 subject_owned_by(Subject, From, To) :-
