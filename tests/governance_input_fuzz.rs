@@ -7,7 +7,7 @@ mod support;
 
 use orchestrata::governance::term::{quote_atom, quote_string};
 use orchestrata::governance::{
-    Evaluator, Fact, FactChange, GovernanceConfig, Policy, PolicyFile, Request,
+    Evaluator, Fact, FactChange, GovernanceConfig, PacketFact, Policy, PolicyFile, Request,
     DEFAULT_INFERENCE_LIMIT,
 };
 use orchestrata_schemas::events::types::DecisionResult;
@@ -379,4 +379,34 @@ fn a_send_subject_of_any_type_or_text_is_judged_by_the_route_rules() {
     let (result, trace) = decide("U:Ox", "U:Qa", json!("review_code"));
     assert_eq!(result, DecisionResult::Allow, "{trace:?}");
     assert!(trace.iter().any(|t| t == "sanctioned_route"), "{trace:?}");
+}
+
+// ISSUE-18: a packet's subject is stored as a string in `cxp_packet/12` (an atom per
+// free-text subject would stay in scryer's atom table for good): reading it back as
+// characters gives the same text, whatever it holds.
+#[test]
+fn a_packet_subject_reads_back_from_cxp_packet_as_the_same_string() {
+    let mut ev = default_evaluator();
+    for (i, text) in HOSTILE.iter().filter(|t| !t.is_empty()).enumerate() {
+        let packet = PacketFact {
+            message_id: format!("00000000-0000-4000-8000-{i:012}"),
+            from: "U:Ox".into(),
+            to: "U:Qa".into(),
+            thread_id: format!("t-{i}"),
+            subject: (*text).to_owned(),
+            delivery: "queued".into(),
+            work: "pending".into(),
+            session: "none".into(),
+            ..PacketFact::default()
+        };
+        let thread = quote_string(&packet.thread_id);
+        ev.apply(&[FactChange::Assert(Fact::Packet(packet))])
+            .expect("packet fact");
+        let goal = format!("cxp_packet(_,_,_,{thread},S,_,_,_,_,_,_,_), atom_chars(A, S)");
+        let bound = ev
+            .query(&goal)
+            .expect("the subject is a list of characters")
+            .and_then(|b| b.get("A").cloned());
+        assert_eq!(bound.as_deref(), Some(*text), "{text:?}");
+    }
 }
