@@ -264,9 +264,9 @@ async fn a_failed_delivery_is_retried_and_succeeds_once_the_recipient_is_back() 
     assert_eq!(packet.retry_count(), 1);
 }
 
-// REQ-004-INTG-012 REQ-004-INTG-013
+// REQ-004-INTG-012 REQ-004-INTG-013 REQ-004-US-004-020
 #[tokio::test(start_paused = true)]
-async fn a_full_inbox_fails_the_overflow_until_room_is_made() {
+async fn a_full_inbox_refuses_the_overflow_for_good_and_a_retry_delivers_it_once_room_is_made() {
     let h = harness(KernelConfig {
         inbox_capacity: 2,
         ..config()
@@ -285,29 +285,80 @@ async fn a_full_inbox_fails_the_overflow_until_room_is_made() {
         assert_eq!(failed, i == 2, "only the third overflows");
     }
     let third = ids[2];
-    let reason = h
-        .kernel
-        .packet(third)
+    // Longer than every backoff of the budget (1 + 2 + 4 s): no timed retry comes.
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let log = events(&h.log, Stream::CxpTraffic).await;
+    let about_third: Vec<(String, Option<(i32, bool)>)> = log
+        .iter()
+        .filter_map(|e| match &e.record.event {
+            Event::PacketFailed(f) if f.message_id == third => Some((
+                e.record.event_type().to_owned(),
+                Some((f.retry_count, f.will_retry)),
+            )),
+            Event::PacketRetried(r) if r.message_id == third => {
+                Some((e.record.event_type().to_owned(), None))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        about_third,
+        [("packet_failed".to_owned(), Some((0, false)))],
+        "a full inbox fails the packet once, for good"
+    );
+    let packet = h.kernel.packet(third).await.expect("third");
+    assert!(packet.failure_reason().is_some_and(|r| r.contains("full")));
+    let notice = log
+        .iter()
+        .find_map(|e| match &e.record.event {
+            Event::PacketSent(s) if s.packet.from_agent == "U:PS" => Some(s.packet.clone()),
+            _ => None,
+        })
+        .expect("the sender is told");
+    assert_eq!(
+        (notice.to_agent.as_str(), notice.in_reply_to),
+        ("U:Ox", Some(third))
+    );
+
+    // A restart does not reschedule it either: the fold keeps `will_retry: false`.
+    h.kernel.stop().await;
+    let (kernel, _) = orchestrata::kernel::Kernel::start(
+        h.log.clone(),
+        KernelConfig {
+            inbox_capacity: 2,
+            ..config()
+        },
+        std::sync::Arc::new(orchestrata::kernel::TokioClock::new()),
+    )
+    .await
+    .expect("restarts");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(kernel
+        .read(move |s| s.retryable().all(|p| p.packet.message_id() != third))
         .await
-        .expect("third")
-        .failure_reason()
-        .map(str::to_owned);
-    assert!(reason.is_some_and(|r| r.contains("full")));
-    let inbox = h.kernel.inbox("U:PM", 2).await.expect("inbox");
+        .expect("read"));
+    let retried = events(&h.log, Stream::CxpTraffic)
+        .await
+        .iter()
+        .any(|e| matches!(&e.record.event, Event::PacketRetried(r) if r.message_id == third));
+    assert!(!retried, "no timed retry after the restart");
+
+    // Room made, the sender's explicit retry goes through and is delivered.
+    let inbox = kernel.inbox("U:PM", 2).await.expect("inbox");
     for p in &inbox.packets {
-        h.kernel
+        kernel
             .execute(cmd::acknowledge("U:PM", p.message_id()))
             .await
             .expect("ack");
     }
-    eventually(&h, 10, move |s| {
-        s.packet(&third)
-            .is_some_and(|p| p.packet.delivery_status() == DeliveryStatus::Queued)
-    })
-    .await;
-    let inbox = h.kernel.inbox("U:PM", 2).await.expect("inbox");
+    kernel
+        .execute(cmd::retry("U:Ox", third))
+        .await
+        .expect("an explicit retry is accepted");
+    let inbox = kernel.inbox("U:PM", 2).await.expect("inbox");
     assert_eq!(inbox.packets.len(), 1);
     assert_eq!(inbox.packets[0].message_id(), third);
+    assert_eq!(inbox.packets[0].retry_count(), 1);
 }
 
 // REQ-004-INTG-013

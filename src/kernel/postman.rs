@@ -9,6 +9,10 @@
 //! - a failure within the retry budget schedules a retry after an exponential backoff
 //!   ([`KernelConfig::backoff`]); a failure past it leaves the packet `failed` and sends
 //!   the sender a `delivery_failed` packet from `U:PS` in the same thread;
+//! - a full mailbox is backpressure, not a fault a timer can fix: that failure is final
+//!   (`will_retry: false`, the sender is told at once and by the notice), so a recipient
+//!   that stops reading costs its senders two events per packet rather than eight. The
+//!   sender (or an operator, `retry`) resends once the recipient has made room;
 //! - a Volk that is deregistered or turns unhealthy fails the packets queued for it.
 //!
 //! Delivery itself is a pull: [`Emitter::deliver`] hands a recipient the next packets
@@ -165,19 +169,21 @@ impl Emitter<'_> {
             return;
         }
         let to = p.packet.to_agent();
+        // (reason, whether a timed retry may help)
         let why = match self.state.volk(to.as_str()).map(|v| v.availability()) {
-            None => Some(format!("recipient {to} is not registered")),
-            Some(Err(state)) => Some(format!("recipient {to} is {state}")),
-            Some(Ok(())) if self.state.mailbox_len(to) > self.config.inbox_capacity => {
-                Some(format!(
+            None => Some((format!("recipient {to} is not registered"), true)),
+            Some(Err(state)) => Some((format!("recipient {to} is {state}"), true)),
+            Some(Ok(())) if self.state.mailbox_len(to) > self.config.inbox_capacity => Some((
+                format!(
                     "inbox of {to} is full ({} packets)",
                     self.config.inbox_capacity
-                ))
-            }
+                ),
+                false,
+            )),
             Some(Ok(())) => None,
         };
-        if let Some(why) = why {
-            let record = decide::packets::failed(&self.cx(), &p, &why);
+        if let Some((why, retry)) = why {
+            let record = decide::packets::failed_with(&self.cx(), &p, &why, retry);
             self.emit(record);
         }
     }

@@ -229,13 +229,21 @@ pub(super) fn fail(cx: &Ctx<'_>, id: Uuid, reason: &str) -> Result<Vec<EventReco
 
 /// The `packet_failed` record for `p` (shared with the Postman).
 pub(crate) fn failed(cx: &Ctx<'_>, p: &PacketState, reason: &str) -> EventRecord {
+    failed_with(cx, p, reason, true)
+}
+
+/// The `packet_failed` record for `p`, which the Postman will retry on its timer only if
+/// `retry` and the packet has retries left. A full inbox passes `retry: false`: timed
+/// retries into a mailbox nobody drains fail again, each failure costing two more
+/// events and a `delivery_failed` notice at the end (see docs/kernel.md, "The Postman").
+pub(crate) fn failed_with(cx: &Ctx<'_>, p: &PacketState, reason: &str, retry: bool) -> EventRecord {
     let used = p.packet.retry_count();
     let event = PacketFailed {
         message_id: p.packet.message_id(),
         thread_id: p.packet.thread_id().to_owned(),
         reason: reason.to_owned(),
         retry_count: i32::try_from(used).unwrap_or(i32::MAX),
-        will_retry: used < p.packet.max_retries(),
+        will_retry: retry && used < p.packet.max_retries(),
     };
     cx.record_at(p.packet.thread_id(), event, cx.at_for(p))
 }

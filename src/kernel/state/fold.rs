@@ -36,7 +36,11 @@ impl KernelState {
             }),
             Event::PacketFailed(e) => {
                 let reason = e.reason.clone();
-                self.on_packet(e.message_id, at, move |p, at| p.fail_delivery(reason, at))
+                self.on_packet(e.message_id, at, move |p, at| p.fail_delivery(reason, at));
+                if !e.will_retry {
+                    // A final failure (a full inbox) is not rescheduled after a restart.
+                    self.retryable.remove(&e.message_id);
+                }
             }
             Event::PacketRetried(e) => {
                 self.on_packet(e.message_id, at, |p, at| p.retry_delivery(at))
