@@ -9,8 +9,9 @@
 //! keeps the `hot` entries changed most recently in memory and writes the others,
 //! encoded, to a scratch table on disk ([`Scratch`]: a B-tree in an unlinked file);
 //! reading a cold entry decodes it from there, and changing one brings it back into
-//! memory. Nothing per cold entry stays in memory: the table answers "is there an
-//! entry for this key?" from its pages.
+//! memory. Of a cold entry only ~2 bytes stay in memory, in a Bloom filter ([`Seen`])
+//! that answers "never held" for keys the table has not seen (most lookups: new message
+//! ids and threads); a "maybe" is answered by the table from its pages.
 //!
 //! The scratch table is not a store: its file is created unlinked (nothing to clean
 //! up, nothing another process could mistake for state) and the aggregate is still
@@ -25,6 +26,7 @@
 //! table keeps everything from then on in memory: slower to fail than to lose a packet.
 
 mod scratch;
+mod seen;
 
 use std::borrow::{Borrow, Cow};
 use std::collections::HashMap;
@@ -35,6 +37,7 @@ use lru::LruCache;
 use uuid::Uuid;
 
 use scratch::Scratch;
+use seen::Seen;
 
 /// Pending changes to the scratch table (entries that left memory, cold copies of
 /// entries that came back) gathered before one transaction applies them.
@@ -120,6 +123,9 @@ pub struct SpillTable<K: Hash + Eq, V> {
     /// Entries not in memory (pending or stored).
     cold: usize,
     scratch: Option<Scratch>,
+    /// Every key ever spilled: lookups of keys the scratch table never held (new
+    /// message ids and threads) are answered without it.
+    seen: Seen,
     /// The scratch table refused a batch: nothing is applied or spilled any more.
     failed: bool,
     limit: usize,
@@ -140,6 +146,7 @@ where
             batch: PENDING_ENTRIES,
             cold: 0,
             scratch: None,
+            seen: Seen::default(),
             failed: false,
             limit: config.as_ref().map_or(usize::MAX, |c| c.hot.max(1)),
             config,
@@ -292,6 +299,9 @@ where
     where
         Q: SpillKey + std::fmt::Debug + ?Sized,
     {
+        if !self.seen.may_hold(key.key_bytes()) {
+            return None;
+        }
         match self.scratch.as_ref()?.get(key.key_bytes()) {
             Ok(bytes) => bytes,
             Err(error) => {
@@ -325,6 +335,7 @@ where
             self.scratch = Some(Scratch::create(&dir)?);
         }
         let bytes = value.encode()?;
+        self.seen.insert(key.key_bytes());
         self.pending_bytes += bytes.len();
         self.pending.insert(key.clone(), Some(bytes));
         self.cold += 1;
