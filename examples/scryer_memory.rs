@@ -11,7 +11,17 @@
 //! cargo run --release --example scryer_memory -- query 100000    # a trivial query
 //! cargo run --release --example scryer_memory -- atoms 200000    # a distinct quoted atom per query
 //! cargo run --release --example scryer_memory -- strings 200000  # the same text as a string
+//! cargo run --release --example scryer_memory -- caught 50000    # catch/3 in the query
+//! cargo run --release --example scryer_memory -- called 50000    # call/1 in the query
+//! cargo run --release --example scryer_memory -- defined 50000   # catch/3 in a consulted clause
+//! cargo run --release --example scryer_memory -- throw 1         # a query after an uncaught error
 //! ```
+//!
+//! `caught`, `called` and `defined` run the same `bb_put/2` (`blackboard`) through a
+//! meta-call: written in the top-level query it is compiled anew each time; a clause
+//! consulted once (`'$try'/1`, as the engine's prelude `'$caught'/2`) is not. `throw`
+//! shows why the engine catches at all: after an uncaught exception scryer 0.10 answers
+//! the next query with that exception again.
 //!
 //! `atoms` and `strings` then renew the machine as the engine does (a fresh one built
 //! while the old one lives, then the old one dropped) and print the memory after: an
@@ -53,14 +63,15 @@ fn base(i: u64) -> String {
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: scryer_memory base|small|retract|churn|blackboard|query|atoms|strings N";
+    let usage = "usage: scryer_memory base|small|retract|churn|blackboard|query|atoms|strings|caught|called|defined|throw N";
     let mode = args.first().ok_or(usage)?.clone();
     let n: u64 = args.get(1).ok_or(usage)?.parse()?;
     let mut m = MachineBuilder::new().build();
     m.consult_module_string(
         "harness",
         ":- use_module(library(iso_ext)).\n\
-         :- dynamic(cxp_packet_base/17).\n:- dynamic(count/3).\n"
+         :- dynamic(cxp_packet_base/17).\n:- dynamic(count/3).\n\
+         '$try'(G) :- catch(G, _, true).\n"
             .to_owned(),
     );
     let before = rss_mb();
@@ -94,6 +105,35 @@ fn main() -> Result<(), Box<dyn Error>> {
         "blackboard" => {
             for i in 0..n {
                 run(&mut m, &format!("bb_put('U:Ox/none', {i})."))?;
+            }
+        }
+        "caught" => {
+            for i in 0..n {
+                run(
+                    &mut m,
+                    &format!("catch(bb_put('U:Ox/none', {i}), E, true)."),
+                )?;
+            }
+        }
+        "called" => {
+            for i in 0..n {
+                run(&mut m, &format!("call(bb_put('U:Ox/none', {i}))."))?;
+            }
+        }
+        "defined" => {
+            for i in 0..n {
+                run(&mut m, &format!("'$try'(bb_put('U:Ox/none', {i}))."))?;
+            }
+        }
+        "throw" => {
+            for goal in [
+                "X is foo + 1.",
+                "bb_put(k, 1), atom_length(1, _).",
+                "bb_get(k, V).",
+                "assertz(foo(1)), foo(Y).",
+                "atom_length(X, 3).",
+            ] {
+                println!("{goal} -> {:?}", m.run_query(goal.to_owned()).next());
             }
         }
         "query" => {

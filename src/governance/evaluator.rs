@@ -148,9 +148,10 @@ fn run(machine: &mut Machine, goal: &str) -> Answer {
     first.unwrap_or(Answer::False)
 }
 
-/// Runs `goal` inside `catch/3`; `Err` with the rendered error if it threw.
+/// Runs `goal` inside `catch/3` (the prelude's `'$caught'/2`, compiled once); `Err`
+/// with the rendered error if it threw.
 fn run_caught(machine: &mut Machine, goal: &str) -> Result<Option<BTreeMap<String, Term>>, String> {
-    let wrapped = format!("catch(({goal}), OrchestrataError, true).");
+    let wrapped = format!("'$caught'(({goal}), OrchestrataError).");
     match run(machine, &wrapped) {
         Answer::Bindings(mut b) => match b.remove("OrchestrataError") {
             Some(e) => Err(render(&e)),
