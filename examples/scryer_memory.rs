@@ -15,7 +15,12 @@
 //! cargo run --release --example scryer_memory -- called 50000    # call/1 in the query
 //! cargo run --release --example scryer_memory -- defined 50000   # catch/3 in a consulted clause
 //! cargo run --release --example scryer_memory -- throw 1         # a query after an uncaught error
+//! cargo run --release --example scryer_memory -- upkeep 50000    # the engine's per-command fact upkeep
 //! ```
+//!
+//! `upkeep` runs what the engine runs after each send — a send count and the window's
+//! floor, with the real prelude — as a conjunction in `'$caught'/2`; `upkeep_list` as a
+//! list in `'$all'/1` (what the engine does); `upkeep_floor` / `upkeep_sends` each alone.
 //!
 //! `caught`, `called` and `defined` run the same `bb_put/2` (`blackboard`) through a
 //! meta-call: written in the top-level query it is compiled anew each time; a clause
@@ -63,7 +68,7 @@ fn base(i: u64) -> String {
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: scryer_memory base|small|retract|churn|blackboard|query|atoms|strings|caught|called|defined|throw N";
+    let usage = "usage: scryer_memory base|small|retract|churn|blackboard|query|atoms|strings|caught|called|defined|throw|upkeep|upkeep_list|upkeep_floor|upkeep_sends N";
     let mode = args.first().ok_or(usage)?.clone();
     let n: u64 = args.get(1).ok_or(usage)?.parse()?;
     let mut m = MachineBuilder::new().build();
@@ -123,6 +128,24 @@ fn main() -> Result<(), Box<dyn Error>> {
         "defined" => {
             for i in 0..n {
                 run(&mut m, &format!("'$try'(bb_put('U:Ox/none', {i}))."))?;
+            }
+        }
+        "upkeep" | "upkeep_floor" | "upkeep_sends" | "upkeep_list" => {
+            m.consult_module_string(
+                "orchestrata_prelude",
+                include_str!("../src/governance/prelude.pl").to_owned(),
+            );
+            for i in 0..n {
+                let goal = match mode.as_str() {
+                    "upkeep_floor" => format!("'$set_floor'({i})"),
+                    "upkeep_sends" => format!("'$set_sends'('U:GW',none,{i})"),
+                    "upkeep_list" => {
+                        run(&mut m, &format!("'$caught'('$all'(['$set_sends'('U:GW',none,{i}),'$set_floor'({i})]), E)."))?;
+                        continue;
+                    }
+                    _ => format!("'$set_sends'('U:GW',none,{i}),'$set_floor'({i})"),
+                };
+                run(&mut m, &format!("'$caught'(({goal}), E)."))?;
             }
         }
         "throw" => {

@@ -57,7 +57,8 @@ impl Evaluator {
             .map(|g| crate::governance::renewal::goal_cost(g))
             .sum();
         for chunk in goals.chunks(64) {
-            let goal = chunk.join(",");
+            // A list, not a conjunction: see the prelude's '$all'/1.
+            let goal = format!("'$all'([{}])", chunk.join(","));
             match run_caught(&mut self.machine, &goal) {
                 Ok(Some(_)) => {}
                 Ok(None) => return Err(GovernanceError::Prolog("asserting facts failed".into())),
@@ -150,7 +151,7 @@ impl Evaluator {
         self.pending.clear();
         self.stale = false;
         self.fresh.clear();
-        let goal = "'$clear_blackboard', retractall(cxp_sends_key(_,_)), retractall(cxp_fresh(_,_,_)), \
+        let goal = "'$clear_blackboard', retractall(cxp_sends_key(_,_,_)), retractall(cxp_fresh(_,_,_)), \
                     retractall(cxp_packet_base(_,_,_,_,_,_,_,_,_,_,_,_,_,_,_,_,_)), retractall(cxp_status(_,_,_,_,_,_)), \
                     retractall(volk(_,_,_,_)), \
                     retractall(volk_capability(_,_)), retractall(volk_status(_,_)), retractall(session(_,_,_,_))";
