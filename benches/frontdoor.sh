@@ -11,7 +11,10 @@
 # PIPE_SECS (5); KAFKA_COUNT (200) Kafka round trips; KAFKA=0 skips the Kafka run; TANSU (tansu binary, default
 # $ORCHESTRATA_TANSU); OUT (directory kept with every server log and wsload output).
 # Orchestrata runs with max_clients 1000 and a per-client rate limit of 1,000,000/s
-# (the defaults, 100 and 500/s, would refuse the load, not measure it).
+# (the defaults, 100 and 500/s, would refuse the load, not measure it). INBOX sets
+# kernel.inbox_capacity (unset: the default, 10,000): nobody reads the recipient's inbox
+# here, so past 10,000 packets each send is refused at once (`failed`, with its
+# delivery_failed notice) — INBOX=10000000 measures the accepted path throughout.
 # Prints `key=value` lines (prefixed sled_, js_, kafka_) and a side-by-side table.
 set -uo pipefail
 
@@ -53,7 +56,7 @@ start_up() {
   local name=$1; shift
   UP_PORT=$(port)
   ORCHESTRATA_GATEWAY__MAX_CLIENTS=1000 ORCHESTRATA_GATEWAY__RATE_LIMIT_PER_SECOND=1000000 \
-    "$BIN" up --listen "127.0.0.1:$UP_PORT" "$@" >"$OUT/up-$name.log" 2>&1 &
+    env ${INBOX:+ORCHESTRATA_KERNEL__INBOX_CAPACITY=$INBOX} "$BIN" up --listen "127.0.0.1:$UP_PORT" "$@" >"$OUT/up-$name.log" 2>&1 &
   UP_PID=$!; PIDS+=("$UP_PID")
   wait_health "$UP_PORT" || { echo "orchestrata ($name) did not start; see $OUT/up-$name.log"; exit 2; }
 }
