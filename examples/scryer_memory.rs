@@ -107,27 +107,16 @@ fn main() -> Result<(), Box<dyn Error>> {
                 )?;
             }
         }
-        "blackboard" => {
+        "blackboard" | "caught" | "called" | "defined" => {
             for i in 0..n {
-                run(&mut m, &format!("bb_put('U:Ox/none', {i})."))?;
-            }
-        }
-        "caught" => {
-            for i in 0..n {
-                run(
-                    &mut m,
-                    &format!("catch(bb_put('U:Ox/none', {i}), E, true)."),
-                )?;
-            }
-        }
-        "called" => {
-            for i in 0..n {
-                run(&mut m, &format!("call(bb_put('U:Ox/none', {i}))."))?;
-            }
-        }
-        "defined" => {
-            for i in 0..n {
-                run(&mut m, &format!("'$try'(bb_put('U:Ox/none', {i}))."))?;
+                let put = format!("bb_put('U:Ox/none', {i})");
+                let goal = match mode.as_str() {
+                    "caught" => format!("catch({put}, E, true)."),
+                    "called" => format!("call({put})."),
+                    "defined" => format!("'$try'({put})."),
+                    _ => format!("{put}."),
+                };
+                run(&mut m, &goal)?;
             }
         }
         "upkeep" | "upkeep_floor" | "upkeep_sends" | "upkeep_list" => {

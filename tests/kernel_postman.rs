@@ -26,6 +26,16 @@ where
     panic!("condition not reached within {seconds} s of kernel time");
 }
 
+/// The first packet the Postman (`U:PS`) sent: a `delivery_failed` notice.
+fn postman_notice(
+    log: &[orchestrata_schemas::events::Envelope],
+) -> Option<orchestrata_schemas::events::types::Packet> {
+    log.iter().find_map(|e| match &e.record.event {
+        Event::PacketSent(s) if s.packet.from_agent == "U:PS" => Some(s.packet.clone()),
+        _ => None,
+    })
+}
+
 // REQ-004-INTG-012 REQ-004-US-009-005 REQ-004-US-009-006 REQ-004-US-009-008
 #[tokio::test]
 async fn inbox_serves_priority_descending_then_oldest_first() {
@@ -210,13 +220,7 @@ async fn retries_back_off_exponentially_then_fail_and_notify_the_sender() {
         })
         .collect();
     assert_eq!(finals.last(), Some(&(3, false)));
-    let notice = log
-        .iter()
-        .find_map(|e| match &e.record.event {
-            Event::PacketSent(s) if s.packet.from_agent == "U:PS" => Some(s.packet.clone()),
-            _ => None,
-        })
-        .expect("the sender is notified");
+    let notice = postman_notice(&log).expect("the sender is notified");
     assert_eq!(notice.to_agent, "U:Ox");
     assert_eq!(notice.subject, "delivery_failed");
     assert_eq!(notice.in_reply_to, Some(id));
@@ -308,13 +312,7 @@ async fn a_full_inbox_refuses_the_overflow_for_good_and_a_retry_delivers_it_once
     );
     let packet = h.kernel.packet(third).await.expect("third");
     assert!(packet.failure_reason().is_some_and(|r| r.contains("full")));
-    let notice = log
-        .iter()
-        .find_map(|e| match &e.record.event {
-            Event::PacketSent(s) if s.packet.from_agent == "U:PS" => Some(s.packet.clone()),
-            _ => None,
-        })
-        .expect("the sender is told");
+    let notice = postman_notice(&log).expect("the sender is told");
     assert_eq!(
         (notice.to_agent.as_str(), notice.in_reply_to),
         ("U:Ox", Some(third))
