@@ -14,21 +14,11 @@ use std::time::Duration;
 
 use orchestrata::gateway::schema::ResultSchemas;
 use serde_json::{json, Value};
+use support::contract::result;
 use support::up::Up;
 use support::ws::Ws;
 
 const TOKEN: &str = "full-inbox-token";
-
-/// The `result` of `response`, validated against `method`'s result schema.
-fn result(schemas: &ResultSchemas, method: &str, response: &Value) -> Value {
-    let result = response
-        .get("result")
-        .unwrap_or_else(|| panic!("{method} failed: {response}"));
-    if let Err(e) = schemas.validate(method, result) {
-        panic!("{e}\n{result:#}");
-    }
-    result.clone()
-}
 
 // REQ-014-071 REQ-004-INTG-013 REQ-004-US-004-020
 #[tokio::test]

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use orchestrata::gateway::schema::ResultSchemas;
 use serde_json::{json, Value};
+use support::contract::result;
 use support::ws::Ws;
 
 /// The spec's example token.
@@ -72,18 +73,6 @@ async fn send(ws: &mut Ws, frame: &str) -> Value {
     let request: Value = serde_json::from_str(frame).expect("the spec's example is JSON");
     ws.send_text(frame).await;
     ws.response(request["id"].clone()).await
-}
-
-/// The `result` of `response`, validated against `method`'s result schema.
-fn result(schemas: &ResultSchemas, method: &str, response: &Value) -> Value {
-    assert_eq!(response["jsonrpc"], "2.0", "{response}");
-    let result = response
-        .get("result")
-        .unwrap_or_else(|| panic!("{method} failed: {response}"));
-    if let Err(e) = schemas.validate(method, result) {
-        panic!("{e}\n{result:#}");
-    }
-    result.clone()
 }
 
 // ISSUE-14: the spec's example requests, sent verbatim, answered as the contract says

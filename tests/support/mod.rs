@@ -4,6 +4,7 @@
 //! real components; nothing is mocked.
 #![allow(dead_code)]
 
+pub mod contract;
 pub mod faulty_log;
 pub mod llm;
 pub mod policy;
