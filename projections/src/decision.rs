@@ -26,6 +26,7 @@ use uuid::Uuid;
 use crate::runs::SortedRuns;
 use crate::stored::{Saved, StoredEntry};
 use crate::{Changes, Checkpoint, Page, PageRequest, StoredError, View, ViewName};
+use packed::{Cursor, Packed};
 use summary::{Names, Summary};
 
 /// One decision with when it was recorded.
@@ -116,22 +117,24 @@ pub struct DecisionRef<'a> {
 ///
 /// Decisions are kept in log order: the view folds one stream, whose checkpoint admits
 /// only increasing sequences, so appending keeps them sorted and a lookup by sequence is
-/// a binary search. The subject and action indexes hold sorted sequence lists for the
-/// same reason (appends, no tree rebalancing per event). Entries (bodies) are held for
-/// the newest decisions only: `bodies[i]` is the entry of `summaries[cold + i]`; see the
-/// module docs.
+/// a binary search. Their summaries are packed (about ten bytes each, [`packed`]); the
+/// subject and action indexes list positions among them (four bytes each), sorted
+/// because they are appended. Entries (bodies) are held for the newest decisions only:
+/// `bodies[i]` is the entry of the summary at position `cold + i`; see the module docs.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DecisionIndex {
     checkpoint: Checkpoint,
-    summaries: Vec<Summary>,
+    summaries: Packed,
     bodies: VecDeque<DecisionEntry>,
     /// How many of the oldest decisions have no body in memory.
     cold: usize,
     names: Names,
     /// Decision id -> sequence, for every decision (24 bytes each).
     by_id: SortedRuns<Uuid, u64>,
-    by_subject: BTreeMap<String, Vec<u64>>,
-    by_action: BTreeMap<String, Vec<u64>>,
+    /// Subject -> positions of its decisions among the summaries.
+    by_subject: BTreeMap<String, Vec<u32>>,
+    /// Action -> positions of its decisions among the summaries.
+    by_action: BTreeMap<String, Vec<u32>>,
     policies: BTreeMap<String, PolicyEntry>,
     /// Decisions the store has (commit bookkeeping, not part of the value).
     saved: Saved,
@@ -210,9 +213,12 @@ impl DecisionIndex {
     fn push(&mut self, entry: DecisionEntry) {
         let d = &entry.decision;
         let sequence = entry.sequence;
+        // Four billion decisions would take this server centuries at its measured rates;
+        // past them, positions saturate (the searches by subject or action would miss).
+        let position = u32::try_from(self.summaries.len()).unwrap_or(u32::MAX);
         self.by_id.insert(d.decision_id, sequence);
-        index(&mut self.by_subject, &d.subject, sequence);
-        index(&mut self.by_action, &d.action, sequence);
+        index(&mut self.by_subject, &d.subject, position);
+        index(&mut self.by_action, &d.action, position);
         let summary = Summary {
             sequence,
             at: entry.at,
@@ -237,8 +243,7 @@ impl DecisionIndex {
         }
     }
 
-    fn found(&self, position: usize) -> DecisionRef<'_> {
-        let s = &self.summaries[position];
+    fn found(&self, position: usize, s: &Summary) -> DecisionRef<'_> {
         DecisionRef {
             sequence: s.sequence,
             at: s.at,
@@ -251,17 +256,9 @@ impl DecisionIndex {
 
     /// The decision with this id.
     pub fn decision(&self, decision_id: &Uuid) -> Option<DecisionRef<'_>> {
-        self.by_id
-            .get(decision_id)
-            .and_then(|s| self.position(*s))
-            .map(|i| self.found(i))
-    }
-
-    /// The position of the decision recorded by the event at `sequence`.
-    fn position(&self, sequence: u64) -> Option<usize> {
-        self.summaries
-            .binary_search_by_key(&sequence, |e| e.sequence)
-            .ok()
+        let position = self.summaries.position(*self.by_id.get(decision_id)?)?;
+        let summary = self.summaries.get(position)?;
+        Some(self.found(position, &summary))
     }
 
     /// Number of decisions.
@@ -271,7 +268,7 @@ impl DecisionIndex {
 
     /// Whether no decision was recorded.
     pub fn is_empty(&self) -> bool {
-        self.summaries.is_empty()
+        self.summaries.len() == 0
     }
 
     /// How many decisions have their entry in memory (the rest are read from the store).
@@ -289,7 +286,7 @@ impl DecisionIndex {
     pub fn decisions(&self, query: &DecisionQuery, page: &PageRequest) -> Page<DecisionRef<'_>> {
         page.collect(
             self.matching(query, page.start())
-                .map(|i| (self.summaries[i].sequence, self.found(i))),
+                .map(|(i, s)| (s.sequence, self.found(i, &s))),
         )
     }
 
@@ -304,54 +301,71 @@ impl DecisionIndex {
     ) -> (usize, Vec<DecisionRef<'_>>) {
         let mut total = 0;
         let mut page = Vec::new();
-        for i in self.matching(query, 0).rev() {
+        for (i, s) in self.matching(query, 0).rev() {
             if total >= offset && page.len() < limit {
-                page.push(self.found(i));
+                page.push(self.found(i, &s));
             }
             total += 1;
         }
         (total, page)
     }
 
-    /// Positions of the decisions matching `query` at or after sequence `start`, in log
-    /// order (either way). Uses the subject or action index when the query names one.
+    /// The decisions matching `query` at or after sequence `start`, with their
+    /// positions, in log order (either way). Uses the subject or action index when the
+    /// query names one.
     fn matching<'a>(
         &'a self,
         query: &'a DecisionQuery,
         start: u64,
-    ) -> impl DoubleEndedIterator<Item = usize> + 'a {
+    ) -> impl DoubleEndedIterator<Item = (usize, Summary)> + 'a {
+        let first = self.summaries.partition_point(start);
         let index = query
             .subject
             .as_ref()
             .map(|s| self.by_subject.get(s))
             .or_else(|| query.action.as_ref().map(|a| self.by_action.get(a)));
-        let (listed, all): (&[u64], std::ops::Range<usize>) = match index {
-            Some(Some(list)) => (&list[list.partition_point(|s| *s < start)..], 0..0),
-            Some(None) => (&[], 0..0),
-            None => (
-                &[],
-                self.summaries.partition_point(|e| e.sequence < start)..self.summaries.len(),
+        let (listed, all): (&[u32], std::ops::Range<usize>) = match index {
+            Some(Some(list)) => (
+                &list[list.partition_point(|p| (*p as usize) < first)..],
+                0..0,
             ),
+            Some(None) => (&[], 0..0),
+            None => (&[], first..self.summaries.len()),
         };
+        let mut cursor = Cursor::new(&self.summaries);
         listed
             .iter()
-            .filter_map(|s| self.position(*s))
+            .map(|p| *p as usize)
             .chain(all)
-            .filter(move |i| query.matches(&self.summaries[*i], &self.names))
+            .filter_map(move |i| cursor.get(i).cloned().map(|s| (i, s)))
+            .filter(move |(_, s)| query.matches(s, &self.names))
+    }
+
+    /// The sequences of the decisions at `positions` (the stored whole form lists
+    /// sequences).
+    fn sequences(&self, positions: &[u32]) -> Vec<u64> {
+        let mut cursor = Cursor::new(&self.summaries);
+        positions
+            .iter()
+            .filter_map(|p| cursor.get(*p as usize).map(|s| s.sequence))
+            .collect()
     }
 }
 
-/// Appends `sequence` to `key`'s list, allocating the key only the first time.
-/// Sequences arrive in increasing order, so the list stays sorted.
-fn index(map: &mut BTreeMap<String, Vec<u64>>, key: &str, sequence: u64) {
+/// Appends `position` to `key`'s list, allocating the key only the first time.
+/// Positions arrive in increasing order, so the list stays sorted.
+fn index(map: &mut BTreeMap<String, Vec<u32>>, key: &str, position: u32) {
     match map.get_mut(key) {
-        Some(list) => list.push(sequence),
+        Some(list) => list.push(position),
         None => {
-            map.insert(key.to_owned(), vec![sequence]);
+            map.insert(key.to_owned(), vec![position]);
         }
     }
 }
 
+mod packed;
+#[cfg(test)]
+mod search_tests;
 mod stored;
 mod summary;
 #[cfg(test)]

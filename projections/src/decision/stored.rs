@@ -143,8 +143,16 @@ impl Serialize for DecisionIndex {
             checkpoint: self.checkpoint.clone(),
             decisions: self.bodies.iter().collect(),
             by_id: self.by_id.sorted().into_iter().collect(),
-            by_subject: self.by_subject.clone(),
-            by_action: self.by_action.clone(),
+            by_subject: self
+                .by_subject
+                .iter()
+                .map(|(k, list)| (k.clone(), self.sequences(list)))
+                .collect(),
+            by_action: self
+                .by_action
+                .iter()
+                .map(|(k, list)| (k.clone(), self.sequences(list)))
+                .collect(),
             policies: self.policies.clone(),
         }
         .serialize(serializer)

@@ -6,7 +6,13 @@ use super::*;
 use crate::fold;
 use crate::testkit::{env, json, t};
 
-fn decision(seq: u64, secs: i64, subject: &str, action: &str, result: DecisionResult) -> Envelope {
+pub(super) fn decision(
+    seq: u64,
+    secs: i64,
+    subject: &str,
+    action: &str,
+    result: DecisionResult,
+) -> Envelope {
     env(
         seq,
         secs,

@@ -1,0 +1,115 @@
+//! Searches over more decisions than one packed block holds answer exactly as a plain
+//! filter over every decision does.
+
+use orchestrata_schemas::events::types::DecisionResult;
+use proptest::prelude::*;
+
+use super::packed::BLOCK;
+use super::tests::decision;
+use super::*;
+use crate::fold;
+
+const SUBJECTS: [&str; 3] = ["U:Vz", "U:Ox", "U:Qa"];
+const ACTIONS: [&str; 2] = ["cxp.send", "session.open"];
+const RESULTS: [DecisionResult; 3] = [
+    DecisionResult::Allow,
+    DecisionResult::Deny,
+    DecisionResult::Escalate,
+];
+
+/// (sequence, secs, subject, action, result) in log order, with gaps in the sequence.
+type Row = (u64, i64, &'static str, &'static str, DecisionResult);
+
+fn history() -> impl Strategy<Value = Vec<Row>> {
+    proptest::collection::vec(
+        (1u64..4, 0i64..3, 0usize..3, 0usize..2, 0usize..3),
+        0..(3 * BLOCK + 60),
+    )
+    .prop_map(|items| {
+        let (mut seq, mut secs) = (0, 0);
+        items
+            .into_iter()
+            .map(|(gap, dt, s, a, r)| {
+                seq += gap;
+                secs += dt;
+                (seq, secs, SUBJECTS[s], ACTIONS[a], RESULTS[r])
+            })
+            .collect()
+    })
+}
+
+fn query() -> impl Strategy<Value = DecisionQuery> {
+    (
+        proptest::option::of(0usize..4),
+        proptest::option::of(0usize..3),
+        proptest::option::of(0usize..3),
+        proptest::option::of(0i64..600),
+        proptest::option::of(0i64..600),
+    )
+        .prop_map(|(s, a, r, from, until)| DecisionQuery {
+            // Index 3 names a subject nobody has.
+            subject: s.map(|s| SUBJECTS.get(s).copied().unwrap_or("U:None").into()),
+            action: a.map(|a| ACTIONS.get(a).copied().unwrap_or("nothing").into()),
+            result: r.map(|r| RESULTS[r]),
+            from: from.map(crate::testkit::t),
+            until: until.map(crate::testkit::t),
+            ..Default::default()
+        })
+}
+
+fn matches(q: &DecisionQuery, row: &Row) -> bool {
+    let at = crate::testkit::t(row.1);
+    q.subject.as_deref().is_none_or(|s| s == row.2)
+        && q.action.as_deref().is_none_or(|a| a == row.3)
+        && q.result.is_none_or(|r| r == row.4)
+        && q.from.is_none_or(|f| at >= f)
+        && q.until.is_none_or(|u| at < u)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    // REQ-014-032 REQ-014-036 REQ-014-037 REQ-014-038 REQ-014-039
+    #[test]
+    fn searches_across_packed_blocks_answer_as_a_plain_filter(
+        rows in history(),
+        queries in proptest::collection::vec(query(), 4),
+        start in 0u64..1000,
+        offset in 0usize..300,
+        limit in 1usize..50,
+    ) {
+        let events: Vec<Envelope> = rows
+            .iter()
+            .map(|(seq, secs, s, a, r)| decision(*seq, *secs, s, a, *r))
+            .collect();
+        let view: DecisionIndex = fold(&events);
+        prop_assert_eq!(view.len(), rows.len());
+        for q in &queries {
+            let expected: Vec<u64> = rows.iter().filter(|r| matches(q, r)).map(|r| r.0).collect();
+            let forward: Vec<u64> = view
+                .decisions(q, &PageRequest::first(1_000_000))
+                .items
+                .iter()
+                .map(|d| d.sequence)
+                .collect();
+            prop_assert_eq!(&forward, &expected);
+            let after: Vec<u64> = view
+                .decisions(q, &PageRequest::after(start, 1_000_000))
+                .items
+                .iter()
+                .map(|d| d.sequence)
+                .collect();
+            let expected_after: Vec<u64> = expected.iter().copied().filter(|s| *s > start).collect();
+            prop_assert_eq!(after, expected_after);
+            let (total, page) = view.newest(q, offset, limit);
+            prop_assert_eq!(total, expected.len());
+            let newest: Vec<u64> = page.iter().map(|d| d.sequence).collect();
+            let expected_page: Vec<u64> = expected.iter().rev().skip(offset).take(limit).copied().collect();
+            prop_assert_eq!(newest, expected_page);
+        }
+        for (seq, secs, ..) in &rows {
+            let found = view.decision(&Uuid::from_u128(u128::from(*seq) + 100));
+            prop_assert_eq!(found.map(|d| (d.sequence, d.at)), Some((*seq, crate::testkit::t(*secs))));
+        }
+    }
+}
