@@ -2,8 +2,8 @@
 //!
 //! Folds `governance.decisions`: every `decision_recorded` becomes an entry (kept in log
 //! order, the cursor being its sequence, with the principal its envelope names), indexed
-//! by decision id, subject and action;
-//! every `policy_loaded` is kept by its hash so a decision's policy can be looked up.
+//! by subject and action (a decision logged twice counts once: `decision/recent.rs`); every
+//! `policy_loaded` is kept by its hash so a decision's policy can be looked up.
 //!
 //! **Memory follows the work, not the history.** What a search filters on (sequence,
 //! time, subject, action, principal, result, dry run) is kept for every decision, in
@@ -23,10 +23,10 @@ use orchestrata_schemas::events::{Envelope, Event, Stream};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::runs::SortedRuns;
 use crate::stored::{Saved, StoredEntry};
 use crate::{Changes, Checkpoint, Page, PageRequest, StoredError, View, ViewName};
 use packed::{Cursor, Packed};
+use recent::RecentIds;
 use summary::{Names, Summary};
 
 /// One decision with when it was recorded.
@@ -117,10 +117,11 @@ pub struct DecisionRef<'a> {
 ///
 /// Decisions are kept in log order: the view folds one stream, whose checkpoint admits
 /// only increasing sequences, so appending keeps them sorted and a lookup by sequence is
-/// a binary search. Their summaries are packed (about ten bytes each, [`packed`]); the
-/// subject and action indexes list positions among them (four bytes each), sorted
-/// because they are appended. Entries (bodies) are held for the newest decisions only:
-/// `bodies[i]` is the entry of the summary at position `cold + i`; see the module docs.
+/// a binary search. Their summaries are packed (about ten bytes each,
+/// `decision/packed.rs`); the subject and action indexes list positions among them
+/// (four bytes each), sorted because they are appended. Entries (bodies) are held for
+/// the newest decisions only: `bodies[i]` is the entry of the summary at position
+/// `cold + i`; see the module docs.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DecisionIndex {
     checkpoint: Checkpoint,
@@ -129,8 +130,8 @@ pub struct DecisionIndex {
     /// How many of the oldest decisions have no body in memory.
     cold: usize,
     names: Names,
-    /// Decision id -> sequence, for every decision (24 bytes each).
-    by_id: SortedRuns<Uuid, u64>,
+    /// Ids of the newest decisions: a decision logged twice counts once.
+    recent: RecentIds,
     /// Subject -> positions of its decisions among the summaries.
     by_subject: BTreeMap<String, Vec<u32>>,
     /// Action -> positions of its decisions among the summaries.
@@ -183,7 +184,7 @@ impl View for DecisionIndex {
         }
         let at = envelope.record.timestamp;
         match &envelope.record.event {
-            Event::DecisionRecorded(d) if !self.by_id.contains(&d.decision_id) => {
+            Event::DecisionRecorded(d) if !self.recent.contains(&d.decision_id) => {
                 self.push(DecisionEntry {
                     sequence: envelope.sequence,
                     at,
@@ -216,7 +217,7 @@ impl DecisionIndex {
         // Four billion decisions would take this server centuries at its measured rates;
         // past them, positions saturate (the searches by subject or action would miss).
         let position = u32::try_from(self.summaries.len()).unwrap_or(u32::MAX);
-        self.by_id.insert(d.decision_id, sequence);
+        self.recent.push(d.decision_id);
         index(&mut self.by_subject, &d.subject, position);
         index(&mut self.by_action, &d.action, position);
         let summary = Summary {
@@ -254,9 +255,16 @@ impl DecisionIndex {
         }
     }
 
-    /// The decision with this id.
+    /// The decision with this id, among those whose body is in memory: all of them in
+    /// a view loaded whole (`projections show`, a rebuild), the newest in a live runner's
+    /// (the others are found by a search, then read from the store). A scan, newest
+    /// first: no index by id follows the history.
     pub fn decision(&self, decision_id: &Uuid) -> Option<DecisionRef<'_>> {
-        let position = self.summaries.position(*self.by_id.get(decision_id)?)?;
+        let i = self
+            .bodies
+            .iter()
+            .rposition(|b| b.decision.decision_id == *decision_id)?;
+        let position = self.cold + i;
         let summary = self.summaries.get(position)?;
         Some(self.found(position, &summary))
     }
@@ -364,6 +372,7 @@ fn index(map: &mut BTreeMap<String, Vec<u32>>, key: &str, position: u32) {
 }
 
 mod packed;
+mod recent;
 #[cfg(test)]
 mod search_tests;
 mod stored;

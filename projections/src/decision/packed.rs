@@ -58,7 +58,8 @@ impl Packed {
         Cursor::new(self).get(position).cloned()
     }
 
-    /// The position of the summary with this sequence.
+    /// The position of the summary with this sequence (tests check searches by it).
+    #[cfg(test)]
     pub fn position(&self, sequence: u64) -> Option<usize> {
         let at = self.partition_point(sequence);
         (self.get(at)?.sequence == sequence).then_some(at)

@@ -142,7 +142,11 @@ impl Serialize for DecisionIndex {
         Whole {
             checkpoint: self.checkpoint.clone(),
             decisions: self.bodies.iter().collect(),
-            by_id: self.by_id.sorted().into_iter().collect(),
+            by_id: self
+                .bodies
+                .iter()
+                .map(|b| (b.decision.decision_id, b.sequence))
+                .collect(),
             by_subject: self
                 .by_subject
                 .iter()

@@ -210,9 +210,22 @@ fn committed_bodies_leave_memory_and_stay_readable_from_the_store() {
         ..Default::default()
     };
     assert_eq!(bodies(&view, &vz), [(2, false), (4, false), (6, true)]);
-    // A cold decision's body is its stored entry, under the key the index names.
-    let cold = view.decision(&Uuid::from_u128(103)).expect("decision 3");
+    // A cold decision is found by a search; its body is its stored entry, under the key
+    // the index names.
+    let page = view.decisions(&all, &PageRequest::first(10));
+    let cold = page
+        .items
+        .iter()
+        .find(|d| d.sequence == 3)
+        .expect("decision 3");
     assert_eq!((cold.sequence, cold.at, cold.body), (3, t(30), None));
+    // By id, a live view finds the decisions whose body it holds, and no other.
+    assert!(view.decision(&Uuid::from_u128(103)).is_none());
+    assert_eq!(
+        view.decision(&Uuid::from_u128(107))
+            .map(|d| (d.sequence, d.body.is_some())),
+        Some((7, true))
+    );
     let key = DecisionIndex::stored_key(3);
     let (_, bytes) = changes
         .entries
