@@ -18,7 +18,9 @@ use tracing_subscriber::EnvFilter;
 /// climbed with the history served well beyond the live heap (docs/performance.md,
 /// "Resident memory and the allocator"). mimalloc's v2 line (the `v2` feature in
 /// Cargo.toml): with v3, the crate's default, the same server held ~2x its live heap
-/// and grew ~3x as fast ("The allocator's v2 line", same file).
+/// and grew ~3x as fast ("The allocator's v2 line", same file). The `system-alloc`
+/// feature leaves it out, for heap profilers that follow glibc's malloc.
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
