@@ -30,12 +30,14 @@
 //! [`Envelope`]: orchestrata_schemas::events::Envelope
 
 mod checkpoint;
+mod cold_ids;
 pub mod decision;
 pub mod graph;
 pub mod packet;
 mod page;
 pub mod runs;
 pub mod sample;
+pub mod seen;
 pub mod session;
 pub mod stored;
 #[cfg(test)]

@@ -46,12 +46,9 @@ use orchestrata_schemas::events::{Envelope, Event, Stream};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
 
-/// Message ids of let-go packets, each with the sequence of its `packet_sent` (its key
-/// in the view store): 24 bytes a packet.
-type ColdIds = crate::runs::SortedRuns<Uuid, u64>;
-
 pub use facts::{facts_of, facts_with, transition_of, Facts};
 
+use crate::cold_ids::{ColdIds, Place};
 use crate::stored::{Saved, StoredEntry};
 use crate::{Changes, Checkpoint, StoredError, View, ViewName};
 
@@ -125,6 +122,10 @@ pub enum Lookup<'a> {
     Memory(Parties<'a>),
     /// Let go: read this key from the view store.
     Store(Vec<u8>),
+    /// Perhaps let go: read these index rows from the view store, in order, until one
+    /// is stored; [`PacketIndex::indexed_key`] turns it into the packet's key. None
+    /// stored: the folded log did not send it.
+    Indexed(Vec<Vec<u8>>),
     /// The folded log did not send it.
     Unknown,
 }
@@ -144,8 +145,12 @@ pub struct PacketIndex {
     /// The packets held whole, oldest first (in the order they came): the order in
     /// which they are let go.
     order: VecDeque<Uuid>,
-    /// The packets let go: id and the sequence of their `packet_sent`.
-    cold: ColdIds,
+    /// The packets let go, found through their index rows in the store
+    /// (`cold_ids.rs`).
+    cold: ColdIds<Uuid>,
+    /// Whether the store lacks index rows (written before they existed), and whether
+    /// the commit in progress writes them (commit bookkeeping).
+    rows_missing: (bool, bool),
     /// Volk names the store has (commit bookkeeping, not part of the value).
     saved_volks: Saved,
     /// Packets added since the last commit the store confirmed, oldest first (commit
@@ -187,9 +192,15 @@ impl PacketIndex {
     pub fn lookup(&self, message_id: &Uuid) -> Lookup<'_> {
         match self.parties(message_id) {
             Some(p) => Lookup::Memory(p),
-            None => match self.cold.get(message_id) {
-                Some(sequence) => Lookup::Store(Self::stored_key(*sequence)),
-                None => Lookup::Unknown,
+            None => match self.cold.place(message_id) {
+                Place::Nowhere => Lookup::Unknown,
+                Place::Stored(sequence) => Lookup::Store(Self::stored_key(sequence)),
+                Place::Row(_) => Lookup::Indexed(
+                    self.cold
+                        .rows(message_id)
+                        .map(|g| stored::row_key(g, message_id))
+                        .collect(),
+                ),
             },
         }
     }
@@ -233,7 +244,6 @@ impl PacketIndex {
     /// Lets go of the oldest stored packets beyond the newest `keep_hot`.
     fn evict(&mut self, keep_hot: usize) {
         let unsaved: HashSet<Uuid> = self.fresh.iter().copied().collect();
-        let mut batch = Vec::new();
         let mut turns = self.order.len();
         while self.packets.len() > keep_hot && turns > 0 {
             turns -= 1;
@@ -242,11 +252,10 @@ impl PacketIndex {
             };
             if unsaved.contains(&id) {
                 self.order.push_back(id);
-            } else if let Some(entry) = self.packets.remove(&id) {
-                batch.push((id, entry.sequence));
+            } else if self.packets.remove(&id).is_some() {
+                self.cold.let_go(&id);
             }
         }
-        self.cold.extend_new(batch);
     }
 
     /// Adds a packet to memory (newest).
@@ -304,7 +313,38 @@ impl View for PacketIndex {
         // Without a take since (a view just loaded), nothing new was stored.
         self.saved_volks = Saved(volks.max(self.saved_volks.0));
         self.fresh.drain(..fresh.min(self.fresh.len()));
+        if self.rows_missing.1 {
+            self.rows_missing = (false, false);
+        }
+        self.cold.settle();
         self.evict(keep_hot);
+    }
+
+    fn cold_keys(&self, envelope: &Envelope, keys: &mut Vec<Vec<u8>>) {
+        // A repeated `packet_sent` of a let-go packet changes nothing: the fold must
+        // know it was sent, which the packet's index row says.
+        let Event::PacketSent(sent) = &envelope.record.event else {
+            return;
+        };
+        let id = &sent.packet.message_id;
+        if self.cold.is_empty()
+            || self.packets.contains_key(id)
+            || self
+                .checkpoint
+                .has_passed(Stream::CxpTraffic, envelope.sequence)
+        {
+            return;
+        }
+        if let Place::Row(g) = self.cold.place(id) {
+            keys.push(stored::row_key(g, id));
+        }
+    }
+
+    fn warm(&mut self, entries: Vec<StoredEntry>) -> Result<(), StoredError> {
+        for (key, value) in entries {
+            self.take_row(&key, &value)?;
+        }
+        Ok(())
     }
 
     fn apply(&mut self, envelope: &Envelope) -> bool {
@@ -315,7 +355,9 @@ impl View for PacketIndex {
         }
         if let Event::PacketSent(sent) = &envelope.record.event {
             let p = &sent.packet;
-            if !self.packets.contains_key(&p.message_id) && !self.cold.contains(&p.message_id) {
+            // A let-go packet's row was read before this event (`cold_keys`).
+            let let_go = matches!(self.cold.place(&p.message_id), Place::Stored(_));
+            if !self.packets.contains_key(&p.message_id) && !let_go {
                 let from = self.intern(&p.from_agent);
                 let to = self.intern(&p.to_agent);
                 self.hold(

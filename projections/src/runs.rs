@@ -2,9 +2,10 @@
 //! ids, decision ids, command ids with a sequence or nothing), in the size of its
 //! entries and no more.
 //!
-//! Several folds must remember every id they ever saw — a let-go packet must still be
-//! found by id, a decision by its id, an executed command so it is not executed again —
-//! while the rest of each entry leaves memory. A `BTreeMap<Uuid, u64>` takes ~40 bytes
+//! A fold that must remember every id it ever saw — the kernel's executed commands, so
+//! that none is executed again — keeps the ids here while the rest of each entry
+//! leaves memory. (The views' let-go packets and threads are found through index rows
+//! in their store instead, at a few bytes an id in memory: `cold_ids.rs`.) A `BTreeMap<Uuid, u64>` takes ~40 bytes
 //! an entry and a `HashSet<Uuid>` ~30–44 with its spare capacity; at a million sends
 //! those are the bytes that follow the history. Here an entry takes its own size (24
 //! bytes for `(Uuid, u64)`, 16 for `(Uuid, ())`) and nothing is allocated per entry.

@@ -85,7 +85,7 @@ impl Shelf {
     /// view asks for until it asks for none. Answers how many it read.
     pub fn warm<V: crate::View>(&self, view: &mut V, chunk: &[Envelope]) -> usize {
         let mut read = 0;
-        for _ in 0..4 {
+        for _ in 0..8 {
             let mut keys = Vec::new();
             for e in chunk {
                 view.cold_keys(e, &mut keys);
@@ -99,7 +99,7 @@ impl Shelf {
             let entries = keys
                 .into_iter()
                 .map(|k| {
-                    let v = self.entries[&k].clone();
+                    let v = self.entries.get(&k).cloned().unwrap_or_default();
                     (k, v)
                 })
                 .collect();

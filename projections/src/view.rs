@@ -83,7 +83,10 @@ pub trait View: Default + Serialize + DeserializeOwned + Send + Sync + 'static {
 
     /// Takes back entries read from the store, as [`cold_keys`](View::cold_keys)
     /// named them; they count as stored (a commit does not write them again unless an
-    /// event changes them). The default refuses any: such a view never lets go.
+    /// event changes them). A key the store does not hold comes back with an empty
+    /// value (no stored value is empty): the view decides whether that may be (an
+    /// index row it was not sure of) or is a corrupt store. The default refuses any:
+    /// such a view never lets go.
     fn warm(&mut self, entries: Vec<StoredEntry>) -> Result<(), StoredError> {
         match entries.first() {
             None => Ok(()),

@@ -54,6 +54,10 @@ impl ViewHandle<PacketIndex> {
             Lookup::Memory(p) => return Ok(Some(p.into())),
             Lookup::Unknown => return Ok(None),
             Lookup::Store(key) => key,
+            Lookup::Indexed(rows) => match self.first_row(&rows, PacketIndex::indexed_key)? {
+                Some(key) => key,
+                None => return Ok(None),
+            },
         };
         let Some(bytes) = self.store.entry(PacketIndex::NAME, &key)? else {
             return Ok(None);
@@ -73,6 +77,10 @@ impl ViewHandle<ThreadView> {
             None => return Ok(None),
             Some(Held::Memory(p)) => return Ok(Some(p.clone())),
             Some(Held::Stored(key)) => key,
+            Some(Held::Indexed(rows)) => match self.indexed(&rows)? {
+                Some(key) => key,
+                None => return Ok(None),
+            },
         };
         self.stored(&key, ThreadView::decode_packet).map(Some)
     }
@@ -83,32 +91,67 @@ impl ViewHandle<ThreadView> {
         &self,
         thread_id: &str,
     ) -> Result<Option<(ThreadState, Vec<PacketState>)>, ProjectionError> {
-        let thread = match self.read().find_thread(thread_id) {
+        let key = match self.read().find_thread(thread_id) {
             None => return Ok(None),
-            Some(Held::Memory(t)) => t.clone(),
-            Some(Held::Stored(key)) => self.stored(&key, ThreadView::decode_thread)?,
+            Some(Held::Memory(t)) => Ok(t.clone()),
+            Some(Held::Stored(key)) => Err(key),
+            Some(Held::Indexed(rows)) => match self.indexed(&rows)? {
+                Some(key) => Err(key),
+                None => return Ok(None),
+            },
+        };
+        let thread = match key {
+            Ok(thread) => thread,
+            Err(key) => self.stored(&key, ThreadView::decode_thread)?,
         };
         // Where each packet is, under one read; the stored ones are read after it.
-        let places: Vec<Result<PacketState, Vec<u8>>> = {
+        let places: Vec<Place> = {
             let view = self.read();
             thread
                 .packets
                 .iter()
-                .filter_map(|id| match view.find_packet(id)? {
-                    Held::Memory(p) => Some(Ok(p.clone())),
-                    Held::Stored(key) => Some(Err(key)),
+                .filter_map(|id| {
+                    Some(match view.find_packet(id)? {
+                        Held::Memory(p) => Place::Memory(p.clone()),
+                        Held::Stored(key) => Place::Stored(key),
+                        Held::Indexed(rows) => Place::Indexed(rows),
+                    })
                 })
                 .collect()
         };
         let mut packets = Vec::with_capacity(places.len());
         for place in places {
-            packets.push(match place {
-                Ok(p) => p,
-                Err(key) => self.stored(&key, ThreadView::decode_packet)?,
-            });
+            let key = match place {
+                Place::Memory(p) => {
+                    packets.push(p);
+                    continue;
+                }
+                Place::Stored(key) => key,
+                // A packet its thread lists is stored: a missing row is a corrupt store.
+                Place::Indexed(rows) => self.indexed(&rows)?.ok_or_else(|| {
+                    self.store.corrupt(
+                        ThreadView::NAME,
+                        format!("no index row of a listed packet is stored ({rows:?})"),
+                    )
+                })?,
+            };
+            packets.push(self.stored(&key, ThreadView::decode_packet)?);
         }
         Ok(Some((thread, packets)))
     }
+
+    /// The key of the entry the first stored of index `rows` names, `None` if none
+    /// is stored (the view's filters said "maybe" for an id it never let go of).
+    fn indexed(&self, rows: &[Vec<u8>]) -> Result<Option<Vec<u8>>, ProjectionError> {
+        self.first_row(rows, ThreadView::indexed_key)
+    }
+}
+
+/// [`Held`] owned, to read the store after the view's lock is released.
+enum Place {
+    Memory(PacketState),
+    Stored(Vec<u8>),
+    Indexed(Vec<Vec<u8>>),
 }
 
 impl<V: View> ViewHandle<V> {
@@ -121,6 +164,24 @@ impl<V: View> ViewHandle<V> {
     ) -> Result<T, ProjectionError> {
         let bytes = self.store.let_go_entry(V::NAME, key)?;
         decode(&bytes).map_err(|e| self.store.corrupt(V::NAME, e.to_string()))
+    }
+
+    /// The key of the entry the first stored of index `rows` names (`key_of` reads a
+    /// row), `None` if none is stored: the view's filters of let-go ids said "maybe"
+    /// for an id it never let go of.
+    fn first_row(
+        &self,
+        rows: &[Vec<u8>],
+        key_of: fn(&[u8], &[u8]) -> Result<Vec<u8>, orchestrata_projections::StoredError>,
+    ) -> Result<Option<Vec<u8>>, ProjectionError> {
+        for row in rows {
+            if let Some(value) = self.store.entry(V::NAME, row)? {
+                return key_of(row, &value)
+                    .map(Some)
+                    .map_err(|e| self.store.corrupt(V::NAME, e.to_string()));
+            }
+        }
+        Ok(None)
     }
 
     /// Read access to the live view. Hold the guard briefly: the runner waits for it

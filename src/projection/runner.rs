@@ -27,8 +27,10 @@ const CHUNK: usize = 1024;
 const COMMIT_SPACING: u32 = 20;
 
 /// Rounds of reading let-go entries back before a chunk ([`View::cold_keys`]): the
-/// thread view needs two at most (a thread, then its packets).
-const WARM_ROUNDS: usize = 4;
+/// thread view reads four (a thread's index row, the thread, its packets' rows, the
+/// packets), and one more for each false positive of a generation's filter (a row
+/// not stored; under 1 % each), so 16 is never reached in practice.
+const WARM_ROUNDS: usize = 16;
 
 /// When the runner commits a view to its store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -388,9 +390,12 @@ pub(super) fn read_back<V: View>(
         }
         keys.sort_unstable();
         keys.dedup();
+        // A key the store does not hold comes back with an empty value (no stored
+        // value is empty): the view knows whether it may be missing (an index row it
+        // was not sure of) or must not (an entry it let go of).
         let mut entries = Vec::with_capacity(keys.len());
         for key in keys {
-            let value = store.let_go_entry(V::NAME, &key)?;
+            let value = store.entry(V::NAME, &key)?.unwrap_or_default();
             entries.push((key, value));
         }
         warm(entries).map_err(|e| store.corrupt(V::NAME, e.to_string()))?;

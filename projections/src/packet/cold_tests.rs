@@ -18,6 +18,10 @@ fn live_facts(index: &PacketIndex, shelf: &Shelf, envelope: &Envelope) -> Facts 
             .entries
             .get(&key)
             .map(|bytes| index.decode_stored(bytes).unwrap()),
+        Lookup::Indexed(rows) => rows.iter().find_map(|row| {
+            let key = PacketIndex::indexed_key(row, shelf.entries.get(row)?).unwrap();
+            Some(index.decode_stored(&shelf.entries[&key]).unwrap())
+        }),
         Lookup::Unknown => None,
     });
     facts_with(envelope, parties.as_ref().map(|p| p.as_parties()))
@@ -97,9 +101,10 @@ fn a_repeated_send_of_a_let_go_packet_keeps_the_first() {
     ];
     let (index, shelf) = live(&log, 1, 1);
     let id = uuid::Uuid::from_u128(1);
-    let Lookup::Store(key) = index.lookup(&id) else {
-        panic!("packet 1 should be in the store only");
+    let Lookup::Indexed(rows) = index.lookup(&id) else {
+        panic!("packet 1 should be in the store only, found through its row");
     };
+    let key = PacketIndex::indexed_key(&rows[0], &shelf.entries[&rows[0]]).unwrap();
     let stored = index.decode_stored(&shelf.entries[&key]).unwrap();
     assert_eq!(
         (stored.sequence, stored.from.as_str(), stored.to.as_str()),
@@ -112,4 +117,44 @@ fn a_repeated_send_of_a_let_go_packet_keeps_the_first() {
     assert_eq!(index.in_memory(), 1);
     let err = serde_json::to_string(&index).unwrap_err();
     assert!(err.to_string().contains("in the store only"), "{err}");
+}
+
+// ISSUE-18: a store written before index rows existed is restored whole and written
+// whole, rows included, by the next commit; from then on the index lets go and every
+// event's facts are found as before, and a repeated send of a let-go packet still
+// keeps the first.
+#[test]
+fn a_store_without_index_rows_is_restored_whole_then_written_whole_with_them() {
+    let mut log: Vec<Envelope> = (0..40)
+        .map(|i| sent(i, u128::from(i) + 1, "U:Aa", &format!("U:B{}", i % 3)))
+        .collect();
+    let (_, mut shelf) = live(&log, 4, 5);
+    shelf.entries.retain(|k, _| k[0] != b'r');
+    shelf.head = super::stored::head_without_rows(&shelf.head);
+    let mut restorer = PacketIndex::restorer(&shelf.head, 4).unwrap();
+    for (k, v) in entries(&shelf) {
+        restorer.entry(k, v).unwrap();
+    }
+    let mut index = restorer.finish().unwrap();
+    assert_eq!(index.in_memory(), 40, "kept whole");
+    // More packets, a repeat of an old one, transitions of old ones.
+    log.push(sent(40, 41, "U:Cc", "U:Dd"));
+    log.push(sent(41, 2, "U:Zz", "U:Zz"));
+    log.push(transition(42, 0, 3, "U:B2"));
+    for envelope in &log[40..] {
+        shelf.apply(&mut index, envelope);
+    }
+    shelf.commit(&mut index, false, 4);
+    assert_eq!(index.in_memory(), 4, "lets go once rows are stored");
+    let rows = shelf.entries.keys().filter(|k| k[0] == b'r').count();
+    assert_eq!(rows, 41, "a row for every packet");
+    let full: PacketIndex = crate::fold(&log);
+    for envelope in &log {
+        assert_eq!(
+            live_facts(&index, &shelf, envelope),
+            facts_of(envelope, &full)
+        );
+    }
+    let restored: PacketIndex = shelf.restore();
+    assert_eq!(restored, full);
 }

@@ -3,27 +3,52 @@
 //! holding its message id and entry), big-endian: keys that follow the log (see the
 //! thread view's `stored.rs` for why). Both are only ever added to, so a commit writes
 //! what was added since the last one the store confirmed; a commit that failed is
-//! taken again. A let-go packet is read back under [`PacketIndex::stored_key`] of the
-//! sequence the index kept for its id.
+//! taken again. Beside each packet an index row (`r` + generation + message id -> the
+//! sequence in its key; `cold_ids.rs`) finds a let-go packet from its id. A store
+//! written before index rows existed (its head says so) is restored whole and written
+//! whole, rows included, at the next commit.
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{Entry, PacketIndex, StoredParties};
+use crate::cold_ids::{self, generation, row_in, row_parts};
 use crate::stored::{self, Changes, Saved, StoredEntry, StoredError};
 use crate::{Checkpoint, Restorer};
 
 const VOLK: u8 = b'v';
 const PACKET: u8 = b'p';
+const ROW: u8 = b'r';
+
+/// The view, as errors name it.
+const VIEW: &str = "packet index";
 
 #[derive(Serialize, Deserialize)]
 struct Head {
     checkpoint: Checkpoint,
+    /// Whether the store holds an index row for each packet (absent, so `false`, in a
+    /// head written before index rows existed).
+    #[serde(default)]
+    rows: bool,
+}
+
+/// The key of packet `id`'s index row in `generation`.
+pub(super) fn row_key(generation: u64, id: &Uuid) -> Vec<u8> {
+    row_in(ROW, generation, id.as_bytes())
+}
+
+/// The generation, message id and sequence of index row `key` (`None`: not stored).
+fn row(key: &[u8], value: &[u8]) -> Result<(u64, Uuid, Option<u64>), StoredError> {
+    let (g, id) = row_parts(VIEW, key)?;
+    let id = Uuid::from_slice(id)
+        .map_err(|_| StoredError::entry(VIEW, format!("bad index row key {key:?}")))?;
+    Ok((g, id, cold_ids::row_sequence(VIEW, key, value)?))
 }
 
 impl PacketIndex {
     pub(super) fn changes(&mut self, all: bool) -> Result<Changes, StoredError> {
-        if all && !self.cold.is_empty() {
+        let whole = all || self.rows_missing.0;
+        if whole && !self.cold.is_empty() {
             return Err(StoredError::Encode {
                 what: "packet index".into(),
                 reason: format!(
@@ -36,33 +61,62 @@ impl PacketIndex {
             "packet index head",
             &Head {
                 checkpoint: self.checkpoint.clone(),
+                rows: true,
             },
         )?;
         let mut entries = Vec::new();
-        let from = if all { 0 } else { self.saved_volks.0 };
+        let from = if whole { 0 } else { self.saved_volks.0 };
         for (at, name) in self.volks.iter().enumerate().skip(from) {
             let at = u32::try_from(at).unwrap_or(u32::MAX);
             let value = stored::encode("volk name", name)?;
             entries.push((stored::key(VOLK, &at.to_be_bytes()), Some(value)));
         }
-        let mut write = |id: &Uuid, entry: &Entry| -> Result<(), StoredError> {
-            let value = stored::encode("packet", &(id, entry))?;
-            entries.push((Self::stored_key(entry.sequence), Some(value)));
-            Ok(())
-        };
-        if all {
-            for (id, entry) in &self.packets {
-                write(id, entry)?;
-            }
+        // Every packet written is new (entries never change): each gets its row.
+        let written: Vec<(&Uuid, &Entry)> = if whole {
+            self.packets.iter().collect()
         } else {
-            for id in &self.fresh {
-                if let Some(entry) = self.packets.get(id) {
-                    write(id, entry)?;
-                }
-            }
+            self.fresh
+                .iter()
+                .filter_map(|id| Some((id, self.packets.get(id)?)))
+                .collect()
+        };
+        for (id, entry) in written {
+            let value = stored::encode("packet", &(id, entry))?;
+            let at = entry.sequence;
+            entries.push((Self::stored_key(at), Some(value)));
+            entries.push((row_key(generation(at), id), Some(at.to_be_bytes().to_vec())));
+            self.cold.row_written(id, at);
         }
         self.taken = (self.volks.len(), self.fresh.len());
-        Ok(Changes::tracked(head, entries))
+        self.rows_missing.1 = self.rows_missing.0;
+        let mut changes = Changes::tracked(head, entries);
+        changes.full = whole && !all;
+        Ok(changes)
+    }
+
+    /// The key of the packet an index row names: `row_key` as [`Lookup::Indexed`]
+    /// (super::Lookup) named it, `row` the value stored under it.
+    pub fn indexed_key(row_key: &[u8], row_value: &[u8]) -> Result<Vec<u8>, StoredError> {
+        match row(row_key, row_value)? {
+            (_, _, Some(at)) => Ok(Self::stored_key(at)),
+            (_, id, None) => Err(StoredError::entry(
+                VIEW,
+                format!("index row of {id} is empty"),
+            )),
+        }
+    }
+
+    /// Takes back index row `key` read from the store (`value` empty: not stored).
+    pub(super) fn take_row(&mut self, key: &[u8], value: &[u8]) -> Result<(), StoredError> {
+        if key.first() != Some(&ROW) {
+            return Err(StoredError::entry(
+                VIEW,
+                format!("offered entry {key:?} back; only index rows are read back"),
+            ));
+        }
+        let (g, id, at) = row(key, value)?;
+        self.cold.found(id, g, at);
+        Ok(())
     }
 
     /// The key under which a commit stores the packet sent at `sequence` (read it back
@@ -120,9 +174,12 @@ impl Restore {
         Ok(Restore {
             view: PacketIndex {
                 checkpoint: head.checkpoint,
+                rows_missing: (!head.rows, false),
                 ..PacketIndex::default()
             },
-            keep_hot,
+            // Without index rows nothing could be found once let go: the index stays
+            // whole until its next commit has written them.
+            keep_hot: if head.rows { keep_hot } else { usize::MAX },
             highest_volk: None,
         })
     }
@@ -145,6 +202,11 @@ impl Restorer<PacketIndex> for Restore {
                 view.hold(id, entry);
                 if view.packets.len() > self.keep_hot.saturating_add(1024) {
                     view.evict(self.keep_hot);
+                }
+            }
+            Some((&ROW, _)) => {
+                if let (_, id, Some(at)) = row(&key, &value)? {
+                    view.cold.row_written(&id, at);
                 }
             }
             // Volk keys load in position order (big-endian positions).
@@ -177,4 +239,18 @@ impl Restorer<PacketIndex> for Restore {
         view.evict(self.keep_hot);
         Ok(view)
     }
+}
+
+/// `head` as written before index rows existed (a test of the upgrade).
+#[cfg(test)]
+pub(super) fn head_without_rows(head: &[u8]) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Earlier {
+        checkpoint: Checkpoint,
+    }
+    let head: Head = stored::decode("packet index head", head).expect("a head");
+    let earlier = Earlier {
+        checkpoint: head.checkpoint,
+    };
+    stored::encode("packet index head", &earlier).expect("encodes")
 }

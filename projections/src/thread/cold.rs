@@ -3,12 +3,13 @@
 //!
 //! After a commit the store confirmed ([`View::committed`](crate::View::committed)),
 //! the view keeps in memory the `keep_hot` threads and the `keep_hot` packets touched
-//! most recently and lets the others go, remembering only where each is stored (a
-//! message id or thread id and the sequence in its key: tens of bytes instead of
-//! kilobytes). An event about one of them — a late acknowledgement, a reply into an old
+//! most recently and lets the others go; of each it remembers ~2 bytes in a Bloom
+//! filter, and the store holds an index row (id -> sequence of its key) beside it
+//! (`cold_ids.rs`). An event about one of them — a late acknowledgement, a reply into an old
 //! thread, a thread closed after a month — names it in
-//! [`cold_keys`](crate::View::cold_keys); the runner reads it from the store and hands
-//! it back through [`warm`](crate::View::warm) before applying the event. So the fold
+//! [`cold_keys`](crate::View::cold_keys); the runner reads its index row, then the
+//! entry, from the store and hands them back through [`warm`](crate::View::warm)
+//! before applying the event. So the fold
 //! stays pure and folds exactly what a view that keeps everything folds; readers find a
 //! let-go entry with [`ThreadView::find_packet`] and [`ThreadView::find_thread`].
 //!
@@ -20,8 +21,10 @@ use orchestrata_schemas::cxp::WorkStatus;
 use orchestrata_schemas::events::{Envelope, Event, Stream};
 use uuid::Uuid;
 
-use super::stored::{kind, opened, packet_key, thread_key, Kind};
+use super::rows;
+use super::stored::{kind, packet_key, thread_key, Kind};
 use super::ThreadView;
+use crate::cold_ids::Place;
 use crate::stored::{Saved, StoredEntry, StoredError, PRESSING_ENTRIES};
 
 impl ThreadView {
@@ -31,23 +34,15 @@ impl ThreadView {
         self.kept = Saved(keep_hot);
         self.threads.forget_changes();
         self.packets.forget_changes();
-        let packets = self.packets.evict(keep_hot);
-        self.cold_packets.extend(
-            packets
-                .into_iter()
-                .map(|p| (p.packet.message_id, p.sequence))
-                .collect(),
-        );
-        let threads = self.threads.evict(keep_hot);
-        self.cold_threads.extend(
-            threads
-                .into_iter()
-                .map(|t| {
-                    let at = opened(&t);
-                    (t.thread_id, at)
-                })
-                .collect(),
-        );
+        self.rows.stored();
+        self.cold_packets.settle();
+        self.cold_threads.settle();
+        for p in self.packets.evict(keep_hot) {
+            self.cold_packets.let_go(&p.packet.message_id);
+        }
+        for t in self.threads.evict(keep_hot) {
+            self.cold_threads.let_go(t.thread_id.as_str());
+        }
         if !self.unindexed && !self.nothing_let_go() {
             // Searches need every entry, which a view that lets go no longer has.
             self.unindexed = true;
@@ -76,7 +71,8 @@ impl ThreadView {
         }
         let (thread, packet): (&str, Option<&Uuid>) = match &envelope.record.event {
             Event::ThreadOpened(e) => (&e.thread_id, None),
-            Event::PacketSent(e) => (&e.packet.thread_id, None),
+            // A packet logged twice counts once: the fold needs to know it.
+            Event::PacketSent(e) => (&e.packet.thread_id, Some(&e.packet.message_id)),
             Event::PacketDelivered(e) => (&e.thread_id, Some(&e.message_id)),
             Event::PacketAcknowledged(e) => (&e.thread_id, Some(&e.message_id)),
             Event::PacketFailed(e) => (&e.thread_id, Some(&e.message_id)),
@@ -98,8 +94,12 @@ impl ThreadView {
             Event::ThreadArchived(e) => (&e.thread_id, None),
             _ => return,
         };
-        if let Some(at) = self.cold_threads.get(thread) {
-            keys.push(thread_key(at));
+        if !self.threads.contains(thread) {
+            match self.cold_threads.place(thread) {
+                Place::Nowhere => {}
+                Place::Row(g) => keys.push(rows::thread_row_in(g, thread)),
+                Place::Stored(at) => keys.push(thread_key(at)),
+            }
         }
         if let Some(id) = packet {
             self.want_packet(id, keys);
@@ -107,30 +107,52 @@ impl ThreadView {
     }
 
     fn want_packet(&self, id: &Uuid, keys: &mut Vec<Vec<u8>>) {
-        if let Some(at) = self.cold_packets.get(id) {
-            keys.push(packet_key(at));
+        if self.packets.contains(id) {
+            return;
+        }
+        match self.cold_packets.place(id) {
+            Place::Nowhere => {}
+            Place::Row(g) => keys.push(rows::packet_row_in(g, id)),
+            Place::Stored(at) => keys.push(packet_key(at)),
         }
     }
 
-    /// Takes entries read back from the store into memory, as stored (unchanged).
+    /// Takes entries read back from the store into memory, as stored (unchanged), and
+    /// index rows (a key the store does not hold comes back with an empty value).
     pub(super) fn take_back(&mut self, entries: Vec<StoredEntry>) -> Result<(), StoredError> {
         for (key, value) in entries {
-            match kind(&key) {
-                Some(Kind::Thread) => {
+            let Some(table) = kind(&key) else {
+                return Err(StoredError::entry(
+                    "thread view",
+                    format!("unknown key {key:?}"),
+                ));
+            };
+            if value.is_empty() && !matches!(table, Kind::PacketRow | Kind::ThreadRow) {
+                return Err(StoredError::entry(
+                    "thread view",
+                    format!("entry {key:?} the view let go of is not stored"),
+                ));
+            }
+            match table {
+                Kind::Thread => {
                     let thread = Self::decode_thread(&value)?;
-                    self.cold_threads.remove(thread.thread_id.as_str());
+                    self.cold_threads.taken_back(thread.thread_id.as_str());
                     self.threads.insert_unmarked(thread);
                 }
-                Some(Kind::Packet) => {
+                Kind::Packet => {
                     let packet = Self::decode_packet(&value)?;
-                    self.cold_packets.remove(&packet.packet.message_id);
+                    self.cold_packets.taken_back(&packet.packet.message_id);
                     self.packets.insert_unmarked(packet);
                 }
-                None => {
-                    return Err(StoredError::entry(
-                        "thread view",
-                        format!("unknown key {key:?}"),
-                    ))
+                Kind::PacketRow => {
+                    let (g, id) = rows::packet_row_id(&key)?;
+                    let at = rows::row_sequence(&key, &value)?;
+                    self.cold_packets.found(id, g, at);
+                }
+                Kind::ThreadRow => {
+                    let (g, id) = rows::thread_row_id(&key)?;
+                    let at = rows::row_sequence(&key, &value)?;
+                    self.cold_threads.found(id, g, at);
                 }
             }
         }
@@ -153,5 +175,7 @@ impl ThreadView {
     }
 }
 
+#[cfg(test)]
+mod row_tests;
 #[cfg(test)]
 mod tests;

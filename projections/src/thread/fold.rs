@@ -270,10 +270,10 @@ impl ThreadView {
 
     fn packet_sent(&mut self, sent: Cow<'_, Packet>, time: DateTime<Utc>, sequence: u64) {
         let packet: &Packet = &sent;
-        if self.packets.contains(&packet.message_id)
-            || self.cold_packets.get(&packet.message_id).is_some()
-        {
-            return; // the same packet logged twice: the first counts
+        // The same packet logged twice: the first counts. A let-go copy was read back
+        // before this event (`cold.rs`, `wanted`).
+        if self.packets.contains(&packet.message_id) {
+            return;
         }
         let at = At {
             time,

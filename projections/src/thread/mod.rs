@@ -23,9 +23,9 @@
 //!   `thread_reopened` revives it.
 
 mod cold;
-mod cold_map;
 mod fold;
 mod query;
+mod rows;
 mod stored;
 mod table;
 #[cfg(test)]
@@ -40,8 +40,8 @@ use orchestrata_schemas::events::types::Packet;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::cold_ids::ColdIds;
 use crate::{Checkpoint, Transition};
-use cold_map::{ColdMap, ColdThreads};
 use table::{Keyed, Table};
 
 pub use query::{LetGo, PacketQuery, ThreadQuery};
@@ -149,14 +149,17 @@ pub struct ThreadView {
     by_sequence: Vec<(u64, Uuid)>,
     by_sender: BTreeMap<String, Vec<u64>>,
     by_recipient: BTreeMap<String, Vec<u64>>,
-    /// Packets the view let go of once stored ([`View::committed`](crate::View)):
-    /// message id -> sequence of its `packet_sent`, its key in the store. Empty in a
-    /// view folded or restored whole; never serialized.
+    /// Packets the view let go of once stored ([`View::committed`](crate::View)),
+    /// found through their index rows in the store (`cold_ids.rs`). None in a view
+    /// folded or restored whole; never serialized.
     #[serde(skip)]
-    cold_packets: ColdMap<Uuid>,
-    /// Threads the view let go of: thread id -> sequence of the event that opened it.
+    cold_packets: ColdIds<Uuid>,
+    /// Threads the view let go of, likewise.
     #[serde(skip)]
-    cold_threads: ColdThreads,
+    cold_threads: ColdIds<String>,
+    /// Which entries the store holds index rows for (`rows.rs`).
+    #[serde(skip)]
+    rows: rows::Rows,
     /// Whether the view dropped its search orders (`by_sequence`, `by_sender`,
     /// `by_recipient`) when it first let entries go. Only a view holding every entry
     /// searches ([`ThreadView::whole`]); a live view answers single packets and threads,
@@ -171,13 +174,17 @@ pub struct ThreadView {
 
 /// Where an entry of the view is: in memory, or only in the view store under this key
 /// (read it there and decode it with [`ThreadView::decode_packet`] or
-/// [`ThreadView::decode_thread`]).
+/// [`ThreadView::decode_thread`]), or perhaps in the store, as its index row says.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Held<'a, T> {
     /// In memory.
     Memory(&'a T),
     /// Let go of; stored under this key of the view.
     Stored(Vec<u8>),
+    /// Perhaps let go of: read the index rows under these keys of the view, in this
+    /// order, until one is stored; [`ThreadView::indexed_key`] turns it into the
+    /// entry's key. None stored: the view does not hold the entry.
+    Indexed(Vec<Vec<u8>>),
 }
 
 impl Keyed for ThreadState {

@@ -5,8 +5,10 @@ use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::rows::{packet_row_in, thread_row_in};
 use super::stored::{packet_key, thread_key};
 use super::{Held, PacketState, ThreadState, ThreadStatus, ThreadView, ARCHIVE_AFTER_DAYS};
+use crate::cold_ids::Place;
 use crate::{Checkpoint, Page, PageRequest};
 
 /// A packet search; every field set narrows it (fields combine with AND).
@@ -94,8 +96,16 @@ impl ThreadView {
         if let Some(t) = self.threads.get(thread_id) {
             return Some(Held::Memory(t));
         }
-        let at = self.cold_threads.get(thread_id)?;
-        Some(Held::Stored(thread_key(at)))
+        match self.cold_threads.place(thread_id) {
+            Place::Nowhere => None,
+            Place::Stored(at) => Some(Held::Stored(thread_key(at))),
+            Place::Row(_) => Some(Held::Indexed(
+                self.cold_threads
+                    .rows(thread_id)
+                    .map(|g| thread_row_in(g, thread_id))
+                    .collect(),
+            )),
+        }
     }
 
     /// The packet with this message id, in memory or (let go of) in the store.
@@ -103,8 +113,16 @@ impl ThreadView {
         if let Some(p) = self.packets.get(message_id) {
             return Some(Held::Memory(p));
         }
-        let at = self.cold_packets.get(message_id)?;
-        Some(Held::Stored(packet_key(at)))
+        match self.cold_packets.place(message_id) {
+            Place::Nowhere => None,
+            Place::Stored(at) => Some(Held::Stored(packet_key(at))),
+            Place::Row(_) => Some(Held::Indexed(
+                self.cold_packets
+                    .rows(message_id)
+                    .map(|g| packet_row_in(g, message_id))
+                    .collect(),
+            )),
+        }
     }
 
     /// Number of threads, in memory or not.

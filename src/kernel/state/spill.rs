@@ -26,7 +26,6 @@
 //! table keeps everything from then on in memory: slower to fail than to lose a packet.
 
 mod scratch;
-mod seen;
 
 use std::borrow::{Borrow, Cow};
 use std::collections::HashMap;
@@ -34,10 +33,10 @@ use std::hash::Hash;
 use std::path::PathBuf;
 
 use lru::LruCache;
+use orchestrata_projections::seen::Seen;
 use uuid::Uuid;
 
 use scratch::Scratch;
-use seen::Seen;
 
 /// Pending changes to the scratch table (entries that left memory, cold copies of
 /// entries that came back) gathered before one transaction applies them.

@@ -5,22 +5,38 @@ use crate::sample::Workload;
 use crate::testkit::Shelf;
 use crate::{fold, View};
 
-/// A packet or thread found by the live view, read from `shelf` when let go of.
-fn packet(shelf: &Shelf, view: &ThreadView, id: &uuid::Uuid) -> Option<PacketState> {
-    match view.find_packet(id)? {
-        Held::Memory(p) => Some(p.clone()),
-        Held::Stored(key) => {
-            Some(ThreadView::decode_packet(&shelf.entries[&key]).expect("decodes"))
+/// The key of the entry `held` names in `shelf`: through its index row if need be;
+/// `None` when the row is not stored.
+fn stored_key<T>(shelf: &Shelf, held: Held<'_, T>) -> Option<Result<T, Vec<u8>>>
+where
+    T: Clone,
+{
+    match held {
+        Held::Memory(entry) => Some(Ok(entry.clone())),
+        Held::Stored(key) => Some(Err(key)),
+        Held::Indexed(rows) => {
+            let (row, value) = rows
+                .iter()
+                .find_map(|row| Some((row, shelf.entries.get(row)?)))?;
+            Some(Err(
+                ThreadView::indexed_key(row, value).expect("a row names an entry")
+            ))
         }
     }
 }
 
+/// A packet or thread found by the live view, read from `shelf` when let go of.
+fn packet(shelf: &Shelf, view: &ThreadView, id: &uuid::Uuid) -> Option<PacketState> {
+    match stored_key(shelf, view.find_packet(id)?)? {
+        Ok(p) => Some(p),
+        Err(key) => Some(ThreadView::decode_packet(&shelf.entries[&key]).expect("decodes")),
+    }
+}
+
 fn thread(shelf: &Shelf, view: &ThreadView, id: &str) -> Option<ThreadState> {
-    match view.find_thread(id)? {
-        Held::Memory(t) => Some(t.clone()),
-        Held::Stored(key) => {
-            Some(ThreadView::decode_thread(&shelf.entries[&key]).expect("decodes"))
-        }
+    match stored_key(shelf, view.find_thread(id)?)? {
+        Ok(t) => Some(t),
+        Err(key) => Some(ThreadView::decode_thread(&shelf.entries[&key]).expect("decodes")),
     }
 }
 

@@ -1,14 +1,14 @@
-//! [`Seen`]: which keys the scratch table may hold, answered from memory.
+//! [`Seen`]: which keys a store may hold, answered from memory.
 //!
-//! Most lookups that reach the scratch table are for keys it has never held: every
-//! `cxp.send` checks that its new message id and thread are not known yet, and every
-//! new packet or thread checks for a cold copy before it goes into memory. Answered
-//! by the table, each was a read transaction and a B-tree descent through pages the
-//! cache mostly did not hold — a sixth of the kernel writer's time under load
-//! (`docs/performance.md`, "Lookups of new keys answered from memory").
+//! Most lookups of let-go entries are for keys never let go of: the kernel's spill
+//! table is asked whether each `cxp.send`'s new message id and thread are known
+//! (answered by the table, each was a read transaction and a B-tree descent through
+//! pages the cache mostly did not hold — a sixth of the kernel writer's time under
+//! load; `docs/performance.md`, "Lookups of new keys answered from memory"), and the
+//! thread view is asked whether each event's thread and packet were let go of.
 //!
-//! A Bloom filter of every key ever spilled says "never held" for nearly all of them
-//! without touching the disk; a "maybe" still asks the table, so an answer never
+//! A Bloom filter of every key ever let go of says "never held" for nearly all of them
+//! without touching the disk; a "maybe" still asks the store, so an answer never
 //! depends on the filter. Keys are never removed (a filter cannot forget); a key that
 //! came back into memory costs at most a needless lookup. The filter grows in layers,
 //! each twice the size of the one before, so it needs no size up front; its memory is
@@ -24,19 +24,36 @@ const FIRST_LAYER: usize = 1 << 16;
 const FALSE_POSITIVES: f64 = 0.001;
 
 /// The filter; see the module docs.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Seen {
     layers: Vec<BloomFilter>,
     /// Keys the newest layer is sized for, and holds.
     capacity: usize,
     held: usize,
+    /// Keys the first layer is sized for; 0 for [`FIRST_LAYER`].
+    first: usize,
 }
 
 impl Seen {
-    /// Notes that the table may hold `key` from now on.
+    /// A filter whose first layer is sized for `keys` keys: for filters that hold few
+    /// keys each (one per generation of rows), where a first layer of 65,536 would
+    /// cost more than the keys.
+    pub fn starting_at(keys: usize) -> Self {
+        Seen {
+            first: keys.max(1),
+            ..Seen::default()
+        }
+    }
+
+    /// Notes that the store may hold `key` from now on.
     pub fn insert(&mut self, key: &[u8]) {
         if self.held >= self.capacity || self.layers.is_empty() {
-            self.capacity = (self.capacity * 2).max(FIRST_LAYER);
+            let first = if self.first == 0 {
+                FIRST_LAYER
+            } else {
+                self.first
+            };
+            self.capacity = (self.capacity * 2).max(first);
             self.held = 0;
             self.layers
                 .push(BloomFilter::with_false_pos(FALSE_POSITIVES).expected_items(self.capacity));
@@ -47,13 +64,12 @@ impl Seen {
         }
     }
 
-    /// `false` if the table has certainly never held `key`.
+    /// `false` if the store has certainly never held `key`.
     pub fn may_hold(&self, key: &[u8]) -> bool {
         self.layers.iter().any(|l| l.contains(key))
     }
 
-    /// Bytes of the layers' bit vectors.
-    #[cfg(test)]
+    /// Bytes of the layers' bit vectors: what the filter holds in memory.
     pub fn bytes(&self) -> usize {
         self.layers.iter().map(|l| l.num_bits() / 8).sum()
     }
