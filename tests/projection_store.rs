@@ -424,8 +424,11 @@ async fn keyed_views_are_stored_entry_by_entry_and_a_commit_writes_what_changed(
     stored_round_trip::<ThreadView>(log.as_ref(), &store).await;
     let mut view: ThreadView = store.load().expect("load").expect("stored").0;
     let usage = store.usage(ViewName::Thread).expect("usage");
-    let expected = (view.thread_count() + view.packet_count()) as u64;
-    assert_eq!(usage.entries, expected, "one entry per thread and packet");
+    let expected = 2 * (view.thread_count() + view.packet_count()) as u64;
+    assert_eq!(
+        usage.entries, expected,
+        "one entry and one index row per thread and packet"
+    );
     drop(store);
     let tree = raw(&views);
     let before = snapshot(&tree);
