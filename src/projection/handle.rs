@@ -112,7 +112,7 @@ impl ViewHandle<ThreadView> {
                 .iter()
                 .filter_map(|id| {
                     Some(match view.find_packet(id)? {
-                        Held::Memory(p) => Place::Memory(p.clone()),
+                        Held::Memory(p) => Place::Memory(Box::new(p.clone())),
                         Held::Stored(key) => Place::Stored(key),
                         Held::Indexed(rows) => Place::Indexed(rows),
                     })
@@ -123,7 +123,7 @@ impl ViewHandle<ThreadView> {
         for place in places {
             let key = match place {
                 Place::Memory(p) => {
-                    packets.push(p);
+                    packets.push(*p);
                     continue;
                 }
                 Place::Stored(key) => key,
@@ -147,9 +147,12 @@ impl ViewHandle<ThreadView> {
     }
 }
 
+/// Reads an index row (its key, its value) into the key of the entry it names.
+type RowKey = fn(&[u8], &[u8]) -> Result<Vec<u8>, orchestrata_projections::StoredError>;
+
 /// [`Held`] owned, to read the store after the view's lock is released.
 enum Place {
-    Memory(PacketState),
+    Memory(Box<PacketState>),
     Stored(Vec<u8>),
     Indexed(Vec<Vec<u8>>),
 }
@@ -172,7 +175,7 @@ impl<V: View> ViewHandle<V> {
     fn first_row(
         &self,
         rows: &[Vec<u8>],
-        key_of: fn(&[u8], &[u8]) -> Result<Vec<u8>, orchestrata_projections::StoredError>,
+        key_of: RowKey,
     ) -> Result<Option<Vec<u8>>, ProjectionError> {
         for row in rows {
             if let Some(value) = self.store.entry(V::NAME, row)? {
