@@ -317,7 +317,11 @@ impl View for PacketIndex {
             self.rows_missing = (false, false);
         }
         self.cold.settle();
-        self.evict(keep_hot);
+        // A store without index rows (written before them) could not find a packet
+        // let go of: the index stays whole until a commit has written the rows.
+        if !self.rows_missing.0 {
+            self.evict(keep_hot);
+        }
     }
 
     fn cold_keys(&self, envelope: &Envelope, keys: &mut Vec<Vec<u8>>) {

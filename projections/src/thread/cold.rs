@@ -31,10 +31,17 @@ impl ThreadView {
     /// Forgets the changes the store now holds and lets go of all but the `keep_hot`
     /// most recently touched threads and packets.
     pub(super) fn let_go(&mut self, keep_hot: usize) {
+        self.rows.stored();
+        // A store without index rows (written before them) could not find an entry
+        // let go of: the view stays whole until a commit has written the rows.
+        let keep_hot = if self.rows.missing() {
+            usize::MAX
+        } else {
+            keep_hot
+        };
         self.kept = Saved(keep_hot);
         self.threads.forget_changes();
         self.packets.forget_changes();
-        self.rows.stored();
         self.cold_packets.settle();
         self.cold_threads.settle();
         for p in self.packets.evict(keep_hot) {
