@@ -29,8 +29,11 @@ use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
+use orchestrata_schemas::events::Stream;
+
 use crate::seen::Seen;
 use crate::stored::StoredError;
+use crate::Checkpoint;
 
 /// Where a let-go entry is, as far as memory knows; see the module docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +119,62 @@ pub(crate) fn row_sequence(
     Ok(Some(u64::from_be_bytes(at)))
 }
 
+/// Commit bookkeeping of index rows: up to which event of `cxp.traffic` the store
+/// holds the view (an entry created after it is new, and gets its row), and whether
+/// the store is of the form without rows (restored whole, kept whole, and written
+/// whole with its rows by the next commit). Not part of the view's value: always
+/// equal, never serialized.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Rows {
+    /// What the last confirmed commit stored.
+    through: Checkpoint,
+    /// What the commit in flight stores.
+    taking: Option<Checkpoint>,
+    /// The store has no index rows: the next commit writes the view whole.
+    missing: bool,
+}
+
+impl Rows {
+    /// The bookkeeping of a view restored from a store that holds it through
+    /// `through`, with index rows (`has_rows`) or from before them.
+    pub(crate) fn restored(through: Checkpoint, has_rows: bool) -> Self {
+        Rows {
+            through,
+            taking: None,
+            missing: !has_rows,
+        }
+    }
+
+    /// Whether the store lacks index rows (the next commit writes the view whole).
+    pub(crate) fn missing(&self) -> bool {
+        self.missing
+    }
+
+    /// A commit takes the view as of `checkpoint`.
+    pub(crate) fn taking(&mut self, checkpoint: Checkpoint) {
+        self.taking = Some(checkpoint);
+    }
+
+    /// Whether the entry created at `sequence` is not stored yet.
+    pub(crate) fn new_at(&self, sequence: u64) -> bool {
+        !self.through.has_passed(Stream::CxpTraffic, sequence)
+    }
+
+    /// The commit in flight is stored.
+    pub(crate) fn stored(&mut self) {
+        if let Some(through) = self.taking.take() {
+            self.through = through;
+            self.missing = false;
+        }
+    }
+}
+
+impl PartialEq for Rows {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
 impl<K> Default for ColdIds<K> {
     fn default() -> Self {
         ColdIds {
@@ -142,7 +201,7 @@ impl<K: Eq + Hash> ColdIds<K> {
     }
 
     /// The generations that may hold a row of `id` (not in memory), newest first.
-    pub fn rows<'a, Q>(&'a self, id: &'a Q) -> impl Iterator<Item = u64> + 'a
+    fn rows<'a, Q>(&'a self, id: &'a Q) -> impl Iterator<Item = u64> + 'a
     where
         K: Borrow<Q>,
         Q: Hash + Eq + AsRef<[u8]> + ?Sized,
@@ -157,6 +216,16 @@ impl<K: Eq + Hash> ColdIds<K> {
             .filter(move |(_, ids)| ids.may_hold(bytes))
             .map(|(g, _)| *g)
             .filter(move |g| !ruled_out.is_some_and(|r| r.contains(g)))
+    }
+
+    /// The keys of the rows of `id` (not in memory) to read, newest generation first;
+    /// `key` makes a row's key from its generation.
+    pub fn row_keys<Q>(&self, id: &Q, key: impl Fn(u64) -> Vec<u8>) -> Vec<Vec<u8>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + AsRef<[u8]> + ?Sized,
+    {
+        self.rows(id).map(key).collect()
     }
 
     /// A row of `id` is stored for the entry created at `sequence`.

@@ -48,7 +48,7 @@ use uuid::Uuid;
 
 pub use facts::{facts_of, facts_with, transition_of, Facts};
 
-use crate::cold_ids::{ColdIds, Place};
+use crate::cold_ids::{ColdIds, Place, Rows};
 use crate::stored::{Saved, StoredEntry};
 use crate::{Changes, Checkpoint, StoredError, View, ViewName};
 
@@ -148,9 +148,8 @@ pub struct PacketIndex {
     /// The packets let go, found through their index rows in the store
     /// (`cold_ids.rs`).
     cold: ColdIds<Uuid>,
-    /// Whether the store lacks index rows (written before they existed), and whether
-    /// the commit in progress writes them (commit bookkeeping).
-    rows_missing: (bool, bool),
+    /// Whether the store has index rows (commit bookkeeping; `cold_ids.rs`).
+    rows: Rows,
     /// Volk names the store has (commit bookkeeping, not part of the value).
     saved_volks: Saved,
     /// Packets added since the last commit the store confirmed, oldest first (commit
@@ -197,9 +196,7 @@ impl PacketIndex {
                 Place::Stored(sequence) => Lookup::Store(Self::stored_key(sequence)),
                 Place::Row(_) => Lookup::Indexed(
                     self.cold
-                        .rows(message_id)
-                        .map(|g| stored::row_key(g, message_id))
-                        .collect(),
+                        .row_keys(message_id, |g| stored::row_key(g, message_id)),
                 ),
             },
         }
@@ -313,13 +310,11 @@ impl View for PacketIndex {
         // Without a take since (a view just loaded), nothing new was stored.
         self.saved_volks = Saved(volks.max(self.saved_volks.0));
         self.fresh.drain(..fresh.min(self.fresh.len()));
-        if self.rows_missing.1 {
-            self.rows_missing = (false, false);
-        }
+        self.rows.stored();
         self.cold.settle();
         // A store without index rows (written before them) could not find a packet
         // let go of: the index stays whole until a commit has written the rows.
-        if !self.rows_missing.0 {
+        if !self.rows.missing() {
             self.evict(keep_hot);
         }
     }

@@ -73,16 +73,10 @@ impl ViewHandle<ThreadView> {
     /// The packet `message_id` as the view holds it — from memory, or from the store
     /// when the view let it go — or `None` if the view has not folded it.
     pub fn packet_state(&self, message_id: &Uuid) -> Result<Option<PacketState>, ProjectionError> {
-        let key = match self.read().find_packet(message_id) {
-            None => return Ok(None),
-            Some(Held::Memory(p)) => return Ok(Some(p.clone())),
-            Some(Held::Stored(key)) => key,
-            Some(Held::Indexed(rows)) => match self.indexed(&rows)? {
-                Some(key) => key,
-                None => return Ok(None),
-            },
+        let Some(place) = self.read().find_packet(message_id).map(Owned::of) else {
+            return Ok(None);
         };
-        self.stored(&key, ThreadView::decode_packet).map(Some)
+        self.fetch(place, ThreadView::decode_packet)
     }
 
     /// The thread `thread_id` and its packets in send order, from memory or the store;
@@ -91,59 +85,54 @@ impl ViewHandle<ThreadView> {
         &self,
         thread_id: &str,
     ) -> Result<Option<(ThreadState, Vec<PacketState>)>, ProjectionError> {
-        let key = match self.read().find_thread(thread_id) {
-            None => return Ok(None),
-            Some(Held::Memory(t)) => Ok(t.clone()),
-            Some(Held::Stored(key)) => Err(key),
-            Some(Held::Indexed(rows)) => match self.indexed(&rows)? {
-                Some(key) => Err(key),
-                None => return Ok(None),
-            },
+        let Some(place) = self.read().find_thread(thread_id).map(Owned::of) else {
+            return Ok(None);
         };
-        let thread = match key {
-            Ok(thread) => thread,
-            Err(key) => self.stored(&key, ThreadView::decode_thread)?,
+        let Some(thread) = self.fetch(place, ThreadView::decode_thread)? else {
+            return Ok(None);
         };
         // Where each packet is, under one read; the stored ones are read after it.
-        let places: Vec<Place> = {
+        let places: Vec<Owned<PacketState>> = {
             let view = self.read();
             thread
                 .packets
                 .iter()
-                .filter_map(|id| {
-                    Some(match view.find_packet(id)? {
-                        Held::Memory(p) => Place::Memory(Box::new(p.clone())),
-                        Held::Stored(key) => Place::Stored(key),
-                        Held::Indexed(rows) => Place::Indexed(rows),
-                    })
-                })
+                .filter_map(|id| view.find_packet(id).map(Owned::of))
                 .collect()
         };
         let mut packets = Vec::with_capacity(places.len());
         for place in places {
-            let key = match place {
-                Place::Memory(p) => {
-                    packets.push(*p);
-                    continue;
-                }
-                Place::Stored(key) => key,
-                // A packet its thread lists is stored: a missing row is a corrupt store.
-                Place::Indexed(rows) => self.indexed(&rows)?.ok_or_else(|| {
+            // A packet its thread lists is stored: none found is a corrupt store.
+            let packet = self
+                .fetch(place, ThreadView::decode_packet)?
+                .ok_or_else(|| {
                     self.store.corrupt(
                         ThreadView::NAME,
-                        format!("no index row of a listed packet is stored ({rows:?})"),
+                        format!("a packet of thread {thread_id} has no stored index row"),
                     )
-                })?,
-            };
-            packets.push(self.stored(&key, ThreadView::decode_packet)?);
+                })?;
+            packets.push(packet);
         }
         Ok(Some((thread, packets)))
     }
 
-    /// The key of the entry the first stored of index `rows` names, `None` if none
-    /// is stored (the view's filters said "maybe" for an id it never let go of).
-    fn indexed(&self, rows: &[Vec<u8>]) -> Result<Option<Vec<u8>>, ProjectionError> {
-        self.first_row(rows, ThreadView::indexed_key)
+    /// The entry at `place`: cloned from memory, or read from the store (through its
+    /// index rows if need be); `None` when no row of it is stored (the view's filters
+    /// said "maybe" for an id it never let go of).
+    fn fetch<T>(
+        &self,
+        place: Owned<T>,
+        decode: fn(&[u8]) -> Result<T, orchestrata_projections::StoredError>,
+    ) -> Result<Option<T>, ProjectionError> {
+        let key = match place {
+            Owned::Memory(entry) => return Ok(Some(*entry)),
+            Owned::Stored(key) => key,
+            Owned::Indexed(rows) => match self.first_row(&rows, ThreadView::indexed_key)? {
+                Some(key) => key,
+                None => return Ok(None),
+            },
+        };
+        self.stored(&key, decode).map(Some)
     }
 }
 
@@ -151,10 +140,20 @@ impl ViewHandle<ThreadView> {
 type RowKey = fn(&[u8], &[u8]) -> Result<Vec<u8>, orchestrata_projections::StoredError>;
 
 /// [`Held`] owned, to read the store after the view's lock is released.
-enum Place {
-    Memory(Box<PacketState>),
+enum Owned<T> {
+    Memory(Box<T>),
     Stored(Vec<u8>),
     Indexed(Vec<Vec<u8>>),
+}
+
+impl<T: Clone> Owned<T> {
+    fn of(held: Held<'_, T>) -> Self {
+        match held {
+            Held::Memory(entry) => Owned::Memory(Box::new(entry.clone())),
+            Held::Stored(key) => Owned::Stored(key),
+            Held::Indexed(rows) => Owned::Indexed(rows),
+        }
+    }
 }
 
 impl<V: View> ViewHandle<V> {

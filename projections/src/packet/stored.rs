@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{Entry, PacketIndex, StoredParties};
-use crate::cold_ids::{self, generation, row_in, row_parts};
+use crate::cold_ids::{self, generation, row_in, row_parts, Rows};
 use crate::stored::{self, Changes, Saved, StoredEntry, StoredError};
 use crate::{Checkpoint, Restorer};
 
@@ -47,7 +47,7 @@ fn row(key: &[u8], value: &[u8]) -> Result<(u64, Uuid, Option<u64>), StoredError
 
 impl PacketIndex {
     pub(super) fn changes(&mut self, all: bool) -> Result<Changes, StoredError> {
-        let whole = all || self.rows_missing.0;
+        let whole = all || self.rows.missing();
         if whole && !self.cold.is_empty() {
             return Err(StoredError::Encode {
                 what: "packet index".into(),
@@ -88,7 +88,7 @@ impl PacketIndex {
             self.cold.row_written(id, at);
         }
         self.taken = (self.volks.len(), self.fresh.len());
-        self.rows_missing.1 = self.rows_missing.0;
+        self.rows.taking(self.checkpoint.clone());
         let mut changes = Changes::tracked(head, entries);
         changes.full = whole && !all;
         Ok(changes)
@@ -171,10 +171,11 @@ pub(super) struct Restore {
 impl Restore {
     pub(super) fn new(head: &[u8], keep_hot: usize) -> Result<Self, StoredError> {
         let head: Head = stored::decode("packet index head", head)?;
+        let rows = Rows::restored(head.checkpoint.clone(), head.rows);
         Ok(Restore {
             view: PacketIndex {
                 checkpoint: head.checkpoint,
-                rows_missing: (!head.rows, false),
+                rows,
                 ..PacketIndex::default()
             },
             // Without index rows nothing could be found once let go: the index stays

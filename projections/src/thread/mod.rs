@@ -159,7 +159,7 @@ pub struct ThreadView {
     cold_threads: ColdIds<String>,
     /// Which entries the store holds index rows for (`rows.rs`).
     #[serde(skip)]
-    rows: rows::Rows,
+    rows: crate::cold_ids::Rows,
     /// Whether the view dropped its search orders (`by_sequence`, `by_sender`,
     /// `by_recipient`) when it first let entries go. Only a view holding every entry
     /// searches ([`ThreadView::whole`]); a live view answers single packets and threads,

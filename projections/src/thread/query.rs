@@ -101,9 +101,7 @@ impl ThreadView {
             Place::Stored(at) => Some(Held::Stored(thread_key(at))),
             Place::Row(_) => Some(Held::Indexed(
                 self.cold_threads
-                    .rows(thread_id)
-                    .map(|g| thread_row_in(g, thread_id))
-                    .collect(),
+                    .row_keys(thread_id, |g| thread_row_in(g, thread_id)),
             )),
         }
     }
@@ -118,9 +116,7 @@ impl ThreadView {
             Place::Stored(at) => Some(Held::Stored(packet_key(at))),
             Place::Row(_) => Some(Held::Indexed(
                 self.cold_packets
-                    .rows(message_id)
-                    .map(|g| packet_row_in(g, message_id))
-                    .collect(),
+                    .row_keys(message_id, |g| packet_row_in(g, message_id)),
             )),
         }
     }

@@ -6,12 +6,10 @@
 //! keyed by generation first so that the rows a commit adds land in the newest
 //! generation's pages (`cold_ids.rs` says why and how they are looked up).
 
-use orchestrata_schemas::events::Stream;
 use uuid::Uuid;
 
 use crate::cold_ids::{self, generation, row_in, row_parts};
 use crate::stored::StoredError;
-use crate::Checkpoint;
 
 /// The view, as errors name it.
 const VIEW: &str = "thread view";
@@ -61,59 +59,4 @@ pub(super) fn thread_row_id(key: &[u8]) -> Result<(u64, String), StoredError> {
 /// the row (an empty value).
 pub(super) fn row_sequence(key: &[u8], value: &[u8]) -> Result<Option<u64>, StoredError> {
     cold_ids::row_sequence(VIEW, key, value)
-}
-
-/// Commit bookkeeping of index rows: up to which event of `cxp.traffic` the store
-/// holds the view (an entry created after it is new, and gets its row), and whether
-/// the store is of the form without rows. Not part of the view's value: always
-/// equal, never serialized.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Rows {
-    /// What the last confirmed commit stored.
-    through: Checkpoint,
-    /// What the commit in flight stores.
-    taking: Option<Checkpoint>,
-    /// The store has no index rows: the next commit writes the view whole.
-    missing: bool,
-}
-
-impl Rows {
-    /// The bookkeeping of a view restored from a store that holds it through
-    /// `through`, with index rows (`has_rows`) or from before them.
-    pub(super) fn restored(through: Checkpoint, has_rows: bool) -> Self {
-        Rows {
-            through,
-            taking: None,
-            missing: !has_rows,
-        }
-    }
-
-    /// Whether the store lacks index rows (the next commit writes the view whole).
-    pub(super) fn missing(&self) -> bool {
-        self.missing
-    }
-
-    /// A commit takes the view as of `checkpoint`.
-    pub(super) fn taking(&mut self, checkpoint: Checkpoint) {
-        self.taking = Some(checkpoint);
-    }
-
-    /// Whether the entry created at `sequence` is not stored yet.
-    pub(super) fn new_at(&self, sequence: u64) -> bool {
-        !self.through.has_passed(Stream::CxpTraffic, sequence)
-    }
-
-    /// The commit in flight is stored.
-    pub(super) fn stored(&mut self) {
-        if let Some(through) = self.taking.take() {
-            self.through = through;
-            self.missing = false;
-        }
-    }
-}
-
-impl PartialEq for Rows {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
 }

@@ -16,10 +16,11 @@ use serde::{Deserialize, Serialize};
 
 use super::fold::index;
 use super::rows::{
-    packet_row_id, packet_row_key, row_sequence, thread_row_id, thread_row_key, Rows, PACKET_ROW,
+    packet_row_id, packet_row_key, row_sequence, thread_row_id, thread_row_key, PACKET_ROW,
     THREAD_ROW,
 };
 use super::{PacketState, ThreadState, ThreadView};
+use crate::cold_ids::Rows;
 use crate::stored::{self, Changes, StoredEntry, StoredError};
 use crate::{Checkpoint, Restorer};
 
