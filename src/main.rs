@@ -19,10 +19,51 @@ use tracing_subscriber::EnvFilter;
 /// "Resident memory and the allocator"). mimalloc's v2 line (the `v2` feature in
 /// Cargo.toml): with v3, the crate's default, the same server held ~2x its live heap
 /// and grew ~3x as fast ("The allocator's v2 line", same file). The `system-alloc`
-/// feature leaves it out, for heap profilers that follow glibc's malloc.
-#[cfg(not(feature = "system-alloc"))]
+/// feature leaves it out, for heap profilers that follow glibc's malloc; the
+/// `heap-profile` feature puts jemalloc with sampled profiling in its place.
+#[cfg(not(any(feature = "system-alloc", feature = "heap-profile")))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// jemalloc, for sampled heap profiles of a live server at full load (heaptrack, which
+/// records every allocation, slowed it ~10x). Profiling is off unless
+/// `_RJEM_MALLOC_CONF` turns it on (docs/operations.md, "Heap profiles of a live
+/// server").
+#[cfg(all(feature = "heap-profile", not(feature = "system-alloc")))]
+#[global_allocator]
+static GLOBAL: profile::Unsized = profile::Unsized;
+
+#[cfg(all(feature = "heap-profile", not(feature = "system-alloc")))]
+mod profile {
+    use std::alloc::{GlobalAlloc, Layout};
+
+    /// jemalloc, freeing without the size. Its sized free trusts the layout given back;
+    /// the Prolog engine hands some blocks back with another size than they were
+    /// allocated with, which the other allocators forgive and sized free turns into a
+    /// corrupt heap (a failed 8-byte allocation while a policy loads).
+    pub struct Unsized;
+
+    // SAFETY: every call forwards to jemalloc's own GlobalAlloc, except that `dealloc`
+    // uses `free`, which accepts any pointer jemalloc returned.
+    unsafe impl GlobalAlloc for Unsized {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            // SAFETY: the caller's contract is passed on unchanged.
+            unsafe { tikv_jemallocator::Jemalloc.alloc(layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            // SAFETY: as above.
+            unsafe { tikv_jemallocator::Jemalloc.alloc_zeroed(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+            // SAFETY: `ptr` came from this allocator, i.e. from jemalloc.
+            unsafe { tikv_jemalloc_sys::free(ptr.cast()) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            // SAFETY: as above.
+            unsafe { tikv_jemallocator::Jemalloc.realloc(ptr, layout, new_size) }
+        }
+    }
+}
 
 /// Turns transparent huge pages off for this process, unless `MIMALLOC_ALLOW_THP` says
 /// otherwise. mimalloc asks the kernel for huge pages on its arenas; a 2 MiB huge page
