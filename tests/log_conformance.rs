@@ -366,6 +366,75 @@ async fn retention_moves_first_and_reads_below_are_truncated(h: Harness) {
     assert_eq!(seq, 12);
 }
 
+/// Reads that start and end inside one append's entries (the sled backend stores an
+/// append in blocks of up to 64 entries under one key).
+async fn reads_inside_one_append(mut h: Harness) {
+    let log = h.log();
+    let entries: Vec<_> = (0..150).map(entry).collect();
+    assert_eq!(
+        log.append_raw(Stream::CxpTraffic, entries)
+            .await
+            .expect("append"),
+        0
+    );
+    for (from, to, limit) in [
+        (70, Some(80), 100),
+        (63, None, 3),
+        (0, Some(0), 10),
+        (149, None, 10),
+    ] {
+        let read = log
+            .read_raw(Stream::CxpTraffic, from, to, limit)
+            .await
+            .expect("read");
+        let last = to.unwrap_or(149).min(from + limit as u64 - 1);
+        let expected: Vec<_> = (from..=last).map(|i| (i, entry(i).0, entry(i).1)).collect();
+        let got: Vec<_> = read
+            .into_iter()
+            .map(|e| (e.sequence, e.key, e.value))
+            .collect();
+        assert_eq!(got, expected, "read {from}..={to:?} limit {limit}");
+    }
+    let bounds = log.bounds(Stream::CxpTraffic).await.expect("bounds");
+    assert_eq!((bounds.first, bounds.last), (Some(0), Some(149)));
+    drop(log);
+    h.reopen().await;
+    let seq = h
+        .log()
+        .append_raw(Stream::CxpTraffic, vec![entry(150)])
+        .await
+        .expect("append");
+    assert_eq!(
+        seq, 150,
+        "the next sequence follows the last entry of the last append"
+    );
+}
+
+/// Retention that falls inside one append keeps exactly the newest `max_events`.
+async fn retention_inside_one_append(h: Harness) {
+    let log = h.log();
+    let entries: Vec<_> = (0..12).map(entry).collect();
+    log.append_raw(RETAINED, entries).await.expect("append");
+    assert_eq!(
+        log.enforce_retention(RETAINED).await.expect("retention"),
+        Some(7)
+    );
+    let kept = log
+        .read_raw(RETAINED, 7, None, 100)
+        .await
+        .expect("read kept");
+    assert_eq!(
+        kept.iter()
+            .map(|e| (e.sequence, e.key.clone()))
+            .collect::<Vec<_>>(),
+        (7..12).map(|i| (i, entry(i).0)).collect::<Vec<_>>()
+    );
+    assert!(matches!(
+        log.read_raw(RETAINED, 6, None, 10).await,
+        Err(LogError::Truncated { first: 7, .. })
+    ));
+}
+
 fn err_text(e: Option<LogError>) -> String {
     e.map(|e| e.to_string())
         .unwrap_or_else(|| "no error".into())
@@ -428,6 +497,18 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn retention_moves_first_and_reads_below_are_truncated() {
                 super::retention_moves_first_and_reads_below_are_truncated($harness.await).await;
+            }
+
+            // REQ-014-134
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn reads_start_and_end_inside_one_append() {
+                super::reads_inside_one_append($harness.await).await;
+            }
+
+            // REQ-014-125
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn retention_cuts_inside_one_append() {
+                super::retention_inside_one_append($harness.await).await;
             }
         }
     };

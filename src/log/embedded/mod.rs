@@ -1,6 +1,7 @@
 //! The embedded backend (sled): one sled database in a directory, one tree per stream.
 //!
-//! - Tree keys are big-endian u64 sequences; values are laid out by [`record`].
+//! - Tree keys are big-endian u64 sequences; the value under a key holds the entry at
+//!   that sequence and, in a block, the ones after it ([`record`]).
 //! - The epoch is a UUID created with the database and stored in its `__meta` tree.
 //! - Every append goes through one writer thread that assigns sequences, writes whole
 //!   groups of concurrent appends atomically (one batch, or one transaction across the
@@ -21,7 +22,7 @@ use orchestrata_schemas::events::Stream;
 use tokio::sync::watch;
 
 use self::writer::{StreamSlot, Writer};
-use super::raw::{Bounds, RawEntry, RawLog, RawTail, Visit};
+use super::raw::{Bounds, RawEntry, RawLog, RawRef, RawTail, Visit};
 use super::LogError;
 use crate::log::config::{FsyncPolicy, RetentionPolicy};
 
@@ -43,8 +44,8 @@ struct Inner {
     retention: HashMap<Stream, RetentionPolicy>,
 }
 
-/// What [`SledLog::scan`] calls with each entry's sequence and stored value.
-type ScanVisit<'v> = dyn FnMut(u64, &[u8]) -> Result<(), LogError> + 'v;
+/// What [`SledLog::scan`] calls with each entry, borrowed from sled's pages.
+type ScanVisit<'v> = dyn FnMut(RawRef<'_>) -> Result<(), LogError> + 'v;
 
 /// The sled-backed log. Cheap to clone; all clones share one database.
 #[derive(Clone)]
@@ -100,8 +101,8 @@ impl SledLog {
         let mut slots = HashMap::new();
         for stream in Stream::ALL {
             let tree = db.open_tree(stream.as_str()).map_err(sled_err)?;
-            let next = match tree.last().map_err(sled_err)? {
-                Some((key, _)) => record::decode_sequence(stream, &key)? + 1,
+            let next = match last_of(stream, &tree, &path)? {
+                Some(last) => last + 1,
                 None => 0,
             };
             let visible = Arc::new(watch::channel(next).0);
@@ -161,30 +162,53 @@ impl SledLog {
                 });
             }
         }
+        if limit == 0 {
+            return Ok(0);
+        }
         let tree = &self.state(stream).tree;
-        let start = from.to_be_bytes();
+        let start = self.block_holding(tree, from)?;
         let iter = match to {
-            Some(to) => tree.range(start..=to.to_be_bytes()),
+            Some(to) => tree.range(start..=sled::IVec::from(&to.to_be_bytes())),
             None => tree.range(start..),
         };
         let mut count = 0;
-        for item in iter.take(limit) {
+        for item in iter {
             let (key, value) = item.map_err(|e| self.err(e))?;
-            let sequence = record::decode_sequence(stream, &key)?;
-            // Retention may have removed keys between the bound check and the scan: a
-            // range that does not start at `from` would hide a gap, so report it as
-            // truncated.
-            if count == 0 && sequence != from {
-                return Err(LogError::Truncated {
-                    stream,
-                    requested: from,
-                    first: sequence,
-                });
+            let first = record::decode_sequence(stream, &key)?;
+            for entry in record::decode_value(stream, first, &value)? {
+                if entry.sequence < from {
+                    continue;
+                }
+                if to.is_some_and(|to| entry.sequence > to) {
+                    return Ok(count);
+                }
+                // Retention may have removed keys between the bound check and the
+                // scan: a range that does not start at `from` would hide a gap, so
+                // report it as truncated.
+                if count == 0 && entry.sequence != from {
+                    return Err(LogError::Truncated {
+                        stream,
+                        requested: from,
+                        first: entry.sequence,
+                    });
+                }
+                visit(entry)?;
+                count += 1;
+                if count == limit {
+                    return Ok(count);
+                }
             }
-            visit(sequence, &value)?;
-            count += 1;
         }
         Ok(count)
+    }
+
+    /// The key to start a range at so that it begins with `sequence`'s entry: the key of
+    /// the block holding it (at or before it), or `sequence` itself if none is stored.
+    fn block_holding(&self, tree: &sled::Tree, sequence: u64) -> Result<sled::IVec, LogError> {
+        match tree.range(..=sequence.to_be_bytes()).next_back() {
+            Some(item) => Ok(item.map_err(|e| self.err(e))?.0),
+            None => Ok(sled::IVec::from(&sequence.to_be_bytes())),
+        }
     }
 
     fn first(&self, stream: Stream) -> Result<Option<u64>, LogError> {
@@ -224,8 +248,8 @@ impl RawLog for SledLog {
         limit: usize,
     ) -> Result<Vec<RawEntry>, LogError> {
         let mut out = Vec::with_capacity(limit.min(4096));
-        self.scan(stream, from, to, limit, &mut |sequence, value| {
-            out.push(record::decode_entry(stream, sequence, value)?);
+        self.scan(stream, from, to, limit, &mut |entry| {
+            out.push(record::decode_entry(entry));
             Ok(())
         })?;
         Ok(out)
@@ -239,17 +263,12 @@ impl RawLog for SledLog {
         limit: usize,
         visit: &mut Visit<'_>,
     ) -> Result<usize, LogError> {
-        self.scan(stream, from, to, limit, &mut |sequence, value| {
-            visit(record::decode_ref(stream, sequence, value)?)
-        })
+        self.scan(stream, from, to, limit, &mut |entry| visit(entry))
     }
 
     async fn bounds(&self, stream: Stream) -> Result<Bounds, LogError> {
         let first = self.first(stream)?;
-        let last = match self.state(stream).tree.last().map_err(|e| self.err(e))? {
-            Some((key, _)) => Some(record::decode_sequence(stream, &key)?),
-            None => None,
-        };
+        let last = last_of(stream, &self.state(stream).tree, &self.inner.path)?;
         Ok(Bounds { first, last })
     }
 
@@ -288,24 +307,47 @@ impl RawLog for SledLog {
         if let Some(max) = policy.max_events {
             keep_from = keep_from.max((last + 1).saturating_sub(max.max(1)));
         }
+        let tree = &self.state(stream).tree;
         if let Some(age) = policy.max_age() {
             let cutoff =
                 now_ms().saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
-            let tree = &self.state(stream).tree;
-            for item in tree.range(keep_from.to_be_bytes()..last.to_be_bytes()) {
+            // Entries stored before the cutoff go, except the newest of the stream.
+            let from = self.block_holding(tree, keep_from)?;
+            'blocks: for item in tree.range(from..) {
                 let (key, value) = item.map_err(|e| self.err(e))?;
-                let seq = record::decode_sequence(stream, &key)?;
-                if record::stored_at(stream, seq, &value)? >= cutoff {
-                    break;
+                let start = record::decode_sequence(stream, &key)?;
+                for entry in record::decode_value(stream, start, &value)? {
+                    if entry.sequence < keep_from {
+                        continue;
+                    }
+                    if entry.sequence >= last || entry.stored_at_ms >= cutoff {
+                        break 'blocks;
+                    }
+                    keep_from = entry.sequence + 1;
                 }
-                keep_from = seq + 1;
             }
         }
         if keep_from > first {
-            let tree = &self.state(stream).tree;
             let mut batch = sled::Batch::default();
-            for seq in first..keep_from {
-                batch.remove(&seq.to_be_bytes());
+            for item in tree.range(..keep_from.to_be_bytes()) {
+                let (key, value) = item.map_err(|e| self.err(e))?;
+                let start = record::decode_sequence(stream, &key)?;
+                batch.remove(key);
+                let entries = record::decode_value(stream, start, &value)?;
+                // A block reaching past `keep_from` keeps its tail, under `keep_from`.
+                let kept: Vec<_> = entries
+                    .iter()
+                    .filter(|e| e.sequence >= keep_from)
+                    .map(|e| (e.key, e.value))
+                    .collect();
+                if let Some(stored_at_ms) = entries.first().map(|e| e.stored_at_ms) {
+                    if !kept.is_empty() {
+                        batch.insert(
+                            &keep_from.to_be_bytes(),
+                            record::encode_block(stored_at_ms, kept.into_iter()),
+                        );
+                    }
+                }
             }
             tree.apply_batch(batch).map_err(|e| self.err(e))?;
             self.inner.writer.flush().await?;
@@ -319,5 +361,19 @@ impl RawLog for SledLog {
 
     fn location(&self) -> String {
         self.inner.path.display().to_string()
+    }
+}
+
+/// The newest sequence stored in `tree`: its last key plus the entries after it in that
+/// key's block.
+fn last_of(stream: Stream, tree: &sled::Tree, path: &Path) -> Result<Option<u64>, LogError> {
+    match tree.last().map_err(|e| LogError::sled(path, e))? {
+        Some((key, value)) => {
+            let first = record::decode_sequence(stream, &key)?;
+            Ok(Some(
+                first + record::entry_count(stream, first, &value)? - 1,
+            ))
+        }
+        None => Ok(None),
     }
 }

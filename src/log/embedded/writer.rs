@@ -256,7 +256,8 @@ impl GroupCommit {
     }
 
     /// Assigns `entries` the next sequences of `stream` and adds them to the group's
-    /// batch of that stream; the first sequence, or why the stream cannot be written.
+    /// batch of that stream, in blocks ([`record`]); the first sequence, or why the
+    /// stream cannot be written.
     fn stage(
         &mut self,
         batches: &mut HashMap<Stream, (sled::Batch, u64)>,
@@ -274,11 +275,17 @@ impl GroupCommit {
             .entry(stream)
             .or_insert_with(|| (sled::Batch::default(), slot.next));
         let first = slot.next;
-        for (i, (key, value)) in entries.iter().enumerate() {
+        let mut at = 0usize;
+        for size in record::block_sizes(entries) {
+            let block = &entries[at..at + size];
             batch.insert(
-                &(first + i as u64).to_be_bytes(),
-                record::encode_value(stored_at_ms, key, value),
+                &(first + at as u64).to_be_bytes(),
+                record::encode_block(
+                    stored_at_ms,
+                    block.iter().map(|(k, v)| (k.as_str(), v.as_slice())),
+                ),
             );
+            at += size;
         }
         slot.next += entries.len() as u64;
         Ok(first)
