@@ -171,16 +171,7 @@ fn decode(stream: Stream, epoch: &str, entry: RawRef<'_>) -> Result<Envelope, Lo
 }
 
 fn decode_owned(stream: Stream, epoch: &str, entry: RawEntry) -> Result<Envelope, LogError> {
-    decode(
-        stream,
-        epoch,
-        RawRef {
-            sequence: entry.sequence,
-            key: &entry.key,
-            value: &entry.value,
-            stored_at_ms: entry.stored_at_ms,
-        },
-    )
+    decode(stream, epoch, entry.as_ref())
 }
 
 #[async_trait::async_trait]

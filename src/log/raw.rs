@@ -38,6 +38,30 @@ pub struct RawRef<'a> {
     pub stored_at_ms: i64,
 }
 
+impl RawEntry {
+    /// The entry lent as a [`RawRef`].
+    pub fn as_ref(&self) -> RawRef<'_> {
+        RawRef {
+            sequence: self.sequence,
+            key: &self.key,
+            value: &self.value,
+            stored_at_ms: self.stored_at_ms,
+        }
+    }
+}
+
+impl RawRef<'_> {
+    /// A copy the caller owns.
+    pub fn to_entry(&self) -> RawEntry {
+        RawEntry {
+            sequence: self.sequence,
+            key: self.key.to_owned(),
+            value: self.value.to_vec(),
+            stored_at_ms: self.stored_at_ms,
+        }
+    }
+}
+
 /// What [`RawLog::read_each`] calls for every entry, in order. An error stops the read
 /// and is returned from it.
 pub type Visit<'v> = dyn FnMut(RawRef<'_>) -> Result<(), LogError> + Send + 'v;
@@ -129,12 +153,7 @@ pub trait RawLog: Send + Sync {
     ) -> Result<usize, LogError> {
         let entries = self.read_raw(stream, from, to, limit).await?;
         for entry in &entries {
-            visit(RawRef {
-                sequence: entry.sequence,
-                key: &entry.key,
-                value: &entry.value,
-                stored_at_ms: entry.stored_at_ms,
-            })?;
+            visit(entry.as_ref())?;
         }
         Ok(entries.len())
     }

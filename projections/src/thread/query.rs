@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::rows::{packet_row_in, thread_row_in};
 use super::stored::{packet_key, thread_key};
 use super::{Held, PacketState, ThreadState, ThreadStatus, ThreadView, ARCHIVE_AFTER_DAYS};
-use crate::cold_ids::Place;
+use crate::cold_ids::{ColdIds, Place};
 use crate::{Checkpoint, Page, PageRequest};
 
 /// A packet search; every field set narrows it (fields combine with AND).
@@ -96,14 +96,9 @@ impl ThreadView {
         if let Some(t) = self.threads.get(thread_id) {
             return Some(Held::Memory(t));
         }
-        match self.cold_threads.place(thread_id) {
-            Place::Nowhere => None,
-            Place::Stored(at) => Some(Held::Stored(thread_key(at))),
-            Place::Row(_) => Some(Held::Indexed(
-                self.cold_threads
-                    .row_keys(thread_id, |g| thread_row_in(g, thread_id)),
-            )),
-        }
+        let_go(&self.cold_threads, thread_id, thread_key, |g| {
+            thread_row_in(g, thread_id)
+        })
     }
 
     /// The packet with this message id, in memory or (let go of) in the store.
@@ -111,14 +106,9 @@ impl ThreadView {
         if let Some(p) = self.packets.get(message_id) {
             return Some(Held::Memory(p));
         }
-        match self.cold_packets.place(message_id) {
-            Place::Nowhere => None,
-            Place::Stored(at) => Some(Held::Stored(packet_key(at))),
-            Place::Row(_) => Some(Held::Indexed(
-                self.cold_packets
-                    .row_keys(message_id, |g| packet_row_in(g, message_id)),
-            )),
-        }
+        let_go(&self.cold_packets, message_id, packet_key, |g| {
+            packet_row_in(g, message_id)
+        })
     }
 
     /// Number of threads, in memory or not.
@@ -278,5 +268,24 @@ fn effective_status(thread: &ThreadState, now: DateTime<Utc>) -> ThreadStatus {
         ThreadStatus::Archived
     } else {
         thread.status
+    }
+}
+
+/// Where a let-go entry is: under its stored key (`key` of its sequence), behind its
+/// index rows (`row_in` of each generation that may hold one), or nowhere.
+fn let_go<'a, T, K, Q>(
+    cold: &ColdIds<K>,
+    id: &Q,
+    key: fn(u64) -> Vec<u8>,
+    row_in: impl Fn(u64) -> Vec<u8>,
+) -> Option<Held<'a, T>>
+where
+    K: Eq + std::hash::Hash + std::borrow::Borrow<Q>,
+    Q: std::hash::Hash + Eq + AsRef<[u8]> + ?Sized,
+{
+    match cold.place(id) {
+        Place::Nowhere => None,
+        Place::Stored(at) => Some(Held::Stored(key(at))),
+        Place::Row(_) => Some(Held::Indexed(cold.row_keys(id, row_in))),
     }
 }

@@ -249,7 +249,7 @@ impl RawLog for SledLog {
     ) -> Result<Vec<RawEntry>, LogError> {
         let mut out = Vec::with_capacity(limit.min(4096));
         self.scan(stream, from, to, limit, &mut |entry| {
-            out.push(record::decode_entry(entry));
+            out.push(entry.to_entry());
             Ok(())
         })?;
         Ok(out)
@@ -333,20 +333,20 @@ impl RawLog for SledLog {
                 let (key, value) = item.map_err(|e| self.err(e))?;
                 let start = record::decode_sequence(stream, &key)?;
                 batch.remove(key);
-                let entries = record::decode_value(stream, start, &value)?;
-                // A block reaching past `keep_from` keeps its tail, under `keep_from`.
-                let kept: Vec<_> = entries
-                    .iter()
+                // A block reaching past `keep_from` keeps its tail, under `keep_from`
+                // (a block's entries share one stored time).
+                let kept: Vec<_> = record::decode_value(stream, start, &value)?
+                    .into_iter()
                     .filter(|e| e.sequence >= keep_from)
-                    .map(|e| (e.key, e.value))
                     .collect();
-                if let Some(stored_at_ms) = entries.first().map(|e| e.stored_at_ms) {
-                    if !kept.is_empty() {
-                        batch.insert(
-                            &keep_from.to_be_bytes(),
-                            record::encode_block(stored_at_ms, kept.into_iter()),
-                        );
-                    }
+                if let Some(head) = kept.first() {
+                    batch.insert(
+                        &keep_from.to_be_bytes(),
+                        record::encode_block(
+                            head.stored_at_ms,
+                            kept.iter().map(|e| (e.key, e.value)),
+                        ),
+                    );
                 }
             }
             tree.apply_batch(batch).map_err(|e| self.err(e))?;

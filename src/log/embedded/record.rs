@@ -18,15 +18,11 @@
 
 use orchestrata_schemas::events::Stream;
 
-use crate::log::raw::{RawEntry, RawRef};
+use crate::log::raw::RawRef;
 use crate::log::LogError;
 
 /// The first byte of a block.
 const BLOCK: u8 = 0xB1;
-/// Bytes before the first entry of a block: marker, count, stored time.
-const BLOCK_HEADER: usize = 13;
-/// Bytes before the key of a single entry: stored time, key length.
-const SINGLE_HEADER: usize = 12;
 
 /// Most entries in one block.
 pub(super) const BLOCK_ENTRIES: usize = 64;
@@ -136,20 +132,11 @@ pub(super) fn entry_count(stream: Stream, first: u64, raw: &[u8]) -> Result<u64,
         at: 1,
     };
     let count = at.u32()?;
-    if raw.len() < BLOCK_HEADER || count == 0 {
+    at.bytes(8)?; // the stored time
+    if count == 0 {
         return Err(corrupt(stream, first, "empty block"));
     }
     Ok(u64::from(count))
-}
-
-/// Decodes a stored value into owned entries.
-pub(super) fn decode_entry(entry: RawRef<'_>) -> RawEntry {
-    RawEntry {
-        sequence: entry.sequence,
-        key: entry.key.to_owned(),
-        value: entry.value.to_vec(),
-        stored_at_ms: entry.stored_at_ms,
-    }
 }
 
 /// The earlier layout: one entry per value.
@@ -164,7 +151,6 @@ fn decode_single(stream: Stream, sequence: u64, raw: &[u8]) -> Result<RawRef<'_>
     let key_len = at.u32()? as usize;
     let key = std::str::from_utf8(at.bytes(key_len)?)
         .map_err(|_| corrupt(stream, sequence, "key is not UTF-8"))?;
-    debug_assert!(at.at >= SINGLE_HEADER);
     Ok(RawRef {
         sequence,
         key,
