@@ -20,6 +20,7 @@ use chrono::{DateTime, Utc};
 use orchestrata_schemas::events::governance::DecisionRecorded;
 use orchestrata_schemas::events::types::DecisionResult;
 use orchestrata_schemas::events::{Envelope, Event, Stream};
+use roaring::RoaringBitmap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -118,8 +119,11 @@ pub struct DecisionRef<'a> {
 /// Decisions are kept in log order: the view folds one stream, whose checkpoint admits
 /// only increasing sequences, so appending keeps them sorted and a lookup by sequence is
 /// a binary search. Their summaries are packed (about ten bytes each,
-/// `decision/packed.rs`); the subject and action indexes list positions among them
-/// (four bytes each), sorted because they are appended. Entries (bodies) are held for
+/// `decision/packed.rs`); the subject and action indexes are sets of positions among
+/// them, as compressed bitmaps: a subject or action that takes a share of the
+/// decisions costs about one bit per decision in its span, a rare one two bytes per
+/// decision it has (four bytes a position as `Vec<u32>` lists, 22 bytes a `cxp.send`
+/// that followed the history: `docs/performance.md`, "Decision lists as bitmaps"). Entries (bodies) are held for
 /// the newest decisions only: `bodies[i]` is the entry of the summary at position
 /// `cold + i`; see the module docs.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -133,9 +137,9 @@ pub struct DecisionIndex {
     /// Ids of the newest decisions: a decision logged twice counts once.
     recent: RecentIds,
     /// Subject -> positions of its decisions among the summaries.
-    by_subject: BTreeMap<String, Vec<u32>>,
+    by_subject: BTreeMap<String, RoaringBitmap>,
     /// Action -> positions of its decisions among the summaries.
-    by_action: BTreeMap<String, Vec<u32>>,
+    by_action: BTreeMap<String, RoaringBitmap>,
     policies: BTreeMap<String, PolicyEntry>,
     /// Decisions the store has (commit bookkeeping, not part of the value).
     saved: Saved,
@@ -332,18 +336,18 @@ impl DecisionIndex {
             .as_ref()
             .map(|s| self.by_subject.get(s))
             .or_else(|| query.action.as_ref().map(|a| self.by_action.get(a)));
-        let (listed, all): (&[u32], std::ops::Range<usize>) = match index {
-            Some(Some(list)) => (
-                &list[list.partition_point(|p| (*p as usize) < first)..],
-                0..0,
-            ),
-            Some(None) => (&[], 0..0),
-            None => (&[], first..self.summaries.len()),
+        // Positions saturate at u32::MAX (see `push`).
+        let from = u32::try_from(first).unwrap_or(u32::MAX);
+        let (listed, all) = match index {
+            Some(Some(list)) => (Some(list.range(from..)), 0..0),
+            Some(None) => (None, 0..0),
+            None => (None, first..self.summaries.len()),
         };
         let mut cursor = Cursor::new(&self.summaries);
         listed
-            .iter()
-            .map(|p| *p as usize)
+            .into_iter()
+            .flatten()
+            .map(|p| p as usize)
             .chain(all)
             .filter_map(move |i| cursor.get(i).cloned().map(|s| (i, s)))
             .filter(move |(_, s)| query.matches(s, &self.names))
@@ -351,22 +355,25 @@ impl DecisionIndex {
 
     /// The sequences of the decisions at `positions` (the stored whole form lists
     /// sequences).
-    fn sequences(&self, positions: &[u32]) -> Vec<u64> {
+    fn sequences(&self, positions: &RoaringBitmap) -> Vec<u64> {
         let mut cursor = Cursor::new(&self.summaries);
         positions
             .iter()
-            .filter_map(|p| cursor.get(*p as usize).map(|s| s.sequence))
+            .filter_map(|p| cursor.get(p as usize).map(|s| s.sequence))
             .collect()
     }
 }
 
-/// Appends `position` to `key`'s list, allocating the key only the first time.
-/// Positions arrive in increasing order, so the list stays sorted.
-fn index(map: &mut BTreeMap<String, Vec<u32>>, key: &str, position: u32) {
+/// Adds `position` to `key`'s set, allocating the key only the first time.
+fn index(map: &mut BTreeMap<String, RoaringBitmap>, key: &str, position: u32) {
     match map.get_mut(key) {
-        Some(list) => list.push(position),
+        Some(list) => {
+            list.insert(position);
+        }
         None => {
-            map.insert(key.to_owned(), vec![position]);
+            let mut list = RoaringBitmap::new();
+            list.insert(position);
+            map.insert(key.to_owned(), list);
         }
     }
 }

@@ -7,8 +7,9 @@
 //! "Decision summaries packed"). Summaries are appended in log order and never change,
 //! so all but the newest are frozen into blocks of [`BLOCK`] entries, each encoded as
 //! deltas from the entry before it: the sequence (consecutive decisions: one byte), the
-//! time (seconds as a signed delta, one byte; the sub-second nanoseconds as written, up
-//! to five), the interned subject, action and principal (a byte each for a handful of
+//! time (seconds as a signed delta, one byte; the sub-second nanoseconds as a signed
+//! delta too, two or three bytes between decisions microseconds apart where the
+//! nanoseconds as written took four or five), the interned subject, action and principal (a byte each for a handful of
 //! names), result and dry-run flag (one byte). Any `DateTime` and any sequence round-trip
 //! exactly.
 //!
@@ -126,14 +127,16 @@ impl Block {
     fn encode(list: &[Summary]) -> Block {
         let first_sequence = list.first().map_or(0, |s| s.sequence);
         let mut bytes = Vec::with_capacity(list.len() * 12);
-        let (mut sequence, mut seconds) = (first_sequence, 0i64);
+        let (mut sequence, mut seconds, mut nanos) = (first_sequence, 0i64, 0i64);
         for s in list {
             put(&mut bytes, s.sequence.wrapping_sub(sequence));
             sequence = s.sequence;
             let at = s.at.timestamp();
             put(&mut bytes, zigzag(at.wrapping_sub(seconds)));
             seconds = at;
-            put(&mut bytes, u64::from(s.at.timestamp_subsec_nanos()));
+            let sub = i64::from(s.at.timestamp_subsec_nanos());
+            put(&mut bytes, zigzag(sub - nanos));
+            nanos = sub;
             put(&mut bytes, u64::from(s.subject));
             put(&mut bytes, u64::from(s.action));
             put(&mut bytes, s.principal.map_or(0, |p| u64::from(p) + 1));
@@ -150,9 +153,9 @@ impl Block {
     fn decode(&self) -> Vec<Summary> {
         let mut out = Vec::with_capacity(BLOCK);
         let mut input = &self.bytes[..];
-        let (mut sequence, mut seconds) = (self.first_sequence, 0i64);
+        let mut at = (self.first_sequence, 0i64, 0i64);
         while !input.is_empty() {
-            let Some(summary) = next(&mut input, &mut sequence, &mut seconds) else {
+            let Some(summary) = next(&mut input, &mut at) else {
                 break;
             };
             out.push(summary);
@@ -161,10 +164,14 @@ impl Block {
     }
 }
 
-fn next(input: &mut &[u8], sequence: &mut u64, seconds: &mut i64) -> Option<Summary> {
+/// The summary at the front of `input`; `at` is the (sequence, seconds, sub-second
+/// nanoseconds) of the one before it, and becomes this one's.
+fn next(input: &mut &[u8], at: &mut (u64, i64, i64)) -> Option<Summary> {
+    let (sequence, seconds, nanos) = at;
     *sequence = sequence.wrapping_add(take(input)?);
     *seconds = seconds.wrapping_add(unzigzag(take(input)?));
-    let nanos = u32::try_from(take(input)?).ok()?;
+    *nanos = nanos.checked_add(unzigzag(take(input)?))?;
+    let sub = u32::try_from(*nanos).ok()?;
     let subject = u32::try_from(take(input)?).ok()?;
     let action = u32::try_from(take(input)?).ok()?;
     let principal = match take(input)? {
@@ -175,7 +182,7 @@ fn next(input: &mut &[u8], sequence: &mut u64, seconds: &mut i64) -> Option<Summ
     *input = rest;
     Some(Summary {
         sequence: *sequence,
-        at: DateTime::<Utc>::from_timestamp(*seconds, nanos)?,
+        at: DateTime::<Utc>::from_timestamp(*seconds, sub)?,
         subject,
         action,
         principal,

@@ -113,3 +113,51 @@ proptest! {
         }
     }
 }
+
+/// The subject and action sets are bitmaps split in containers of 2^16 positions: a
+/// search that starts in one container and runs through the next, either way, lists
+/// every position once and in order.
+// REQ-014-032 REQ-014-036
+#[test]
+fn searches_by_subject_run_across_the_bitmaps_containers() {
+    let rows: Vec<Row> = (0..140_000u64)
+        .map(|i| {
+            let subject = if i % 7 == 0 {
+                "U:Qa"
+            } else {
+                SUBJECTS[(i % 2) as usize]
+            };
+            (i + 1, 0, subject, ACTIONS[0], RESULTS[0])
+        })
+        .collect();
+    let events: Vec<Envelope> = rows
+        .iter()
+        .map(|(seq, secs, s, a, r)| decision(*seq, *secs, s, a, *r))
+        .collect();
+    let view: DecisionIndex = fold(&events);
+    let q = DecisionQuery {
+        subject: Some("U:Qa".into()),
+        ..Default::default()
+    };
+    let expected: Vec<u64> = rows.iter().filter(|r| r.2 == "U:Qa").map(|r| r.0).collect();
+    let start = 65_000;
+    let after: Vec<u64> = view
+        .decisions(&q, &PageRequest::after(start, 1_000_000))
+        .items
+        .iter()
+        .map(|d| d.sequence)
+        .collect();
+    let expected_after: Vec<u64> = expected.iter().copied().filter(|s| *s > start).collect();
+    assert_eq!(after, expected_after);
+    let (total, page) = view.newest(&q, 9_000, 4_000);
+    assert_eq!(total, expected.len());
+    let newest: Vec<u64> = page.iter().map(|d| d.sequence).collect();
+    let expected_page: Vec<u64> = expected
+        .iter()
+        .rev()
+        .skip(9_000)
+        .take(4_000)
+        .copied()
+        .collect();
+    assert_eq!(newest, expected_page);
+}
