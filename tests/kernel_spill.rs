@@ -234,3 +234,36 @@ async fn the_spill_file_leaves_nothing_behind() {
         "the spill file is unlinked: {entries:?}"
     );
 }
+
+// ISSUE-18: executed command ids leave memory like packets; a retried command is still
+// answered `duplicate` once its id is cold, past the pending batch, in the scratch table
+#[tokio::test]
+async fn a_command_retried_after_its_id_went_cold_is_a_duplicate() {
+    let spill = tempfile::tempdir().expect("spill dir");
+    let h = harness(spilling(spill.path())).await;
+    let first = cmd::send(
+        "U:Ox",
+        cmd::packet("U:Ox", "U:Vz", "first", serde_json::json!({})),
+    );
+    let done = h.kernel.execute(first.clone()).await.expect("first");
+    assert!(!done.duplicate && !done.events.is_empty());
+    // More commands than the spill's pending batch (1,024): the first id is written
+    // to the scratch table, not held in memory or in the batch.
+    for i in 0..1_100 {
+        h.send_new("U:Ox", "U:Vz", &format!("p{i}")).await;
+    }
+    let again = h.kernel.execute(first).await.expect("retry");
+    assert!(again.duplicate, "a cold command id is still executed");
+    assert!(again.events.is_empty(), "nothing appended for a duplicate");
+    let (live, _) = state(&h).await;
+    assert!(
+        live.executed.len() >= 1_101,
+        "{} executed ids listed",
+        live.executed.len()
+    );
+    let in_memory = orchestrata::kernel::rebuild(&h.log, &config())
+        .await
+        .expect("rebuild in memory")
+        .digest();
+    assert_eq!(live, in_memory, "the executed ids are the log's");
+}

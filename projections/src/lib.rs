@@ -35,7 +35,6 @@ pub mod decision;
 pub mod graph;
 pub mod packet;
 mod page;
-pub mod runs;
 pub mod sample;
 pub mod seen;
 pub mod session;

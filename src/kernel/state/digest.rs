@@ -72,9 +72,8 @@ impl KernelState {
             agents: serde_json::to_value(&self.agents).unwrap_or(serde_json::Value::Null),
             executed: self
                 .executed
-                .sorted()
-                .into_iter()
-                .map(|(id, ())| id)
+                .iter()
+                .map(|(id, _)| id.into_owned())
                 .collect(),
             queued: self
                 .queued

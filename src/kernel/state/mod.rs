@@ -35,7 +35,6 @@ pub use spill::SpillConfig;
 
 use std::borrow::Cow;
 
-use orchestrata_projections::runs::SortedRuns;
 use spill::SpillTable;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -195,9 +194,10 @@ pub struct KernelState {
     sessions: HashMap<String, SessionState>,
     workflows: HashMap<String, WorkflowStatus>,
     agents: crate::agents::AgentTree,
-    /// Every executed command id, 16 bytes each (sorted runs, not a hash set: the ids
-    /// follow the history).
-    executed: SortedRuns<Uuid, ()>,
+    /// Every executed command id, spilled like the packets: the ids follow the history
+    /// (16 bytes each in memory as sorted runs, 16 bytes a `cxp.send` for as long as
+    /// the server ran; now ~2-4 bytes of Bloom filter for each cold one).
+    executed: SpillTable<Uuid, ()>,
     /// Failed packets that may still be retried: what a restart reschedules, without
     /// reading every packet back from the spill file.
     retryable: HashSet<Uuid>,
@@ -226,11 +226,11 @@ impl KernelState {
             max_retries,
             volks: HashMap::new(),
             packets: SpillTable::new(spill.clone()),
-            threads: SpillTable::new(spill),
+            threads: SpillTable::new(spill.clone()),
+            executed: SpillTable::new(spill),
             sessions: HashMap::new(),
             workflows: HashMap::new(),
             agents: crate::agents::AgentTree::new(),
-            executed: SortedRuns::default(),
             retryable: HashSet::new(),
             queue_entries: HashMap::new(),
             queues: HashMap::new(),
@@ -339,6 +339,6 @@ impl KernelState {
 
     /// Whether a command with this id has already produced events.
     pub fn is_executed(&self, command_id: &Uuid) -> bool {
-        self.executed.contains(command_id)
+        self.executed.contains_key(command_id)
     }
 }
