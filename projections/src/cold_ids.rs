@@ -64,9 +64,11 @@ pub(crate) struct ColdIds<K> {
 /// Bits of a sequence below its generation.
 const GENERATION_BITS: u32 = 16;
 
-/// Ids a generation's filter is first sized for (it doubles as they come): a
-/// generation of 65,536 events holds ~13,000 threads or ~26,000 packets under
-/// `cxp.send` load, and far fewer under a light one.
+/// Ids the first generation's filter is first sized for (it doubles as they come).
+/// Each later generation's first layer is sized for the ids of the one before it
+/// (~13,000 packets or threads under `cxp.send` load, far fewer under a light one),
+/// plus an eighth: one layer where doubling from a fixed size left up to twice the
+/// bits the ids needed.
 const GENERATION_FIRST_LAYER: usize = 4_096;
 
 /// The generation of the row of the entry created at `sequence`.
@@ -230,9 +232,16 @@ impl<K: Eq + Hash> ColdIds<K> {
 
     /// A row of `id` is stored for the entry created at `sequence`.
     pub fn row_written<Q: AsRef<[u8]> + ?Sized>(&mut self, id: &Q, sequence: u64) {
+        let first = self
+            .generations
+            .values()
+            .next_back()
+            .map_or(GENERATION_FIRST_LAYER, |last| {
+                (last.len() + last.len() / 8).max(GENERATION_FIRST_LAYER)
+            });
         self.generations
             .entry(generation(sequence))
-            .or_insert_with(|| Seen::starting_at(GENERATION_FIRST_LAYER))
+            .or_insert_with(|| Seen::starting_at(first))
             .insert(id.as_ref());
     }
 

@@ -32,6 +32,8 @@ pub struct Seen {
     held: usize,
     /// Keys the first layer is sized for; 0 for [`FIRST_LAYER`].
     first: usize,
+    /// Keys inserted, in all layers.
+    keys: usize,
 }
 
 impl Seen {
@@ -61,12 +63,29 @@ impl Seen {
         if let Some(layer) = self.layers.last_mut() {
             layer.insert(key);
             self.held += 1;
+            self.keys += 1;
         }
+    }
+
+    /// How many keys were inserted (a key inserted twice counts twice).
+    pub fn len(&self) -> usize {
+        self.keys
+    }
+
+    /// Whether no key was inserted.
+    pub fn is_empty(&self) -> bool {
+        self.keys == 0
     }
 
     /// `false` if the store has certainly never held `key`.
     pub fn may_hold(&self, key: &[u8]) -> bool {
         self.layers.iter().any(|l| l.contains(key))
+    }
+
+    /// How many layers the filter has grown.
+    #[cfg(test)]
+    pub fn layer_count(&self) -> usize {
+        self.layers.len()
     }
 
     /// Bytes of the layers' bit vectors: what the filter holds in memory.

@@ -20,10 +20,12 @@ use uuid::Uuid;
 
 use super::convert::SESSION_KEY;
 
-/// A command with a fresh id.
+/// A command with a fresh id, ordered by time (UUID v7): the kernel keeps every
+/// executed id, and ids that arrive in order land at the right edge of its spill
+/// table's B-tree (random v4 ids landed on a random page each).
 pub fn command(issuer: &str, action: CommandKind) -> Command {
     Command {
-        id: Uuid::new_v4(),
+        id: Uuid::now_v7(),
         principal: None,
         issuer: issuer.to_owned(),
         action,
@@ -31,10 +33,12 @@ pub fn command(issuer: &str, action: CommandKind) -> Command {
 }
 
 /// A new packet starting a new conversation (empty `thread_id`: the kernel gives it a
-/// UUID thread), priority 5, created now, `queued` / `pending`.
+/// UUID thread), priority 5, created now, `queued` / `pending`. Its message id is
+/// ordered by time (UUID v7), like [`command`]'s ids: message ids key the kernel's
+/// spill table and the views' index rows.
 pub fn packet(from: &str, to: &str, subject: &str, payload: serde_json::Value) -> Packet {
     Packet {
-        message_id: Uuid::new_v4(),
+        message_id: Uuid::now_v7(),
         from_agent: from.to_owned(),
         to_agent: to.to_owned(),
         thread_id: String::new(),
@@ -254,4 +258,22 @@ pub fn ids(command: &Command) -> (Option<String>, Option<String>, Option<String>
             .and_then(|v| v.as_str().map(str::to_owned))
     });
     (field("message_id"), field("thread_id"), session)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // ISSUE-18: the ids the kernel keeps for the server's life arrive in order
+    #[test]
+    fn commands_and_packets_get_ids_in_time_order() {
+        let ids: Vec<Uuid> = (0..2_000)
+            .flat_map(|i| {
+                let p = packet("U:Ox", "U:Vz", &format!("s{i}"), serde_json::json!({}));
+                [p.message_id, send("U:Ox", p).id]
+            })
+            .collect();
+        assert!(ids.iter().all(|id| id.get_version_num() == 7));
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "strictly increasing");
+    }
 }

@@ -132,3 +132,24 @@ fn let_go_ids_take_a_few_bytes_each() {
     // 24 bytes an id in sorted runs.
     assert!(bytes <= 8 * 300_000, "{bytes} bytes for 300,000 ids");
 }
+
+/// Under steady load every generation holds about as many ids as the one before: each
+/// generation after the first is one layer sized for them (a first layer of 4,096 that
+/// doubled took three layers and up to twice the bits).
+#[test]
+fn a_generations_filter_is_sized_for_the_ids_of_the_one_before() {
+    let mut cold: ColdIds<uuid::Uuid> = ColdIds::default();
+    // 13,107 ids a generation of 65,536 events (five events a packet).
+    let n = 13_107u64 * 8;
+    for k in 0..n {
+        cold.row_written(&uuid::Uuid::from_u128(u128::from(k)), k * 5);
+    }
+    let filters: Vec<&Seen> = cold.generations.values().collect();
+    assert_eq!(filters.len(), 8);
+    assert_eq!(filters[0].layer_count(), 3, "4,096 doubled twice");
+    for (g, filter) in filters.iter().enumerate().skip(1) {
+        assert_eq!(filter.layer_count(), 1, "generation {g}");
+        let per_id = filter.bytes() as f64 / filter.len() as f64;
+        assert!(per_id < 2.6, "generation {g}: {per_id} bytes an id");
+    }
+}

@@ -75,7 +75,7 @@ pub(super) fn send(cx: &Ctx<'_>, packet: &Packet) -> Result<Vec<EventRecord>, Ke
         }
         packet.thread_id = inherited.to_owned();
     } else if packet.thread_id.is_empty() {
-        packet.thread_id = Uuid::new_v4().to_string();
+        packet.thread_id = cx.fresh_id().to_string();
     }
     let cxp = convert::to_cxp(&packet, cx.state.max_retries())?;
     if cxp.delivery_status() != DeliveryStatus::Queued {
