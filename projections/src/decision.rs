@@ -118,12 +118,13 @@ pub struct DecisionRef<'a> {
 ///
 /// Decisions are kept in log order: the view folds one stream, whose checkpoint admits
 /// only increasing sequences, so appending keeps them sorted and a lookup by sequence is
-/// a binary search. Their summaries are packed (about ten bytes each,
+/// a binary search. Their summaries are packed (about nine bytes each,
 /// `decision/packed.rs`); the subject and action indexes are sets of positions among
 /// them, as compressed bitmaps: a subject or action that takes a share of the
 /// decisions costs about one bit per decision in its span, a rare one two bytes per
-/// decision it has (four bytes a position as `Vec<u32>` lists, 22 bytes a `cxp.send`
-/// that followed the history: `docs/performance.md`, "Decision lists as bitmaps"). Entries (bodies) are held for
+/// decision it has (as `Vec<u32>` lists, four bytes a position: 22 bytes a `cxp.send`
+/// that followed the history; `docs/performance.md`, "A million and a half sends on
+/// one server"). Entries (bodies) are held for
 /// the newest decisions only: `bodies[i]` is the entry of the summary at position
 /// `cold + i`; see the module docs.
 #[derive(Debug, Clone, Default, PartialEq)]

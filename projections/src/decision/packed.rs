@@ -1,4 +1,4 @@
-//! [`Packed`]: every decision's [`Summary`], in log order, in about ten bytes each.
+//! [`Packed`]: every decision's [`Summary`], in log order, in about nine bytes each.
 //!
 //! The decision index keeps a summary of every decision ever recorded (what searches
 //! filter on), so these bytes follow the history: at two decisions per `cxp.send` a
@@ -9,9 +9,9 @@
 //! deltas from the entry before it: the sequence (consecutive decisions: one byte), the
 //! time (seconds as a signed delta, one byte; the sub-second nanoseconds as a signed
 //! delta too, two or three bytes between decisions microseconds apart where the
-//! nanoseconds as written took four or five), the interned subject, action and principal (a byte each for a handful of
-//! names), result and dry-run flag (one byte). Any `DateTime` and any sequence round-trip
-//! exactly.
+//! nanoseconds as written took four or five), the interned subject, action and
+//! principal (a byte each for a handful of names), result and dry-run flag (one byte).
+//! Any `DateTime` and any sequence round-trip exactly.
 //!
 //! Reading a frozen summary decodes its block (a few microseconds); [`Cursor`] keeps the
 //! block it decoded last, so a scan in either direction decodes each block once.
