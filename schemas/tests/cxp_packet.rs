@@ -45,9 +45,9 @@ fn new_packet_gets_uuid_ids_defaults_and_current_version() {
     let a = packet();
     let b = packet();
     assert_ne!(a.message_id(), b.message_id());
-    assert_eq!(a.message_id().get_version_num(), 4);
+    assert_eq!(a.message_id().get_version_num(), 7);
     let thread = uuid::Uuid::parse_str(a.thread_id()).expect("thread id is a UUID");
-    assert_eq!(thread.get_version_num(), 4);
+    assert_eq!(thread.get_version_num(), 7);
     assert_ne!(a.thread_id(), b.thread_id());
     assert_eq!(a.priority(), Priority::NORMAL);
     assert_eq!(a.delivery_status(), DeliveryStatus::Queued);
