@@ -232,6 +232,11 @@ impl<K: Eq + Hash> ColdIds<K> {
 
     /// A row of `id` is stored for the entry created at `sequence`.
     pub fn row_written<Q: AsRef<[u8]> + ?Sized>(&mut self, id: &Q, sequence: u64) {
+        let generation = generation(sequence);
+        if let Some(filter) = self.generations.get_mut(&generation) {
+            filter.insert(id.as_ref());
+            return;
+        }
         let first = self
             .generations
             .values()
@@ -239,10 +244,9 @@ impl<K: Eq + Hash> ColdIds<K> {
             .map_or(GENERATION_FIRST_LAYER, |last| {
                 (last.len() + last.len() / 8).max(GENERATION_FIRST_LAYER)
             });
-        self.generations
-            .entry(generation(sequence))
-            .or_insert_with(|| Seen::starting_at(first))
-            .insert(id.as_ref());
+        let mut filter = Seen::starting_at(first);
+        filter.insert(id.as_ref());
+        self.generations.insert(generation, filter);
     }
 
     /// What `id`'s index row in `generation` said: the entry is stored under `at`, or

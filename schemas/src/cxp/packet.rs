@@ -57,9 +57,8 @@ pub struct CxpPacket {
 
 impl CxpPacket {
     /// A new packet stamped with the wall clock (`Utc::now()`): fresh `message_id` and
-    /// `thread_id`, UUID v7 at the creation time (ids in time order: the server keys
-    /// tables by them, and appends stay at their right edge), priority NORMAL, `queued` /
-    /// `pending`, protocol 1.0.0.
+    /// `thread_id` ([`super::id_at`] the creation time: UUID v7, in time order),
+    /// priority NORMAL, `queued` / `pending`, protocol 1.0.0.
     ///
     /// Code that must stay deterministic (folds, replays, tests) uses [`CxpPacket::new_at`].
     pub fn new(
@@ -84,13 +83,11 @@ impl CxpPacket {
         let payload = payload.into();
         fields::payload(&payload)?;
         fields::distinct_agents(from, to)?;
-        let secs = u64::try_from(at.timestamp()).unwrap_or(0);
-        let stamp = uuid::Timestamp::from_unix(uuid::NoContext, secs, at.timestamp_subsec_nanos());
         Ok(CxpPacket {
-            message_id: Uuid::new_v7(stamp),
+            message_id: super::id_at(at),
             from_agent: from,
             to_agent: to,
-            thread_id: Uuid::new_v7(stamp).to_string(),
+            thread_id: super::id_at(at).to_string(),
             subject,
             payload,
             timestamp: at,

@@ -47,15 +47,10 @@ impl Ctx<'_> {
         self.record_at(key, event, self.now)
     }
 
-    /// A fresh id ordered by the command's time (UUID v7 at `now`, random below the
-    /// millisecond): ids the kernel makes up (a new conversation's thread) are keys of
-    /// its spill table and of the views' index rows, where ids in time order fill
-    /// pages at the right edge instead of landing on a random page each.
+    /// A fresh id at the command's time ([`orchestrata_schemas::cxp::id_at`]): for ids
+    /// the kernel makes up, such as a new conversation's thread.
     pub fn fresh_id(&self) -> Uuid {
-        let secs = u64::try_from(self.now.timestamp()).unwrap_or(0);
-        let stamp =
-            uuid::Timestamp::from_unix(uuid::NoContext, secs, self.now.timestamp_subsec_nanos());
-        Uuid::new_v7(stamp)
+        orchestrata_schemas::cxp::id_at(self.now)
     }
 
     /// The packet `id`, or `unknown_packet`.

@@ -1,5 +1,6 @@
-//! How the aggregate's packets and threads are written to the spill file
-//! ([`super::spill`]) and read back: MessagePack, the packet in its own binary codec.
+//! How the aggregate's packets, threads and executed command ids are written to the
+//! spill file ([`super::spill`]) and read back: MessagePack, the packet in its own
+//! binary codec; a command id is its key alone.
 //!
 //! These bytes never leave the process (the spill file is unlinked scratch space), so
 //! the forms carry no version; they only have to give back an equal value.
