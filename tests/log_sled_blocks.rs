@@ -6,18 +6,27 @@ use std::path::Path;
 use std::time::Duration;
 
 use orchestrata::config::{FsyncPolicy, RetentionPolicy, DEFAULT_SLED_CACHE_BYTES};
-use orchestrata::log::{RawLog, SledLog};
+use orchestrata::log::{LogError, RawLog, SledLog};
 use orchestrata_schemas::events::Stream;
 
+/// Opens the log, waiting while the database is still locked by the handle dropped
+/// just before (sled and the log's writer thread let go of it in the background).
 async fn open(dir: &Path, retention: Vec<(Stream, RetentionPolicy)>) -> SledLog {
-    SledLog::open(
-        dir,
-        FsyncPolicy::EveryAppend,
-        retention,
-        DEFAULT_SLED_CACHE_BYTES,
-    )
-    .await
-    .expect("open sled log")
+    for _ in 0..100 {
+        match SledLog::open(
+            dir,
+            FsyncPolicy::EveryAppend,
+            retention.clone(),
+            DEFAULT_SLED_CACHE_BYTES,
+        )
+        .await
+        {
+            Ok(log) => return log,
+            Err(LogError::Locked { .. }) => tokio::time::sleep(Duration::from_millis(50)).await,
+            Err(e) => panic!("open sled log: {e:?}"),
+        }
+    }
+    panic!("the sled database stayed locked after the last handle was dropped");
 }
 
 /// Opens the database directly once the log has let go of it (its writer thread closes
