@@ -2,7 +2,9 @@
 //! memory): a default `orchestrata up` (a separate process: sled log, governance,
 //! projections) restarted with `projections.hot_entries` = 4 answers `governance.query`
 //! for every older decision from the view store, exactly as it answered them from
-//! memory; `/metrics` shows how many bodies it holds.
+//! memory, searches bounded by time included (the index keeps the times of old
+//! decisions in the store too, a block of 256 at a time); `/metrics` shows how many
+//! bodies it holds.
 
 mod support;
 
@@ -15,6 +17,8 @@ use support::ws::Ws;
 
 const TOKEN: &str = "decision-bodies-test-token";
 const HOT: u64 = 4;
+/// Sends before the restart: two decisions each, enough for two blocks of times.
+const SENDS: usize = 300;
 
 /// Gauge `name` on `/metrics` of the server at `port`.
 async fn gauge(port: u16, name: &str) -> u64 {
@@ -79,13 +83,13 @@ async fn old_decisions_are_answered_from_the_store_as_they_were_from_memory() {
     let port = support::free_port();
     let mut up = Up::start(data.path(), port, TOKEN, &[], &[]);
     let mut ws = client(port).await;
-    for _ in 0..15 {
+    for _ in 0..SENDS {
         checked_ok(&mut ws, "cxp.send", support::spec_send()).await;
     }
     // Each send records the gateway's scope check and the policy's decision.
-    settle(port, 30, None).await;
+    settle(port, 2 * SENDS as u64, None).await;
     let from_memory = every_decision(&mut ws).await;
-    assert!(from_memory.len() >= 30, "{}", from_memory.len());
+    assert!(from_memory.len() >= 2 * SENDS, "{}", from_memory.len());
     assert!(
         from_memory.iter().all(|d| d["decision_id"].is_string()),
         "{from_memory:?}"
@@ -111,7 +115,7 @@ async fn old_decisions_are_answered_from_the_store_as_they_were_from_memory() {
     let policy = checked_ok(
         &mut ws,
         "governance.query",
-        json!({"action": "cxp.send", "volk_id": "U:GW", "limit": 100}),
+        json!({"action": "cxp.send", "volk_id": "U:GW", "limit": 1000}),
     )
     .await;
     let expected: Vec<&Value> = from_memory
@@ -121,6 +125,40 @@ async fn old_decisions_are_answered_from_the_store_as_they_were_from_memory() {
     assert_eq!(policy["total"].as_u64(), Some(expected.len() as u64));
     assert_eq!(
         policy["decisions"]
+            .as_array()
+            .map(|a| a.iter().collect::<Vec<_>>()),
+        Some(expected)
+    );
+
+    // Bounds that fall inside old blocks of times, which only the store holds now.
+    let at = |d: &Value| -> chrono::DateTime<chrono::Utc> {
+        d["timestamp"]
+            .as_str()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("timestamp of {d}"))
+    };
+    let (from, until) = (
+        at(&from_memory[from_memory.len() * 3 / 4]),
+        at(&from_memory[from_memory.len() / 3]),
+    );
+    let bounded = checked_ok(
+        &mut ws,
+        "governance.query",
+        json!({"date_from": from, "date_to": until, "limit": 1000}),
+    )
+    .await;
+    let expected: Vec<&Value> = from_memory
+        .iter()
+        .filter(|d| at(d) >= from && at(d) < until)
+        .collect();
+    assert!(
+        expected.len() > 100,
+        "{} decisions in bounds",
+        expected.len()
+    );
+    assert_eq!(bounded["total"].as_u64(), Some(expected.len() as u64));
+    assert_eq!(
+        bounded["decisions"]
             .as_array()
             .map(|a| a.iter().collect::<Vec<_>>()),
         Some(expected)

@@ -1,9 +1,11 @@
-//! The decision index's stored form: a head (checkpoint, policies) and one entry per
-//! decision (`d` + its sequence, big-endian, so entries load in log order). Decisions
-//! are only ever appended, so a commit writes those past the last one the store
-//! confirmed ([`View::committed`](crate::View::committed)); a commit that failed is
-//! taken again. The summaries and the id, subject and action indexes are rebuilt on
-//! load.
+//! The decision index's stored form: a head (checkpoint, policies, how many blocks of
+//! times are stored), one entry per decision (`d` + its sequence, big-endian, so
+//! entries load in log order) and one per frozen block of times (`t` + its number;
+//! `decision/times.rs`). Decisions and blocks are only ever appended, so a commit
+//! writes those past the last ones the store confirmed
+//! ([`View::committed`](crate::View::committed)); a commit that failed is taken again.
+//! Times and indexes are rebuilt from the decisions on load; the stored blocks are
+//! there for searches to read once memory let them go.
 //!
 //! The view serialized whole (how earlier versions stored it, and what `projections
 //! show` prints) is the positional form of [`Whole`]: only a view holding every body
@@ -14,6 +16,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
 
+use super::times::{self, block_key};
 use super::{DecisionEntry, DecisionIndex, PolicyEntry};
 use crate::stored::{self, Changes, Saved, StoredEntry, StoredError};
 use crate::{Checkpoint, Restorer};
@@ -24,6 +27,9 @@ const DECISION: u8 = b'd';
 struct Head {
     checkpoint: Checkpoint,
     policies: BTreeMap<String, PolicyEntry>,
+    /// Frozen blocks of times stored (0 in heads written before they were).
+    #[serde(default)]
+    time_blocks: u64,
 }
 
 impl DecisionIndex {
@@ -33,6 +39,7 @@ impl DecisionIndex {
             &Head {
                 checkpoint: self.checkpoint.clone(),
                 policies: self.policies.clone(),
+                time_blocks: self.times.frozen() as u64,
             },
         )?;
         let from = if all { 0 } else { self.saved.0 };
@@ -50,7 +57,19 @@ impl DecisionIndex {
             let value = stored::encode("decision", entry)?;
             entries.push((Self::stored_key(entry.sequence), Some(value)));
         }
-        self.taken = Saved(self.summaries.len());
+        let blocks_from = if all { 0 } else { self.blocks_saved.0 };
+        for block in blocks_from..self.times.frozen() {
+            let bytes = self
+                .times
+                .encoded(block)
+                .ok_or_else(|| StoredError::Encode {
+                    what: "decision index".into(),
+                    reason: format!("block {block} of times is only in the store"),
+                })?;
+            entries.push((block_key(block), Some(bytes.to_vec())));
+        }
+        self.taken = Saved(self.len());
+        self.blocks_taken = Saved(self.times.frozen());
         Ok(Changes::tracked(head, entries))
     }
 
@@ -81,10 +100,13 @@ pub(super) struct Restore {
 impl Restore {
     pub(super) fn new(head: &[u8], keep_hot: usize) -> Result<Self, StoredError> {
         let head: Head = stored::decode("decision index head", head)?;
+        let blocks = Saved(usize::try_from(head.time_blocks).unwrap_or(usize::MAX));
         Ok(Restore {
             view: DecisionIndex {
                 checkpoint: head.checkpoint,
                 policies: head.policies,
+                blocks_saved: blocks,
+                blocks_taken: blocks,
                 ..DecisionIndex::default()
             },
             keep_hot,
@@ -94,6 +116,11 @@ impl Restore {
 
 impl Restorer<DecisionIndex> for Restore {
     fn entry(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<(), StoredError> {
+        // Blocks of times are rebuilt from the decisions (they come after them, in key
+        // order); the stored ones are what the head counts.
+        if key.first() == Some(&times::TIMES) && times::block_of(&key).is_some() {
+            return Ok(());
+        }
         if key.first() != Some(&DECISION) {
             return Err(StoredError::entry(
                 "decision index",
@@ -103,7 +130,7 @@ impl Restorer<DecisionIndex> for Restore {
         let view = &mut self.view;
         view.push(DecisionIndex::decode_stored(&value)?);
         // Everything read so far is stored.
-        view.saved = Saved(view.summaries.len());
+        view.saved = Saved(view.len());
         view.taken = view.saved;
         if view.bodies.len() > self.keep_hot.saturating_add(self.keep_hot.max(1024)) {
             view.evict(self.keep_hot);
@@ -150,12 +177,12 @@ impl Serialize for DecisionIndex {
             by_subject: self
                 .by_subject
                 .iter()
-                .map(|(k, list)| (k.clone(), self.sequences(list)))
+                .map(|(k, list)| (k.clone(), self.sequences_at(list)))
                 .collect(),
             by_action: self
                 .by_action
                 .iter()
-                .map(|(k, list)| (k.clone(), self.sequences(list)))
+                .map(|(k, list)| (k.clone(), self.sequences_at(list)))
                 .collect(),
             policies: self.policies.clone(),
         }

@@ -5,6 +5,28 @@ use uuid::Uuid;
 use super::*;
 use crate::fold;
 use crate::testkit::{env, json, t};
+use crate::{Page, PageRequest};
+
+/// A search whose times are all in memory (a view folded whole, or one that kept them).
+pub(super) fn page_of<'a>(
+    view: &'a DecisionIndex,
+    query: &DecisionQuery,
+    page: &PageRequest,
+) -> Page<DecisionRef<'a>> {
+    view.decisions(query, page, &StoredTimes::default())
+        .expect("times in memory")
+}
+
+/// [`DecisionIndex::newest`] on a view whose times are all in memory.
+pub(super) fn newest<'a>(
+    view: &'a DecisionIndex,
+    query: &DecisionQuery,
+    offset: usize,
+    limit: usize,
+) -> (usize, Vec<DecisionRef<'a>>) {
+    view.newest(query, offset, limit, &StoredTimes::default())
+        .expect("times in memory")
+}
 
 pub(super) fn decision(
     seq: u64,
@@ -57,7 +79,7 @@ fn decisions_are_indexed_by_time_subject_action_and_result() {
     assert_eq!(view.len(), 4);
     assert_eq!(view.policy("h1").map(|p| p.rule_count), Some(1));
     let seqs = |q: DecisionQuery| -> Vec<u64> {
-        view.decisions(&q, &PageRequest::first(10))
+        page_of(&view, &q, &PageRequest::first(10))
             .items
             .iter()
             .map(|e| e.sequence)
@@ -112,8 +134,7 @@ fn decisions_are_indexed_by_time_subject_action_and_result() {
             principal: Some(p.into()),
             ..Default::default()
         };
-        attributed
-            .decisions(&query, &PageRequest::first(10))
+        page_of(&attributed, &query, &PageRequest::first(10))
             .items
             .iter()
             .map(|e| e.sequence)
@@ -125,13 +146,14 @@ fn decisions_are_indexed_by_time_subject_action_and_result() {
     assert_eq!(
         attributed
             .decision(&Uuid::from_u128(104))
-            .and_then(|e| e.principal),
+            .and_then(|e| e.body?.principal.as_deref()),
         Some("operator")
     );
-    let page = view.decisions(&DecisionQuery::default(), &PageRequest::after(1, 2));
+    let page = page_of(&view, &DecisionQuery::default(), &PageRequest::after(1, 2));
     assert_eq!((page.items.len(), page.next), (2, Some(3)));
     assert_eq!(
-        view.decision(&Uuid::from_u128(102)).map(|e| e.at),
+        view.decision(&Uuid::from_u128(102))
+            .and_then(|e| e.body.map(|b| b.at)),
         Some(t(20))
     );
     // A repeat, or the same decision logged twice, counts once.
@@ -172,7 +194,7 @@ fn seven() -> Vec<Envelope> {
 }
 
 fn bodies(view: &DecisionIndex, query: &DecisionQuery) -> Vec<(u64, bool)> {
-    view.decisions(query, &PageRequest::first(100))
+    page_of(view, query, &PageRequest::first(100))
         .items
         .iter()
         .map(|e| (e.sequence, e.body.is_some()))
@@ -212,13 +234,13 @@ fn committed_bodies_leave_memory_and_stay_readable_from_the_store() {
     assert_eq!(bodies(&view, &vz), [(2, false), (4, false), (6, true)]);
     // A cold decision is found by a search; its body is its stored entry, under the key
     // the index names.
-    let page = view.decisions(&all, &PageRequest::first(10));
+    let page = page_of(&view, &all, &PageRequest::first(10));
     let cold = page
         .items
         .iter()
         .find(|d| d.sequence == 3)
         .expect("decision 3");
-    assert_eq!((cold.sequence, cold.at, cold.body), (3, t(30), None));
+    assert_eq!((cold.sequence, cold.body), (3, None));
     // By id, a live view finds the decisions whose body it holds, and no other.
     assert!(view.decision(&Uuid::from_u128(103)).is_none());
     assert_eq!(
@@ -340,15 +362,14 @@ fn newest_first_pages_count_every_match_and_hand_out_only_the_page() {
         },
     ];
     for query in &queries {
-        let forward: Vec<u64> = view
-            .decisions(query, &PageRequest::first(100))
+        let forward: Vec<u64> = page_of(&view, query, &PageRequest::first(100))
             .items
             .iter()
             .map(|e| e.sequence)
             .collect();
         let backward: Vec<u64> = forward.iter().rev().copied().collect();
         for (offset, limit) in [(0, 100), (0, 2), (2, 3), (5, 1), (20, 5)] {
-            let (total, page) = view.newest(query, offset, limit);
+            let (total, page) = newest(&view, query, offset, limit);
             assert_eq!(total, forward.len(), "{query:?}");
             let got: Vec<u64> = page.iter().map(|e| e.sequence).collect();
             let want: Vec<u64> = backward.iter().skip(offset).take(limit).copied().collect();
@@ -389,4 +410,62 @@ fn many_waiting_decisions_ask_for_a_commit() {
     let mut view = DecisionIndex::default();
     let one = |seq| decision(seq, 1, "U:Ox", "cxp.send", DecisionResult::Allow);
     crate::testkit::Shelf::default().presses_past_the_bound(&mut view, one, 10);
+}
+
+// ISSUE-18: a store written before blocks of times were stored (its head has no count
+// of them) restores, keeps every block in memory, and its next commit stores them all;
+// a restore from the new store lets the old blocks go again
+#[test]
+fn a_store_from_before_blocks_of_times_gets_them_at_its_next_commit() {
+    let events: Vec<Envelope> = (1..=(3 * times::BLOCK as u64 + 10))
+        .map(|s| decision(s, s as i64, "U:Vz", "cxp.send", DecisionResult::Allow))
+        .collect();
+    let mut folded: DecisionIndex = fold(&events);
+    let changes = folded.take_changes(true).expect("changes");
+    let bodies: Vec<_> = changes
+        .entries
+        .into_iter()
+        .filter(|(k, _)| k.first() == Some(&b'd'))
+        .map(|(k, v)| (k, v.expect("written")))
+        .collect();
+    // The head as earlier versions wrote it: checkpoint and policies only.
+    let old_head = crate::stored::encode(
+        "old head",
+        &(
+            folded.checkpoint().clone(),
+            BTreeMap::<String, PolicyEntry>::new(),
+        ),
+    )
+    .expect("encodes");
+    let mut restorer = DecisionIndex::restorer(&old_head, 4).expect("old head decodes");
+    for (k, v) in bodies.clone() {
+        restorer.entry(k, v).expect("entry");
+    }
+    let mut restored = restorer.finish().expect("restores");
+    // What a runner holds after committing the fold, keeping 4 bodies.
+    folded.committed(4);
+    assert_eq!(restored, folded);
+    let all = DecisionQuery {
+        until: Some(t(100)),
+        ..Default::default()
+    };
+    // No block was let go: the store has none.
+    assert_eq!(newest(&restored, &all, 0, 1).0, 99);
+    let mut shelf = crate::testkit::Shelf {
+        head: old_head,
+        entries: bodies.into_iter().collect(),
+    };
+    shelf.commit(&mut restored, false, 4);
+    let stored_blocks = shelf.entries.keys().filter(|k| k[0] == b't').count();
+    assert_eq!(stored_blocks, 3);
+    assert!(restored
+        .newest(&all, 0, 1, &StoredTimes::default())
+        .is_err());
+    let mut again = DecisionIndex::restorer(&shelf.head, 4).expect("head decodes");
+    for (k, v) in &shelf.entries {
+        again.entry(k.clone(), v.clone()).expect("entry");
+    }
+    let again = again.finish().expect("restores");
+    assert_eq!(again, folded);
+    assert!(again.newest(&all, 0, 1, &StoredTimes::default()).is_err());
 }

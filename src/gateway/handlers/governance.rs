@@ -94,25 +94,13 @@ pub async fn query(call: Call) -> RpcResult {
         until: p.date_to,
         dry_run: p.dry_run,
     };
-    // The page under the view's lock: bodies in memory cloned, the others (decisions
-    // the index let go once committed) read from the view store after it.
-    let (total, page) = {
-        let index = views.decisions.read();
-        let (total, page) = index.newest(&query, p.offset, limit);
-        let page: Vec<(u64, Option<DecisionEntry>)> =
-            page.iter().map(|e| (e.sequence, e.body.cloned())).collect();
-        (total, page)
-    };
+    let (total, page) = views
+        .decisions
+        .newest(&query, p.offset, limit)
+        .map_err(|e| RpcError::internal("projections_unavailable", e))?;
     let page = page
-        .into_iter()
-        .map(|(sequence, body)| match body {
-            Some(entry) => Ok(entry),
-            None => views
-                .decisions
-                .stored_decision(sequence)
-                .map_err(|e| RpcError::internal("projections_unavailable", e)),
-        })
-        .map(|entry| entry.and_then(|e| decision_json(&e)))
+        .iter()
+        .map(decision_json)
         .collect::<Result<Vec<_>, _>>()?;
     Ok(json!({
         "decisions": page,
