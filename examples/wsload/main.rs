@@ -6,6 +6,7 @@
 //! cargo run --release --example wsload -- pipe      ws://127.0.0.1:18790/ --conns 10 --secs 5
 //! cargo run --release --example wsload -- fanout    ws://127.0.0.1:18790/ --subs 100 --rate 10000
 //! cargo run --release --example wsload -- js-fanout ws://127.0.0.1:18791   --subs 100 --rate 10000
+//! cargo run --release --example wsload -- call      ws://127.0.0.1:18790/ governance.query '{"volk_id":"U:GW"}'
 //! ```
 //!
 //! The Orchestrata modes authenticate with `--token` (or `GATEWAY_TOKEN`), the operator
@@ -23,6 +24,7 @@
 //!   instant (carried in the payload) to arrival, on the process's one clock.
 //! - `js-fanout`: the same shape against NATS JetStream's WebSocket listener (file
 //!   storage, acked publishes, one push consumer per subscriber).
+//! - `call`: one method with the given params, one request at a time; p50/p99/max.
 //!
 //! Output: `key=value` lines (see [`fanout`] for the fan-out keys). The exit status is 1
 //! when any request was answered with an error or a delivery is missing.
@@ -86,6 +88,22 @@ enum Mode {
         #[command(flatten)]
         load: FanoutArgs,
     },
+    /// One method's round trips, one at a time.
+    Call {
+        /// The gateway's WebSocket URL.
+        url: String,
+        /// The method, e.g. `governance.query`.
+        method: String,
+        /// Its params, as JSON.
+        #[arg(default_value = "{}")]
+        params: String,
+        /// The operator token.
+        #[arg(long, env = "GATEWAY_TOKEN", hide_env_values = true)]
+        token: String,
+        /// Round trips measured (after 5 unmeasured).
+        #[arg(long, default_value_t = 50)]
+        count: usize,
+    },
     /// The same fan-out against NATS JetStream over its WebSocket listener.
     JsFanout {
         /// nats-server's WebSocket URL.
@@ -110,6 +128,20 @@ async fn main() -> anyhow::Result<()> {
             "pipe",
             orch::pipe(&url, &token, conns, secs, window, warmup).await?,
         ),
+        Mode::Call {
+            url,
+            method,
+            params,
+            token,
+            count,
+        } => {
+            let params: serde_json::Value = serde_json::from_str(&params)
+                .map_err(|e| anyhow::anyhow!("params are not JSON: {e}"))?;
+            (
+                "call",
+                orch::calls(&url, &token, &method, &params, count).await?,
+            )
+        }
         Mode::Fanout { url, token, load } => ("fanout", orch::fanout(&url, &token, &load).await?),
         Mode::JsFanout { url, load } => ("js-fanout", nats::js_fanout(&url, &load).await?),
     };

@@ -138,6 +138,47 @@ pub async fn rtt(url: &str, token: &str, count: usize) -> anyhow::Result<Report>
     Ok(r)
 }
 
+/// Round trips of one method with `params`, one at a time on one connection (after
+/// five unmeasured): p50/p99/max in ms. For reads whose cost may follow the history,
+/// such as `governance.query` over millions of decisions.
+pub async fn calls(
+    url: &str,
+    token: &str,
+    method: &str,
+    params: &Value,
+    count: usize,
+) -> anyhow::Result<Report> {
+    let mut ws = connect(url, token).await?;
+    let mut lat = Vec::with_capacity(count);
+    let (mut errors, mut first_error) = (0u64, None);
+    let warmup = 5.min(count);
+    for i in 0..(warmup + count) as u64 {
+        let request = serde_json::json!({"jsonrpc":"2.0","id":i,"method":method,"params":params});
+        let t = Instant::now();
+        let outcome = call(&mut ws, i, request.to_string()).await?;
+        let us = t.elapsed().as_micros() as u64;
+        if let Err(e) = outcome {
+            errors += 1;
+            first_error.get_or_insert(e);
+        }
+        if i >= warmup as u64 {
+            lat.push(us);
+        }
+    }
+    lat.sort_unstable();
+    let mut r = Report::default();
+    r.put("method", method)
+        .put("count", count)
+        .put("p50_ms", ms(percentile(&lat, 0.5)))
+        .put("p99_ms", ms(percentile(&lat, 0.99)))
+        .put("max_ms", ms(lat.last().copied().unwrap_or(0)))
+        .put("errors", errors);
+    if let Some(e) = first_error {
+        r.put("first_error", e);
+    }
+    Ok(r)
+}
+
 /// `conns` connections each keep up to `window` `cxp.send` in flight for `secs`
 /// seconds (after `warmup` seconds); reports acknowledged sends per second.
 pub async fn pipe(
