@@ -95,7 +95,10 @@ impl DecisionIndex {
         Ok(set)
     }
 
-    /// Takes out of `set` the positions whose time is outside the query's bounds.
+    /// Takes out of `set` the positions whose time is outside the query's bounds: one
+    /// intersection with the positions kept, built in order (removing block by block
+    /// shifted a sparse set's array once a block, 12 ms for a subject's half of 2 M
+    /// decisions).
     fn within_times(
         &self,
         set: &mut RoaringBitmap,
@@ -103,36 +106,36 @@ impl DecisionIndex {
         stored: &StoredTimes,
     ) -> Result<(), NeedsStored> {
         let blocks = self.times.frozen() + 1;
+        let mut keep = RoaringBitmap::new();
         let mut needs = Vec::new();
         for block in 0..blocks {
             let span = block_span(block);
-            if set.range_cardinality(span.clone()) == 0 {
-                continue;
-            }
             match self.times.verdict(block, query.from, query.until) {
-                Verdict::All => {}
-                Verdict::Nothing => {
-                    set.remove_range(span);
+                Verdict::All => {
+                    keep.insert_range(span);
                 }
+                Verdict::Nothing => {}
+                // Only blocks holding a match are worth reading.
+                Verdict::Mixed if set.range_cardinality(span.clone()) == 0 => {}
                 Verdict::Mixed => match self.times.block(block, stored) {
                     None => needs.push(block_key(block)),
                     Some(times) => {
                         for (at, position) in times.iter().zip(span) {
                             let inside = query.from.is_none_or(|f| *at >= f)
                                 && query.until.is_none_or(|u| *at < u);
-                            if !inside {
-                                set.remove(position);
+                            if inside {
+                                keep.insert(position);
                             }
                         }
                     }
                 },
             }
         }
-        if needs.is_empty() {
-            Ok(())
-        } else {
-            Err(NeedsStored { keys: needs })
+        if !needs.is_empty() {
+            return Err(NeedsStored { keys: needs });
         }
+        *set &= keep;
+        Ok(())
     }
 }
 
