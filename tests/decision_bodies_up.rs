@@ -75,8 +75,9 @@ async fn every_decision(ws: &mut Ws) -> Vec<Value> {
     }
 }
 
-// REQ-014-032 REQ-014-036 ISSUE-18: a decision whose body left memory is answered by
-// governance.query from the view store, field for field as before
+// REQ-014-032 REQ-014-036 REQ-014-037 ISSUE-18: a decision whose body left memory is
+// answered by governance.query from the view store, field for field as before, and a
+// time range over decisions whose times left memory matches the same decisions
 #[tokio::test]
 async fn old_decisions_are_answered_from_the_store_as_they_were_from_memory() {
     let data = tempfile::tempdir().expect("temp dir");

@@ -1,4 +1,5 @@
-//! Searches over more decisions than one packed block holds answer exactly as a plain
+//! Searches over more decisions than one block of times holds, on a view holding them all
+//! and on one that let the old blocks go to its store, answer exactly as a plain
 //! filter over every decision does.
 
 use orchestrata_schemas::events::types::DecisionResult;
@@ -107,7 +108,7 @@ proptest! {
 
     // REQ-014-032 REQ-014-036 REQ-014-037 REQ-014-038 REQ-014-039
     #[test]
-    fn searches_across_packed_blocks_answer_as_a_plain_filter(
+    fn searches_on_bitmaps_and_stored_times_answer_as_a_plain_filter(
         rows in history(),
         queries in proptest::collection::vec(query(), 4),
         start in 0u64..1000,
@@ -205,7 +206,7 @@ fn searches_by_subject_run_across_the_bitmaps_containers() {
 /// A server's history, times following the log: once its old blocks of times left
 /// memory, a search bounded by time reads only the blocks its bounds fall in, and one
 /// without a time bound reads none.
-// ISSUE-18: bounded memory, searches stay correct for old data
+// REQ-014-037 ISSUE-18: bounded memory, searches by time stay correct for old data
 #[test]
 fn a_search_by_time_reads_only_the_blocks_at_its_bounds() {
     let rows: Vec<Row> = (0..40 * BLOCK as u64)
