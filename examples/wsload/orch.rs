@@ -93,46 +93,27 @@ async fn call(
 /// alternating (so both meet the same server state): p50/p99 of each, in ms.
 pub async fn rtt(url: &str, token: &str, count: usize) -> anyhow::Result<Report> {
     let mut ws = connect(url, token).await?;
-    let (mut ping, mut send) = (Vec::with_capacity(count), Vec::with_capacity(count));
-    let (mut errors, mut first_error) = (0u64, None);
+    let (mut ping, mut send) = (Trips::default(), Trips::default());
     let warmup = 20.min(count);
     for i in 0..(warmup + count) as u64 {
-        for (lat, req) in [
-            (
-                &mut ping,
-                format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"gateway.ping"}}"#),
-            ),
-            (&mut send, send_request(i)),
-        ] {
-            let t = Instant::now();
-            let outcome = call(&mut ws, i, req).await?;
-            let us = t.elapsed().as_micros() as u64;
-            if let Err(e) = outcome {
-                errors += 1;
-                first_error.get_or_insert(e);
-            }
-            if i >= warmup as u64 {
-                lat.push(us);
-            }
-        }
+        let measured = i >= warmup as u64;
+        let request = format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"gateway.ping"}}"#);
+        ping.time(&mut ws, i, request, measured).await?;
+        send.time(&mut ws, i, send_request(i), measured).await?;
     }
-    ping.sort_unstable();
-    send.sort_unstable();
+    let (ping_p50, send_p50) = (ping.percentile(0.5), send.percentile(0.5));
     let mut r = Report::default();
     r.put("count", count)
-        .put("ping_p50_ms", ms(percentile(&ping, 0.5)))
-        .put("ping_p99_ms", ms(percentile(&ping, 0.99)))
-        .put("send_p50_ms", ms(percentile(&send, 0.5)))
-        .put("send_p99_ms", ms(percentile(&send, 0.99)))
+        .put("ping_p50_ms", ms(ping_p50))
+        .put("ping_p99_ms", ms(ping.percentile(0.99)))
+        .put("send_p50_ms", ms(send_p50))
+        .put("send_p99_ms", ms(send.percentile(0.99)))
         .put(
             "send_over_ping_p50",
-            format!(
-                "{:.2}",
-                percentile(&send, 0.5) as f64 / percentile(&ping, 0.5).max(1) as f64
-            ),
+            format!("{:.2}", send_p50 as f64 / ping_p50.max(1) as f64),
         )
-        .put("errors", errors);
-    if let Some(e) = first_error {
+        .put("errors", ping.errors + send.errors);
+    if let Some(e) = ping.first_error.or(send.first_error) {
         r.put("first_error", e);
     }
     Ok(r)
@@ -149,34 +130,64 @@ pub async fn calls(
     count: usize,
 ) -> anyhow::Result<Report> {
     let mut ws = connect(url, token).await?;
-    let mut lat = Vec::with_capacity(count);
-    let (mut errors, mut first_error) = (0u64, None);
+    let mut trips = Trips::default();
     let warmup = 5.min(count);
     for i in 0..(warmup + count) as u64 {
         let request = serde_json::json!({"jsonrpc":"2.0","id":i,"method":method,"params":params});
-        let t = Instant::now();
-        let outcome = call(&mut ws, i, request.to_string()).await?;
-        let us = t.elapsed().as_micros() as u64;
-        if let Err(e) = outcome {
-            errors += 1;
-            first_error.get_or_insert(e);
-        }
-        if i >= warmup as u64 {
-            lat.push(us);
-        }
+        trips
+            .time(&mut ws, i, request.to_string(), i >= warmup as u64)
+            .await?;
     }
-    lat.sort_unstable();
     let mut r = Report::default();
     r.put("method", method)
         .put("count", count)
-        .put("p50_ms", ms(percentile(&lat, 0.5)))
-        .put("p99_ms", ms(percentile(&lat, 0.99)))
-        .put("max_ms", ms(lat.last().copied().unwrap_or(0)))
-        .put("errors", errors);
-    if let Some(e) = first_error {
+        .put("p50_ms", ms(trips.percentile(0.5)))
+        .put("p99_ms", ms(trips.percentile(0.99)))
+        .put("max_ms", ms(trips.percentile(1.0)))
+        .put("errors", trips.errors);
+    if let Some(e) = trips.first_error {
         r.put("first_error", e);
     }
     Ok(r)
+}
+
+/// Round trips of one kind of request: latencies (µs) of the measured ones, and the
+/// errors answered.
+#[derive(Default)]
+struct Trips {
+    lat: Vec<u64>,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+impl Trips {
+    /// Sends `request` (id `id`) and waits for its answer; its latency counts when
+    /// `measured`.
+    async fn time(
+        &mut self,
+        ws: &mut Ws,
+        id: u64,
+        request: String,
+        measured: bool,
+    ) -> anyhow::Result<()> {
+        let t = Instant::now();
+        let outcome = call(ws, id, request).await?;
+        let us = t.elapsed().as_micros() as u64;
+        if let Err(e) = outcome {
+            self.errors += 1;
+            self.first_error.get_or_insert(e);
+        }
+        if measured {
+            self.lat.push(us);
+        }
+        Ok(())
+    }
+
+    /// The `q` quantile of the measured latencies (1.0: the largest).
+    fn percentile(&mut self, q: f64) -> u64 {
+        self.lat.sort_unstable();
+        percentile(&self.lat, q)
+    }
 }
 
 /// `conns` connections each keep up to `window` `cxp.send` in flight for `secs`
