@@ -9,8 +9,9 @@
 //! stores beside each new entry an **index row** (id -> sequence), and memory keeps
 //! Bloom filters ([`Seen`]) and a count:
 //!
-//! - `seen`, of the ids let go of: an id it has never seen was never let go of
-//!   ([`Place::Nowhere`]) — the answer for nearly every new packet and thread;
+//! - `seen`, of the ids let go of ([`LetGoKeys`]): an id it has never seen was never
+//!   let go of ([`Place::Nowhere`]) — the answer for nearly every new packet and
+//!   thread; the ids the server stamps (UUID v7) take no bits in it;
 //! - one per **generation** of rows: a row's key starts with the generation of the
 //!   entry's sequence (2^16 events of `cxp.traffic` each), so the rows a commit adds
 //!   land in the B-tree pages of the newest generation only. Keyed by id alone they
@@ -29,8 +30,10 @@ use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
+use chrono::{DateTime, Utc};
 use orchestrata_schemas::events::Stream;
 
+use crate::let_go::LetGoKeys;
 use crate::seen::Seen;
 use crate::stored::StoredError;
 use crate::Checkpoint;
@@ -50,7 +53,7 @@ pub(crate) enum Place {
 #[derive(Debug, Clone)]
 pub(crate) struct ColdIds<K> {
     /// Ids let go of.
-    seen: Seen,
+    seen: LetGoKeys,
     /// How many entries are let go of now.
     count: usize,
     /// Generation -> ids with an index row in it.
@@ -180,7 +183,7 @@ impl PartialEq for Rows {
 impl<K> Default for ColdIds<K> {
     fn default() -> Self {
         ColdIds {
-            seen: Seen::default(),
+            seen: LetGoKeys::default(),
             count: 0,
             generations: BTreeMap::new(),
             found: HashMap::new(),
@@ -260,6 +263,11 @@ impl<K: Eq + Hash> ColdIds<K> {
         }
     }
 
+    /// The view folded an event stamped `at` (the server's clock, never an id's).
+    pub fn tick(&mut self, at: DateTime<Utc>) {
+        self.seen.tick(at);
+    }
+
     /// `id` was let go of (its entry and index row are stored).
     pub fn let_go<Q: AsRef<[u8]> + ?Sized>(&mut self, id: &Q) {
         self.seen.insert(id.as_ref());
@@ -295,7 +303,7 @@ impl<K: Eq + Hash> ColdIds<K> {
     /// Bytes the filters hold.
     #[cfg(test)]
     pub fn filter_bytes(&self) -> usize {
-        self.seen.bytes() + self.generations.values().map(Seen::bytes).sum::<usize>()
+        self.seen.filter_bytes() + self.generations.values().map(Seen::bytes).sum::<usize>()
     }
 }
 

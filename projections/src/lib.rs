@@ -33,6 +33,7 @@ mod checkpoint;
 mod cold_ids;
 pub mod decision;
 pub mod graph;
+pub mod let_go;
 pub mod packet;
 mod page;
 pub mod sample;

@@ -352,6 +352,7 @@ impl View for PacketIndex {
         {
             return false;
         }
+        self.cold.tick(envelope.record.timestamp);
         if let Event::PacketSent(sent) = &envelope.record.event {
             let p = &sent.packet;
             // A let-go packet's row was read before this event (`cold_keys`).

@@ -3,6 +3,7 @@ use std::collections::{HashMap, HashSet};
 use proptest::prelude::*;
 
 use super::*;
+use crate::let_go::STAMP_SLACK_MS;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -29,10 +30,34 @@ fn locate(cold: &mut ColdIds<String>, rows: &HashMap<String, u64>, id: &str) -> 
     panic!("{id}: still asks for rows after 64 reads");
 }
 
+/// The view's clock in the tests (ms since the epoch).
+const CLOCK: u64 = 1_780_000_000_000;
+
+/// A UUID v7 as text, carrying `ms` and `tag` in its random bits.
+fn v7(ms: u64, tag: u32) -> String {
+    let mut random = [0u8; 10];
+    random[..4].copy_from_slice(&tag.to_be_bytes());
+    uuid::Builder::from_unix_timestamp_millis(ms, &random)
+        .into_uuid()
+        .to_string()
+}
+
+/// Key `k`'s id: a made-up name, a v7 id stamped before the clock, or one stamped
+/// further ahead of it than the slack (a client's, or a clock far off).
+fn name(k: u8) -> String {
+    match k % 3 {
+        0 => format!("thread-{k}"),
+        1 => v7(CLOCK - 5_000 + u64::from(k), u32::from(k)),
+        _ => v7(CLOCK + STAMP_SLACK_MS + 1 + u64::from(k), u32::from(k)),
+    }
+}
+
 proptest! {
     // ISSUE-18: entries let go, read back and let go again are found, through the
-    // store's index rows, exactly as a map of let-go ids finds them; ids never let go
-    // (and the filters' false positives) are found nowhere.
+    // store's index rows, exactly as a map of let-go ids finds them — made-up ids,
+    // stamped v7 ids and v7 ids stamped ahead alike; ids never let go (and the
+    // filters' false positives) are found nowhere, v7 ones older than the newest let
+    // go of included.
     #[test]
     fn cold_ids_answer_as_a_map(
         ops in prop::collection::vec(
@@ -44,10 +69,10 @@ proptest! {
         ),
         settle_every in 1usize..5,
     ) {
-        let name = |k: u8| format!("thread-{k}");
         // Sixteen generations of rows.
         let at = |k: u8| u64::from(k) << 12;
         let mut cold: ColdIds<String> = ColdIds::default();
+        cold.tick(chrono::DateTime::from_timestamp_millis(CLOCK as i64).unwrap_or_default());
         // The store's index rows: written with an entry, never removed.
         let mut rows: HashMap<String, u64> = HashMap::new();
         let mut let_go: HashMap<String, u64> = HashMap::new();
@@ -86,8 +111,53 @@ proptest! {
         for k in 0..1000u32 {
             let never = format!("never-{k}");
             prop_assert_eq!(locate(&mut cold, &rows, &never), None);
+            // Stamped among the let-go ones, and after them.
+            let older = v7(CLOCK - 5_000 + u64::from(k % 256), 1_000 + k);
+            prop_assert_eq!(locate(&mut cold, &rows, &older), None);
+            prop_assert_eq!(locate(&mut cold, &rows, &v7(CLOCK + u64::from(k), k)), None);
         }
     }
+}
+
+/// Ids the server stamps take no filter bits once let go of; a newer one is known
+/// never let go of without a filter, an older one is looked for in the rows. An id
+/// stamped past the clock and its slack takes filter bits, and moves nothing.
+// ISSUE-18: bounded memory
+#[test]
+fn stamped_ids_take_no_filter_bits_and_ids_stamped_ahead_do() {
+    let mut cold: ColdIds<uuid::Uuid> = ColdIds::default();
+    let clock = chrono::DateTime::from_timestamp_millis(CLOCK as i64).unwrap_or_default();
+    let id = |ms: u64, tag: u32| v7(ms, tag).parse::<uuid::Uuid>().unwrap_or_default();
+    // Before the view folded any event, nothing is believed stamped.
+    cold.let_go(&id(CLOCK, 0));
+    assert!(cold.seen.filter_bytes() > 0);
+    let mut cold: ColdIds<uuid::Uuid> = ColdIds::default();
+    cold.tick(clock);
+    for k in 0..100_000u32 {
+        let stamped = id(CLOCK - 60_000 + u64::from(k / 2), k);
+        cold.row_written(&stamped, u64::from(k) * 5);
+        cold.let_go(&stamped);
+    }
+    assert_eq!((cold.len(), cold.seen.filter_bytes()), (100_000, 0));
+    assert_eq!(cold.seen.stamped_through(), Some(CLOCK - 60_000 + 49_999));
+    assert_eq!(
+        cold.place(&id(CLOCK, 7)),
+        Place::Nowhere,
+        "newer: no filter asked"
+    );
+    assert!(matches!(
+        cold.place(&id(CLOCK - 60_000 + 10, 20)),
+        Place::Row(_)
+    ));
+    assert_eq!(cold.place(&uuid::Uuid::from_u128(7)), Place::Nowhere);
+    // A client's id stamped an hour ahead goes to the filter; the watermark stays.
+    let ahead = id(CLOCK + 3_600_000, 1);
+    cold.row_written(&ahead, 600_000);
+    cold.let_go(&ahead);
+    assert!(cold.seen.filter_bytes() > 0);
+    assert_eq!(cold.seen.stamped_through(), Some(CLOCK - 60_000 + 49_999));
+    assert!(matches!(cold.place(&ahead), Place::Row(_)));
+    assert_eq!(cold.place(&id(CLOCK + 1, 8)), Place::Nowhere);
 }
 
 // A generation's filter that wrongly says "maybe" costs one read of a row the store

@@ -259,6 +259,8 @@ impl ThreadView {
     /// The view's clock: the latest event time folded.
     fn tick(&mut self, time: DateTime<Utc>) {
         self.clock = Some(self.clock.map_or(time, |c| c.max(time)));
+        self.cold_packets.tick(time);
+        self.cold_threads.tick(time);
     }
 
     /// Applies the age rule to an existing thread and records activity on it.

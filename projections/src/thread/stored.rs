@@ -167,13 +167,19 @@ impl Restore {
     pub(super) fn new(head: &[u8], keep_hot: usize) -> Result<Self, StoredError> {
         let head: Head = stored::decode("thread view head", head)?;
         let rows = Rows::restored(head.checkpoint.clone(), head.rows);
+        let mut view = ThreadView {
+            checkpoint: head.checkpoint,
+            clock: head.clock,
+            rows,
+            ..ThreadView::default()
+        };
+        // What the restored entries let go of is stamped as the log had them.
+        if let Some(clock) = head.clock {
+            view.cold_packets.tick(clock);
+            view.cold_threads.tick(clock);
+        }
         Ok(Restore {
-            view: ThreadView {
-                checkpoint: head.checkpoint,
-                clock: head.clock,
-                rows,
-                ..ThreadView::default()
-            },
+            view,
             // Without index rows nothing could be found once let go: the view stays
             // whole until its next commit has written them.
             keep_hot: if head.rows { keep_hot } else { usize::MAX },

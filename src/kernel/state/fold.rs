@@ -20,6 +20,9 @@ impl KernelState {
     /// cannot happen for events this kernel validated) is skipped with a warning.
     pub fn apply(&mut self, record: &EventRecord) {
         self.applied += 1;
+        self.packets.tick(record.timestamp);
+        self.threads.tick(record.timestamp);
+        self.executed.tick(record.timestamp);
         if let Some(id) = record.command_id {
             self.executed.insert(id, ());
         }

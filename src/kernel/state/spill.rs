@@ -9,9 +9,10 @@
 //! keeps the `hot` entries changed most recently in memory and writes the others,
 //! encoded, to a scratch table on disk ([`Scratch`]: a B-tree in an unlinked file);
 //! reading a cold entry decodes it from there, and changing one brings it back into
-//! memory. Of a cold entry only ~2 bytes stay in memory, in a Bloom filter ([`Seen`])
-//! that answers "never held" for keys the table has not seen (most lookups: new message
-//! ids and threads); a "maybe" is answered by the table from its pages.
+//! memory. Of a cold entry at most ~2 bytes stay in memory, in a Bloom filter
+//! ([`LetGoKeys`]; none for the ids the server stamps, UUID v7) that answers "never
+//! held" for keys the table has not seen (most lookups: new message ids and threads);
+//! a "maybe" is answered by the table from its pages.
 //!
 //! The scratch table is not a store: its file is created unlinked (nothing to clean
 //! up, nothing another process could mistake for state) and the aggregate is still
@@ -33,7 +34,7 @@ use std::hash::Hash;
 use std::path::PathBuf;
 
 use lru::LruCache;
-use orchestrata_projections::seen::Seen;
+use orchestrata_projections::let_go::LetGoKeys;
 use uuid::Uuid;
 
 use scratch::Scratch;
@@ -123,8 +124,9 @@ pub struct SpillTable<K: Hash + Eq, V> {
     cold: usize,
     scratch: Option<Scratch>,
     /// Every key ever spilled: lookups of keys the scratch table never held (new
-    /// message ids and threads) are answered without it.
-    seen: Seen,
+    /// message ids and threads) are answered without it; keys the server stamped
+    /// (UUID v7) take no filter bits.
+    seen: LetGoKeys,
     /// The scratch table refused a batch: nothing is applied or spilled any more.
     failed: bool,
     limit: usize,
@@ -145,11 +147,17 @@ where
             batch: PENDING_ENTRIES,
             cold: 0,
             scratch: None,
-            seen: Seen::default(),
+            seen: LetGoKeys::default(),
             failed: false,
             limit: config.as_ref().map_or(usize::MAX, |c| c.hot.max(1)),
             config,
         }
+    }
+
+    /// The kernel folded an event stamped `at`: keys stamped up to a minute past it are
+    /// believed stamped by the server ([`LetGoKeys`]).
+    pub fn tick(&mut self, at: chrono::DateTime<chrono::Utc>) {
+        self.seen.tick(at);
     }
 
     /// Entries, hot and cold.
