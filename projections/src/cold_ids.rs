@@ -12,7 +12,8 @@
 //! - `seen`, of the ids let go of ([`LetGoKeys`]): an id it has never seen was never
 //!   let go of ([`Place::Nowhere`]) — the answer for nearly every new packet and
 //!   thread; the ids the server stamps (UUID v7) take no bits in it;
-//! - one per **generation** of rows: a row's key starts with the generation of the
+//! - one per **generation** of rows ([`Generation`]: the span of the stamped ids' times,
+//!   a Bloom filter of the others): a row's key starts with the generation of the
 //!   entry's sequence (2^16 events of `cxp.traffic` each), so the rows a commit adds
 //!   land in the B-tree pages of the newest generation only. Keyed by id alone they
 //!   would land on a random page each — a commit rewriting one page per new entry, its
@@ -33,10 +34,12 @@ use std::hash::Hash;
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::events::Stream;
 
-use crate::let_go::LetGoKeys;
+use crate::let_go::{stamp, LetGoKeys};
+#[cfg(test)]
 use crate::seen::Seen;
 use crate::stored::StoredError;
 use crate::Checkpoint;
+use generation::Generation;
 
 /// Where a let-go entry is, as far as memory knows; see the module docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +60,7 @@ pub(crate) struct ColdIds<K> {
     /// How many entries are let go of now.
     count: usize,
     /// Generation -> ids with an index row in it.
-    generations: BTreeMap<u64, Seen>,
+    generations: BTreeMap<u64, Generation>,
     /// Index rows read back: id -> sequence of its entry key.
     found: HashMap<K, u64>,
     /// Generations whose row of the id is not stored.
@@ -214,11 +217,12 @@ impl<K: Eq + Hash> ColdIds<K> {
         let bytes = id.as_ref();
         let ruled_out = self.ruled_out.get(id);
         let let_go = self.seen.may_hold(bytes);
+        let at = stamp(bytes);
         self.generations
             .iter()
             .rev()
             .filter(move |_| let_go)
-            .filter(move |(_, ids)| ids.may_hold(bytes))
+            .filter(move |(_, ids)| ids.may_hold(bytes, at))
             .map(|(g, _)| *g)
             .filter(move |g| !ruled_out.is_some_and(|r| r.contains(g)))
     }
@@ -236,8 +240,10 @@ impl<K: Eq + Hash> ColdIds<K> {
     /// A row of `id` is stored for the entry created at `sequence`.
     pub fn row_written<Q: AsRef<[u8]> + ?Sized>(&mut self, id: &Q, sequence: u64) {
         let generation = generation(sequence);
-        if let Some(filter) = self.generations.get_mut(&generation) {
-            filter.insert(id.as_ref());
+        let bytes = id.as_ref();
+        let at = self.seen.believed_stamp(bytes);
+        if let Some(ids) = self.generations.get_mut(&generation) {
+            ids.insert(bytes, at);
             return;
         }
         let first = self
@@ -245,11 +251,11 @@ impl<K: Eq + Hash> ColdIds<K> {
             .values()
             .next_back()
             .map_or(GENERATION_FIRST_LAYER, |last| {
-                (last.len() + last.len() / 8).max(GENERATION_FIRST_LAYER)
+                (last.others() + last.others() / 8).max(GENERATION_FIRST_LAYER)
             });
-        let mut filter = Seen::starting_at(first);
-        filter.insert(id.as_ref());
-        self.generations.insert(generation, filter);
+        let mut ids = Generation::starting_at(first);
+        ids.insert(bytes, at);
+        self.generations.insert(generation, ids);
     }
 
     /// What `id`'s index row in `generation` said: the entry is stored under `at`, or
@@ -303,7 +309,12 @@ impl<K: Eq + Hash> ColdIds<K> {
     /// Bytes the filters hold.
     #[cfg(test)]
     pub fn filter_bytes(&self) -> usize {
-        self.seen.filter_bytes() + self.generations.values().map(Seen::bytes).sum::<usize>()
+        self.seen.filter_bytes()
+            + self
+                .generations
+                .values()
+                .map(|g| g.filter().bytes())
+                .sum::<usize>()
     }
 }
 
@@ -316,5 +327,6 @@ impl<K> PartialEq for ColdIds<K> {
     }
 }
 
+mod generation;
 #[cfg(test)]
 mod tests;

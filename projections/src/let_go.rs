@@ -49,10 +49,16 @@ impl LetGoKeys {
         self.clock = Some(self.clock.map_or(ms, |c| c.max(ms)));
     }
 
+    /// `key`'s v7 stamp (ms) if the server is believed to have made it: a UUID v7 whose
+    /// time is not past the newest event time folded plus [`STAMP_SLACK_MS`].
+    pub fn believed_stamp(&self, key: &[u8]) -> Option<u64> {
+        let believed = self.clock?.saturating_add(STAMP_SLACK_MS);
+        stamp(key).filter(|at| *at <= believed)
+    }
+
     /// Notes that the store may hold `key` from now on.
     pub fn insert(&mut self, key: &[u8]) {
-        let believed = self.clock.map(|c| c.saturating_add(STAMP_SLACK_MS));
-        match stamp(key).filter(|at| believed.is_some_and(|b| *at <= b)) {
+        match self.believed_stamp(key) {
             Some(at) => {
                 self.stamped_through = Some(self.stamped_through.map_or(at, |t| t.max(at)));
             }
@@ -82,7 +88,7 @@ impl LetGoKeys {
 
 /// The time (ms since the epoch) a UUID v7 carries, given as its 16 bytes or its
 /// 36-character text; `None` for any other key.
-fn stamp(key: &[u8]) -> Option<u64> {
+pub(crate) fn stamp(key: &[u8]) -> Option<u64> {
     let uuid = match key.len() {
         16 => Uuid::from_slice(key).ok()?,
         36 => Uuid::try_parse_ascii(key).ok()?,

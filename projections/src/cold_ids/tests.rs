@@ -214,7 +214,7 @@ fn a_generations_filter_is_sized_for_the_ids_of_the_one_before() {
     for k in 0..n {
         cold.row_written(&uuid::Uuid::from_u128(u128::from(k)), k * 5);
     }
-    let filters: Vec<&Seen> = cold.generations.values().collect();
+    let filters: Vec<&Seen> = cold.generations.values().map(Generation::filter).collect();
     assert_eq!(filters.len(), 8);
     assert_eq!(filters[0].layer_count(), 3, "4,096 doubled twice");
     for (g, filter) in filters.iter().enumerate().skip(1) {
