@@ -216,8 +216,8 @@ impl<K: Eq + Hash> ColdIds<K> {
     {
         let bytes = id.as_ref();
         let ruled_out = self.ruled_out.get(id);
-        let let_go = self.seen.may_hold(bytes);
         let at = stamp(bytes);
+        let let_go = self.seen.may_hold_stamped(bytes, at);
         self.generations
             .iter()
             .rev()

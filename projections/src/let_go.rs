@@ -68,7 +68,13 @@ impl LetGoKeys {
 
     /// `false` if the store has certainly never held `key`.
     pub fn may_hold(&self, key: &[u8]) -> bool {
-        let stamped = stamp(key)
+        self.may_hold_stamped(key, stamp(key))
+    }
+
+    /// [`may_hold`](Self::may_hold) for a caller that already read `key`'s v7 stamp
+    /// ([`stamp`]), so a lookup parses a key's text once.
+    pub(crate) fn may_hold_stamped(&self, key: &[u8], stamp: Option<u64>) -> bool {
+        let stamped = stamp
             .zip(self.stamped_through)
             .is_some_and(|(at, through)| at <= through);
         stamped || self.seen.may_hold(key)

@@ -69,17 +69,19 @@ impl DecisionIndex {
         let first = u32::try_from(first).unwrap_or(u32::MAX);
         let mut set = RoaringBitmap::new();
         set.insert_range(first..len);
-        let named = |map: &std::collections::BTreeMap<String, RoaringBitmap>, name: &str| {
-            map.get(name).cloned().unwrap_or_default()
-        };
-        if let Some(subject) = &query.subject {
-            set &= named(&self.by_subject, subject);
-        }
-        if let Some(action) = &query.action {
-            set &= named(&self.by_action, action);
-        }
-        if let Some(principal) = &query.principal {
-            set &= named(&self.by_principal, principal);
+        // A name nobody has matches nothing; a named set is intersected in place, not
+        // cloned (the set of a common action holds every decision).
+        let named = [
+            (&query.subject, &self.by_subject),
+            (&query.action, &self.by_action),
+            (&query.principal, &self.by_principal),
+        ];
+        for (name, map) in named {
+            match name.as_deref().map(|n| map.get(n)) {
+                Some(Some(positions)) => set &= positions,
+                Some(None) => set.clear(),
+                None => {}
+            }
         }
         if let Some(result) = query.result {
             set &= &self.by_result[super::result_index(result)];

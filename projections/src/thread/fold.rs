@@ -256,8 +256,9 @@ impl ThreadView {
         true
     }
 
-    /// The view's clock: the latest event time folded.
-    fn tick(&mut self, time: DateTime<Utc>) {
+    /// The view's clock: the latest event time folded (its let-go ids believe stamps
+    /// up to it, `let_go.rs`).
+    pub(super) fn tick(&mut self, time: DateTime<Utc>) {
         self.clock = Some(self.clock.map_or(time, |c| c.max(time)));
         self.cold_packets.tick(time);
         self.cold_threads.tick(time);

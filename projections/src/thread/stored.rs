@@ -169,14 +169,12 @@ impl Restore {
         let rows = Rows::restored(head.checkpoint.clone(), head.rows);
         let mut view = ThreadView {
             checkpoint: head.checkpoint,
-            clock: head.clock,
             rows,
             ..ThreadView::default()
         };
-        // What the restored entries let go of is stamped as the log had them.
+        // The stored clock, as folding set it (the let-go ids' included).
         if let Some(clock) = head.clock {
-            view.cold_packets.tick(clock);
-            view.cold_threads.tick(clock);
+            view.tick(clock);
         }
         Ok(Restore {
             view,
