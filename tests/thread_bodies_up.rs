@@ -26,15 +26,23 @@ async fn entries(port: u16, kind: &str, held: &str) -> u64 {
 
 /// `metric{kind, held}` on `/metrics`.
 async fn gauge(port: u16, metric: &str, kind: &str, held: &str) -> u64 {
+    labelled(port, metric, &[("kind", kind), ("held", held)]).await
+}
+
+/// The value of `metric` with all of `labels` on `/metrics`.
+async fn labelled(port: u16, metric: &str, labels: &[(&str, &str)]) -> u64 {
     let addr = format!("127.0.0.1:{port}").parse().expect("address");
     let (status, body) = support::ws::http_get(addr, "/metrics").await;
     assert_eq!(status, 200, "{body}");
-    let (k, h) = (format!("kind=\"{kind}\""), format!("held=\"{held}\""));
+    let labels: Vec<String> = labels
+        .iter()
+        .map(|(name, value)| format!("{name}=\"{value}\""))
+        .collect();
     body.lines()
         .filter(|l| l.starts_with(&format!("{metric}{{")))
-        .find(|l| l.contains(&k) && l.contains(&h))
+        .find(|l| labels.iter().all(|label| l.contains(label.as_str())))
         .and_then(|l| l.rsplit(' ').next()?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {metric} {kind}/{held} in {body}"))
+        .unwrap_or_else(|| panic!("no {metric} {labels:?} in {body}"))
 }
 
 /// Waits until the view holds `packets` packets, at most `in_memory` of them (and of
@@ -143,6 +151,11 @@ async fn let_go_threads_and_packets_are_answered_from_the_store_as_from_memory()
     assert!(kernel("threads", "all").await >= 10);
     assert!(kernel("packets", "memory").await <= HOT);
     assert!(kernel("threads", "memory").await <= HOT);
+    // The cold ones are in the kernel's scratch files, whose size the gauge reports.
+    for kind in ["packets", "threads"] {
+        let bytes = labelled(port, "orchestrata_kernel_scratch_bytes", &[("kind", kind)]).await;
+        assert!(bytes > 0, "no scratch file of {kind} after spilling");
+    }
 
     // The first packet left memory: its recipient works on it (the view reads it back
     // to find the recipient, and the runner reads it back to fold the change).
@@ -206,6 +219,16 @@ async fn let_go_threads_and_packets_are_answered_from_the_store_as_from_memory()
         gauge(port, "orchestrata_kernel_entries", "packets", "memory").await,
         kernel_packets,
         "by default the kernel keeps every packet of a small history in memory"
+    );
+    assert_eq!(
+        labelled(
+            port,
+            "orchestrata_kernel_scratch_bytes",
+            &[("kind", "packets")]
+        )
+        .await,
+        0,
+        "nothing spilled, no scratch file"
     );
     let served_warm = statuses(&mut ws, &threads).await;
     assert_eq!(

@@ -58,6 +58,8 @@ pub struct Metrics {
     pub thread_entries: IntGaugeVec,
     /// The kernel's aggregate: packets and threads, all and held in memory.
     pub kernel_entries: IntGaugeVec,
+    /// Size on disk of the kernel's scratch files of cold packets and threads (kind).
+    pub kernel_scratch_bytes: IntGaugeVec,
 }
 
 /// A metric failed to register (a programming error caught by the first test).
@@ -206,6 +208,14 @@ impl Metrics {
             &["kind", "held"],
         )?;
         registry.register(Box::new(kernel_entries.clone()))?;
+        let kernel_scratch_bytes = IntGaugeVec::new(
+            Opts::new(
+                "orchestrata_kernel_scratch_bytes",
+                "Size on disk of the kernel's scratch files (unlinked) holding its cold packets and threads (kind)",
+            ),
+            &["kind"],
+        )?;
+        registry.register(Box::new(kernel_scratch_bytes.clone()))?;
         Ok(Metrics {
             registry,
             connected_clients,
@@ -230,6 +240,7 @@ impl Metrics {
             packets_in_memory,
             thread_entries,
             kernel_entries,
+            kernel_scratch_bytes,
         })
     }
 

@@ -398,12 +398,19 @@ async fn metrics_text(
         }
     }
     if let Some(super::kernel_port::KernelPort::Local(kernel)) = &gw.services.kernel {
-        if let Ok(counts) = kernel.read(|s| s.entry_counts()).await {
+        if let Ok((counts, scratch)) = kernel.read(|s| (s.entry_counts(), s.scratch_bytes())).await
+        {
             for (kind, held, n) in counts {
                 gw.metrics
                     .kernel_entries
                     .with_label_values(&[kind, held])
                     .set(gauge(n as u64));
+            }
+            for (kind, bytes) in scratch {
+                gw.metrics
+                    .kernel_scratch_bytes
+                    .with_label_values(&[kind])
+                    .set(gauge(bytes));
             }
         }
     }

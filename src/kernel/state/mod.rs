@@ -287,6 +287,15 @@ impl KernelState {
         ]
     }
 
+    /// `(kind, bytes)` of the scratch files of packets and threads: the
+    /// `orchestrata_kernel_scratch_bytes` gauge.
+    pub fn scratch_bytes(&self) -> [(&'static str, u64); 2] {
+        [
+            ("packets", self.packets.scratch_bytes()),
+            ("threads", self.threads.scratch_bytes()),
+        ]
+    }
+
     /// A thread by id (read back from the spill file if it is cold).
     pub fn thread(&self, id: &str) -> Option<Cow<'_, ThreadState>> {
         self.threads.get(id)

@@ -27,6 +27,7 @@
 //! table keeps everything from then on in memory: slower to fail than to lose a packet.
 
 mod scratch;
+mod unsynced;
 
 use std::borrow::{Borrow, Cow};
 use std::collections::HashMap;
@@ -168,6 +169,15 @@ where
     /// Entries held in memory now.
     pub fn hot_len(&self) -> usize {
         self.hot.len()
+    }
+
+    /// Size of the scratch file on disk: 0 until an entry first leaves memory (or when
+    /// its size cannot be read).
+    pub fn scratch_bytes(&self) -> u64 {
+        self.scratch
+            .as_ref()
+            .and_then(|scratch| scratch.size_on_disk().ok())
+            .unwrap_or(0)
     }
 
     /// Whether `key` has an entry (no value is decoded).

@@ -9,14 +9,17 @@
 //! into memory (no compaction pass), and answers "is there an entry?" for a key it has
 //! never seen from its own pages.
 //!
-//! Commits are not durable (`Durability::None`, no fsync): the file is unlinked scratch
-//! space that no later process reads, so a crash loses nothing the log does not have.
+//! Commits are durable as redb counts it, through a backend whose sync returns at once
+//! ([`Unsynced`]: no fsync): the file is unlinked scratch space that no later process
+//! reads, so a crash loses nothing the log does not have, and redb's bookkeeping of
+//! non-durable commits (which grew with every page ever written) never starts.
 
 use std::fs::File;
 use std::path::Path;
 
-use redb::backends::FileBackend;
-use redb::{Builder, Database, Durability, ReadableDatabase, TableDefinition};
+use redb::{Builder, Database, ReadableDatabase, TableDefinition};
+
+use super::unsynced::Unsynced;
 
 /// The one table: key bytes to encoded value.
 const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("spilled");
@@ -31,6 +34,8 @@ pub type Change<'a> = (&'a [u8], Option<&'a [u8]>);
 /// The scratch table; see the module docs.
 pub struct Scratch {
     db: Database,
+    /// The same unlinked file, to read its size.
+    file: File,
 }
 
 impl std::fmt::Debug for Scratch {
@@ -45,12 +50,15 @@ impl Scratch {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let file: File =
             tempfile::tempfile_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let backend = FileBackend::new(file).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let handle = file
+            .try_clone()
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        let backend = Unsynced::new(file).map_err(|e| format!("{}: {e}", dir.display()))?;
         let db = Builder::new()
             .set_cache_size(SCRATCH_CACHE_BYTES)
             .create_with_backend(backend)
             .map_err(|e| format!("{}: {e}", dir.display()))?;
-        let scratch = Scratch { db };
+        let scratch = Scratch { db, file: handle };
         // The table exists from the start, so readers never meet "no such table".
         scratch.apply(std::iter::empty())?;
         Ok(scratch)
@@ -64,12 +72,24 @@ impl Scratch {
         Ok(value.map(|v| v.value().to_vec()))
     }
 
-    /// Applies `changes` in one (non-durable) transaction: all of them or none.
+    /// The file's size: live pages and the free pages later commits reuse.
+    pub fn size_on_disk(&self) -> Result<u64, String> {
+        self.file
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Another handle on the unlinked file (tests read what a commit wrote).
+    #[cfg(test)]
+    pub fn file(&self) -> std::io::Result<File> {
+        self.file.try_clone()
+    }
+
+    /// Applies `changes` in one transaction: all of them or none.
     pub fn apply<'a>(&self, changes: impl Iterator<Item = Change<'a>>) -> Result<(), String> {
         let fail = |e: redb::Error| e.to_string();
-        let mut txn = self.db.begin_write().map_err(|e| fail(e.into()))?;
-        txn.set_durability(Durability::None)
-            .map_err(|e| fail(e.into()))?;
+        let txn = self.db.begin_write().map_err(|e| fail(e.into()))?;
         {
             let mut table = txn.open_table(TABLE).map_err(|e| fail(e.into()))?;
             for (key, value) in changes {
