@@ -351,6 +351,17 @@ async fn show(args: ShowArgs, log_args: &LogArgs) -> anyhow::Result<()> {
         (ViewName::Thread, None) => {
             serde_json::to_value(current::<ThreadView>(log, &store, args.as_of).await?)?
         }
+        (ViewName::Thread, Some(id)) if args.as_of.is_none() => {
+            // One thread: the view as a runner holds it, the rest read from the store.
+            let threads =
+                projection::open_view::<ThreadView>(log, &store, projection::DEFAULT_HOT_ENTRIES)
+                    .await?;
+            let (thread, packets) = threads
+                .thread_state(id)?
+                .ok_or_else(|| missing("thread", id))?;
+            let status = threads.read().status_of(&thread);
+            json!({"thread": thread, "effective_status": status, "packets": packets})
+        }
         (ViewName::Thread, Some(id)) => {
             let view: ThreadView = current(log, &store, args.as_of).await?;
             let thread = view.thread(id).ok_or_else(|| missing("thread", id))?;

@@ -36,6 +36,7 @@ mod chunks;
 mod error;
 mod handle;
 pub mod neo4j;
+mod offline;
 mod rebuild;
 mod rebuild_store;
 mod runner;
@@ -43,7 +44,8 @@ mod store;
 
 pub use error::ProjectionError;
 pub use handle::ViewHandle;
+pub use offline::open_view;
 pub use rebuild::{catch_up, rebuild, stream_epochs, Progress};
 pub use rebuild_store::{rebuild_into_store, rebuild_into_store_with, RebuildBounds};
-pub use runner::{spawn_view, Projections, RunnerConfig, RunningView};
+pub use runner::{spawn_view, Projections, RunnerConfig, RunningView, DEFAULT_HOT_ENTRIES};
 pub use store::{views_dir, Epochs, Loaded, StoreUsage, StoredCheckpoint, ViewStore, PART_BYTES};

@@ -9,7 +9,8 @@ use orchestrata_projections::{Checkpoint, View};
 use orchestrata_schemas::events::{Envelope, Stream};
 use tokio::sync::{mpsc, oneshot};
 
-use super::ProjectionError;
+use super::runner::read_back_page;
+use super::{ProjectionError, ViewStore};
 use crate::log::{EventLog, LogError};
 
 /// Events read from the log per page.
@@ -169,6 +170,27 @@ pub async fn catch_up<V: View>(
             total,
             elapsed_secs: started.elapsed().as_secs_f64(),
         });
+    }
+    Ok(done)
+}
+
+/// [`catch_up`] for a view restored keeping only some of its entries in memory
+/// ([`ViewStore::load_keeping`]): before each page is applied, the entries it needs
+/// are read back from `store`, as a runner does. Returns the events applied.
+pub(super) async fn catch_up_reading_back<V: View>(
+    log: &dyn EventLog,
+    store: &ViewStore,
+    view: &mut V,
+) -> Result<u64, ProjectionError> {
+    let (ranges, _) = plan::<V>(log, view.checkpoint(), None).await?;
+    let mut pages = Pages::new(log, ranges);
+    let mut done = 0;
+    while let Some(page) = pages.next::<V>().await? {
+        done += page.len() as u64;
+        read_back_page(store, view, &page)?;
+        for envelope in page {
+            view.apply_owned(envelope);
+        }
     }
     Ok(done)
 }

@@ -7,7 +7,7 @@ use orchestrata_projections::{Checkpoint, View};
 use orchestrata_schemas::events::Envelope;
 
 use super::rebuild::{fold_pages, stream_epochs, PageHook, Progress};
-use super::runner::{read_back, DEFAULT_HOT_ENTRIES};
+use super::runner::{read_back_page, DEFAULT_HOT_ENTRIES};
 use super::store::Epochs;
 use super::{ProjectionError, ViewStore};
 use crate::log::EventLog;
@@ -113,18 +113,7 @@ impl<V: View> PageHook<V> for Committing {
 
     fn before(&mut self, view: &mut V, page: &[Envelope]) -> Result<(), ProjectionError> {
         self.since += page.len() as u64;
-        // Two closures reach the view, one to ask and one to hand back.
-        let view = std::cell::RefCell::new(view);
-        read_back::<V>(
-            &self.store,
-            |keys| {
-                let view = view.borrow();
-                for envelope in page {
-                    view.cold_keys(envelope, keys);
-                }
-            },
-            |entries| view.borrow_mut().warm(entries),
-        )
+        read_back_page(&self.store, view, page)
     }
 
     fn after(&mut self, view: &mut V) -> Result<(), ProjectionError> {

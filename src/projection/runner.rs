@@ -377,6 +377,27 @@ impl Projections {
 /// Reads back from `store` the let-go entries of view `V` that `wanted` names and hands
 /// them to `warm`, asking again until nothing more is wanted (an entry read back may
 /// name more) — at most [`WARM_ROUNDS`] times. Shared by the runner and the rebuild.
+/// [`read_back`] of the entries folding `page` needs, for a view held directly (a
+/// rebuild's fold thread, a view opened for reads outside a runner).
+pub(super) fn read_back_page<V: View>(
+    store: &ViewStore,
+    view: &mut V,
+    page: &[orchestrata_schemas::events::Envelope],
+) -> Result<(), ProjectionError> {
+    // Two closures reach the view, one to ask and one to hand back.
+    let view = std::cell::RefCell::new(view);
+    read_back::<V>(
+        store,
+        |keys| {
+            let view = view.borrow();
+            for envelope in page {
+                view.cold_keys(envelope, keys);
+            }
+        },
+        |entries| view.borrow_mut().warm(entries),
+    )
+}
+
 pub(super) fn read_back<V: View>(
     store: &ViewStore,
     mut wanted: impl FnMut(&mut Vec<Vec<u8>>),

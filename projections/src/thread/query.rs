@@ -123,11 +123,16 @@ impl ThreadView {
 
     /// The thread's status now (at the view's clock), the age rule included.
     pub fn thread_status(&self, thread_id: &str) -> Option<ThreadStatus> {
-        let thread = self.thread(thread_id)?;
-        Some(match self.clock {
+        self.thread(thread_id).map(|thread| self.status_of(thread))
+    }
+
+    /// The effective status of `thread` — one read back from the store, say — at this
+    /// view's clock: [`thread_status`](Self::thread_status) for a thread held anywhere.
+    pub fn status_of(&self, thread: &ThreadState) -> ThreadStatus {
+        match self.clock {
             Some(now) => effective_status(thread, now),
             None => thread.status,
-        })
+        }
     }
 
     /// The thread's status as of event time `at`, the age rule included (status recorded

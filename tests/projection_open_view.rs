@@ -1,0 +1,110 @@
+//! `projection::open_view`: a stored view opened for reads outside a runner
+//! (`projections show --id`) keeps a few entries in memory, reads the others from the
+//! store, catches up with the log reading back what it needs — and answers what a fold
+//! of the whole log in memory answers.
+
+use orchestrata::projection::{self, RebuildBounds, ViewStore};
+use orchestrata_projections::thread::ThreadStatus;
+use orchestrata_projections::{PageRequest, ThreadView};
+use orchestrata_schemas::events::Stream;
+use serde_json::Value;
+
+mod projection_support;
+
+use projection_support::{fill, sled_log};
+
+/// What `projections show --view thread --id` prints of a thread: the thread, its
+/// packets and its effective status, as JSON.
+fn shown(
+    thread: &impl serde::Serialize,
+    packets: &impl serde::Serialize,
+    status: ThreadStatus,
+) -> Value {
+    serde_json::json!({ "thread": thread, "packets": packets, "effective_status": status })
+}
+
+// REQ-004-INTG-011 ISSUE-18: a thread shown from a view opened with 3 entries in
+// memory, its store committed two thirds of the way and the rest folded on opening
+// (reading back let-go threads and packets that later events change), equals the
+// thread of a fold of the whole log in memory — for every thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_opened_from_its_store_answers_every_thread_as_a_whole_fold() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = sled_log(&dir.path().join("log")).await;
+    let last = fill(&log, 21, 3_000).await;
+    let store = ViewStore::open(dir.path().join("views")).expect("store");
+    let stored_until = last[&Stream::CxpTraffic] * 2 / 3;
+    let tight = RebuildBounds {
+        keep_hot: 3,
+        commit_events: 97,
+    };
+    projection::rebuild_into_store_with::<ThreadView>(
+        log.as_ref(),
+        &store,
+        Some(stored_until),
+        tight,
+        &mut |_| {},
+    )
+    .await
+    .expect("stored view");
+
+    let whole: ThreadView = projection::rebuild(log.as_ref(), None, &mut |_| {})
+        .await
+        .expect("whole fold");
+    let opened = projection::open_view::<ThreadView>(log.as_ref(), &store, 3)
+        .await
+        .expect("opened view");
+    assert_eq!(
+        opened.read().checkpoint(),
+        whole.checkpoint(),
+        "caught up to the end"
+    );
+    let threads = whole
+        .threads(&Default::default(), &PageRequest::first(100_000))
+        .expect("a whole fold holds every thread")
+        .items;
+    assert!(threads.len() > 50, "{} threads", threads.len());
+    let mut cold = 0;
+    for expected in threads {
+        let id = expected.thread_id.as_str();
+        cold += usize::from(opened.read().thread(id).is_none());
+        let (thread, packets) = opened
+            .thread_state(id)
+            .expect("read")
+            .unwrap_or_else(|| panic!("thread {id} not found"));
+        let want_packets: Vec<_> = whole.thread_packets(id).collect();
+        let want_status = whole.thread_status(id).expect("status");
+        assert_eq!(
+            shown(&thread, &packets, opened.read().status_of(&thread)),
+            shown(expected, &want_packets, want_status),
+            "thread {id}"
+        );
+    }
+    assert!(cold > 10, "only {cold} threads were read from the store");
+    assert!(
+        opened
+            .thread_state("no-such-thread")
+            .expect("read")
+            .is_none(),
+        "an unknown thread is none"
+    );
+}
+
+// REQ-004-INTG-011: with nothing stored, the view opened is a fold of the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_opened_with_nothing_stored_folds_the_log() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = sled_log(&dir.path().join("log")).await;
+    fill(&log, 22, 800).await;
+    let store = ViewStore::open(dir.path().join("views")).expect("store");
+    let whole: ThreadView = projection::rebuild(log.as_ref(), None, &mut |_| {})
+        .await
+        .expect("whole fold");
+    let opened = projection::open_view::<ThreadView>(log.as_ref(), &store, 3)
+        .await
+        .expect("opened view");
+    assert_eq!(
+        serde_json::to_value(&*opened.read()).expect("JSON"),
+        serde_json::to_value(&whole).expect("JSON")
+    );
+}
