@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
 use super::LogArgs;
-use crate::governance::audit::{self, AuditLog};
+use crate::governance::audit::{self, AuditLog, RecordedDecision};
 use crate::governance::Policy;
 use crate::log;
 
@@ -71,12 +71,19 @@ fn result_name(r: &orchestrata_schemas::events::types::DecisionResult) -> String
 pub(super) async fn run(args: AuditArgs, log_args: LogArgs) -> anyhow::Result<()> {
     let config = log_args.config()?;
     let log = log::open(&config).await.context("opening the event log")?;
-    let audit_log = AuditLog::read(log.as_ref())
-        .await
-        .context("reading decisions")?;
     match args.command {
-        AuditCommand::Decisions(filter) => decisions(&audit_log, &filter),
+        AuditCommand::Decisions(filter) => {
+            // A listing needs the decisions only, read a page at a time.
+            let table = !filter.json && std::io::stdout().is_terminal();
+            if table {
+                print_header();
+            }
+            audit::each_decision(log.as_ref(), |rd| print_decision(&rd, &filter, table))
+                .await
+                .context("reading decisions")
+        }
         AuditCommand::Verify => {
+            let audit_log = read(log.as_ref()).await?;
             let report = audit::verify(&audit_log);
             for m in &report.mismatches {
                 println!(
@@ -100,6 +107,7 @@ pub(super) async fn run(args: AuditArgs, log_args: LogArgs) -> anyhow::Result<()
             }
         }
         AuditCommand::Diff { policy } => {
+            let audit_log = read(log.as_ref()).await?;
             let candidate = Policy::from_dir(&policy)?;
             let report = audit::diff(&audit_log, &candidate)?;
             for c in &report.changes {
@@ -131,61 +139,66 @@ pub(super) async fn run(args: AuditArgs, log_args: LogArgs) -> anyhow::Result<()
     }
 }
 
-fn decisions(audit_log: &AuditLog, f: &DecisionsArgs) -> anyhow::Result<()> {
-    let table = !f.json && std::io::stdout().is_terminal();
+/// The decisions, the policies they name and the fact streams (what verify and diff
+/// replay), all in memory.
+async fn read(log: &dyn crate::log::EventLog) -> anyhow::Result<AuditLog> {
+    AuditLog::read(log).await.context("reading decisions")
+}
+
+/// The table's header line.
+fn print_header() {
+    println!(
+        "{:<8} {:<20} {:<16} {:<16} {:<18} {:<20} {:<9} {:<7} TRACE",
+        "SEQ", "TIME", "PRINCIPAL", "SUBJECT", "ACTION", "RESOURCE", "RESULT", "DRYRUN"
+    );
+}
+
+/// Prints `rd` if it passes the filters of `f`: a table row, or a JSON line.
+fn print_decision(rd: &RecordedDecision, f: &DecisionsArgs, table: bool) {
+    let d = &rd.event;
+    let result = result_name(&d.result);
+    if f.since.is_some_and(|t| rd.timestamp < t)
+        || f.until.is_some_and(|t| rd.timestamp > t)
+        || f.subject.as_ref().is_some_and(|s| *s != d.subject)
+        || f.principal
+            .as_ref()
+            .is_some_and(|p| Some(p) != rd.principal.as_ref())
+        || f.result.as_ref().is_some_and(|r| *r != result)
+    {
+        return;
+    }
     if table {
         println!(
-            "{:<8} {:<20} {:<16} {:<16} {:<18} {:<20} {:<9} {:<7} TRACE",
-            "SEQ", "TIME", "PRINCIPAL", "SUBJECT", "ACTION", "RESOURCE", "RESULT", "DRYRUN"
+            "{:<8} {:<20} {:<16} {:<16} {:<18} {:<20} {:<9} {:<7} {}",
+            rd.sequence,
+            rd.timestamp.format("%Y-%m-%dT%H:%M:%S"),
+            rd.principal.as_deref().unwrap_or("-"),
+            d.subject,
+            d.action,
+            d.resource,
+            result,
+            d.dry_run,
+            d.rule_trace.join(" > ")
         );
+    } else {
+        let line = serde_json::json!({
+            "sequence": rd.sequence,
+            "timestamp": rd.timestamp,
+            "decision_id": d.decision_id.to_string(),
+            "principal": rd.principal,
+            "subject_kind": d.subject_kind,
+            "subject": d.subject,
+            "action": d.action,
+            "resource": d.resource,
+            "result": result,
+            "rule_trace": d.rule_trace,
+            "articles_applied": d.articles_applied,
+            "policy_hash": d.policy_hash,
+            "latency_us": d.latency_us,
+            "dry_run": d.dry_run,
+            "reason": d.reason,
+            "query": d.query,
+        });
+        println!("{line}");
     }
-    for rd in &audit_log.decisions {
-        let d = &rd.event;
-        let result = result_name(&d.result);
-        if f.since.is_some_and(|t| rd.timestamp < t)
-            || f.until.is_some_and(|t| rd.timestamp > t)
-            || f.subject.as_ref().is_some_and(|s| *s != d.subject)
-            || f.principal
-                .as_ref()
-                .is_some_and(|p| Some(p) != rd.principal.as_ref())
-            || f.result.as_ref().is_some_and(|r| *r != result)
-        {
-            continue;
-        }
-        if table {
-            println!(
-                "{:<8} {:<20} {:<16} {:<16} {:<18} {:<20} {:<9} {:<7} {}",
-                rd.sequence,
-                rd.timestamp.format("%Y-%m-%dT%H:%M:%S"),
-                rd.principal.as_deref().unwrap_or("-"),
-                d.subject,
-                d.action,
-                d.resource,
-                result,
-                d.dry_run,
-                d.rule_trace.join(" > ")
-            );
-        } else {
-            let line = serde_json::json!({
-                "sequence": rd.sequence,
-                "timestamp": rd.timestamp,
-                "decision_id": d.decision_id.to_string(),
-                "principal": rd.principal,
-                "subject_kind": d.subject_kind,
-                "subject": d.subject,
-                "action": d.action,
-                "resource": d.resource,
-                "result": result,
-                "rule_trace": d.rule_trace,
-                "articles_applied": d.articles_applied,
-                "policy_hash": d.policy_hash,
-                "latency_us": d.latency_us,
-                "dry_run": d.dry_run,
-                "reason": d.reason,
-                "query": d.query,
-            });
-            println!("{line}");
-        }
-    }
-    Ok(())
 }

@@ -71,6 +71,33 @@ impl AuditLog {
     }
 }
 
+/// Calls `each` with every recorded decision, in log order, holding one page of the
+/// stream at a time: what `audit decisions` lists, without the fact streams
+/// [`AuditLog::read`] loads (on a 1.3 M-send log that read held 7.9 GB).
+pub async fn each_decision(
+    log: &dyn EventLog,
+    mut each: impl FnMut(RecordedDecision),
+) -> Result<(), GovernanceError> {
+    let stream = Stream::GovernanceDecisions;
+    let Some(from) = log.first_sequence(stream).await? else {
+        return Ok(());
+    };
+    let mut pager = Pager::new(log, stream, from, None);
+    while let Some(page) = pager.next_page().await? {
+        for envelope in page {
+            if let Event::DecisionRecorded(d) = envelope.record.event {
+                each(RecordedDecision {
+                    sequence: envelope.sequence,
+                    timestamp: envelope.record.timestamp,
+                    principal: envelope.record.principal,
+                    event: d,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 async fn read_all(log: &dyn EventLog, stream: Stream) -> Result<Vec<Envelope>, GovernanceError> {
     let Some(from) = log.first_sequence(stream).await? else {
         return Ok(Vec::new());
