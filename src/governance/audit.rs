@@ -191,8 +191,13 @@ impl Replayer {
         for stream in FACT_STREAMS {
             let goal = target.get(stream.as_str()).copied().unwrap_or(0);
             let events = audit.facts.get(&stream).map(Vec::as_slice).unwrap_or(&[]);
+            // From the first event not folded yet (a stream is in sequence order): each
+            // decision folds only the events since the previous one, not the stream
+            // from its start again.
+            let folded = self.view.position(stream);
+            let next = events.partition_point(|e| e.sequence < folded);
             let mut changes = Vec::new();
-            for envelope in events {
+            for envelope in &events[next..] {
                 if envelope.sequence >= goal {
                     break;
                 }
