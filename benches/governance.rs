@@ -270,6 +270,8 @@ fn recorded_100k() -> AuditLog {
             facts_at: BTreeMap::new(),
             fact_window: None,
             error_kind: None,
+            asked_action: None,
+            asked_resource: None,
         };
         audit_log.decisions.push(RecordedDecision {
             sequence: i + 1,

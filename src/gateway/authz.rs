@@ -21,7 +21,7 @@ use uuid::Uuid;
 use super::auth::Scope;
 use super::error::{ErrorCode, RpcError};
 use super::state::Shared;
-use crate::governance::{Governance, Request};
+use crate::governance::{Governance, RecordedQuery, Request};
 
 /// Policy hash recorded for decisions taken by the gateway's scope table (a gateway
 /// started without governance).
@@ -55,7 +55,20 @@ fn request(client_id: &str, have: Scope, need: Scope, action: &str, resource: &s
 /// `decide/5`, cached); fails closed when the policy cannot answer.
 async fn by_policy(g: &Governance, request: &Request) -> Verdict {
     let judgment = g.judge(request).await;
-    let query = request.goal_text();
+    // What `audit verify` needs to ask the policy the same question again: the
+    // context (the token's scope), the facts' positions, and the action and resource
+    // asked, which are not the decision's (it names the method, not `gateway.execute`).
+    let recorded = RecordedQuery {
+        goal: request.goal_text(),
+        subject_kind: request.subject_kind,
+        context: request.context.clone(),
+        facts_at: judgment.facts_at.clone(),
+        fact_window: judgment.facts_window,
+        error_kind: judgment.error_kind.clone(),
+        asked_action: Some(request.action.clone()),
+        asked_resource: Some(request.resource.clone()),
+    };
+    let query = serde_json::to_string(&recorded).unwrap_or_else(|_| request.goal_text());
     match judgment.outcome {
         Ok(outcome) => Verdict {
             allowed: outcome.result == DecisionResult::Allow,

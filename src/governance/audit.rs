@@ -226,12 +226,20 @@ fn request_of(d: &DecisionRecorded) -> (Request, RecordedQuery) {
             facts_at: BTreeMap::new(),
             fact_window: None,
             error_kind: None,
+            asked_action: None,
+            asked_resource: None,
         });
     let request = Request {
         subject_kind: d.subject_kind,
         subject: d.subject.clone(),
-        action: d.action.clone(),
-        resource: d.resource.clone(),
+        action: recorded
+            .asked_action
+            .clone()
+            .unwrap_or_else(|| d.action.clone()),
+        resource: recorded
+            .asked_resource
+            .clone()
+            .unwrap_or_else(|| d.resource.clone()),
         context: recorded.context.clone(),
         principal: None,
     };

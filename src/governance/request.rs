@@ -227,4 +227,12 @@ pub struct RecordedQuery {
     /// (unavailable or timed out; not re-evaluable).
     #[serde(default)]
     pub error_kind: Option<String>,
+    /// The action the policy was asked, when the decision names another: the gateway
+    /// records the method it authorized and asks `gateway.execute` (or
+    /// `gateway.subscribe`) about it. Absent: the decision's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_action: Option<String>,
+    /// The resource asked with [`asked_action`](Self::asked_action).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_resource: Option<String>,
 }

@@ -64,6 +64,8 @@ pub(super) fn recorded(
         facts_at: judgment.facts_at.clone(),
         fact_window: judgment.facts_window,
         error_kind: judgment.error_kind.clone(),
+        asked_action: None,
+        asked_resource: None,
     };
     let event = DecisionRecorded {
         decision_id,
