@@ -3,7 +3,8 @@
 //! store, catches up with the log reading back what it needs — and answers what a fold
 //! of the whole log in memory answers.
 
-use orchestrata::projection::{self, RebuildBounds, ViewStore};
+use orchestrata::log::EventLog;
+use orchestrata::projection::{self, RebuildBounds, ViewHandle, ViewStore};
 use orchestrata_projections::thread::ThreadStatus;
 use orchestrata_projections::{PageRequest, ThreadView};
 use orchestrata_schemas::events::Stream;
@@ -21,6 +22,21 @@ fn shown(
     status: ThreadStatus,
 ) -> Value {
     serde_json::json!({ "thread": thread, "packets": packets, "effective_status": status })
+}
+
+/// A fold of the whole log in memory, and the thread view opened from `store` with 3
+/// entries in memory.
+async fn whole_and_opened(
+    log: &std::sync::Arc<dyn EventLog>,
+    store: &ViewStore,
+) -> (ThreadView, ViewHandle<ThreadView>) {
+    let whole: ThreadView = projection::rebuild(log.as_ref(), None, &mut |_| {})
+        .await
+        .expect("whole fold");
+    let opened = projection::open_view::<ThreadView>(log.as_ref(), store, 3)
+        .await
+        .expect("opened view");
+    (whole, opened)
 }
 
 // REQ-004-INTG-011 ISSUE-18: a thread shown from a view opened with 3 entries in
@@ -48,12 +64,7 @@ async fn a_view_opened_from_its_store_answers_every_thread_as_a_whole_fold() {
     .await
     .expect("stored view");
 
-    let whole: ThreadView = projection::rebuild(log.as_ref(), None, &mut |_| {})
-        .await
-        .expect("whole fold");
-    let opened = projection::open_view::<ThreadView>(log.as_ref(), &store, 3)
-        .await
-        .expect("opened view");
+    let (whole, opened) = whole_and_opened(&log, &store).await;
     assert_eq!(
         opened.read().checkpoint(),
         whole.checkpoint(),
@@ -97,12 +108,7 @@ async fn a_view_opened_with_nothing_stored_folds_the_log() {
     let log = sled_log(&dir.path().join("log")).await;
     fill(&log, 22, 800).await;
     let store = ViewStore::open(dir.path().join("views")).expect("store");
-    let whole: ThreadView = projection::rebuild(log.as_ref(), None, &mut |_| {})
-        .await
-        .expect("whole fold");
-    let opened = projection::open_view::<ThreadView>(log.as_ref(), &store, 3)
-        .await
-        .expect("opened view");
+    let (whole, opened) = whole_and_opened(&log, &store).await;
     assert_eq!(
         serde_json::to_value(&*opened.read()).expect("JSON"),
         serde_json::to_value(&whole).expect("JSON")

@@ -59,14 +59,9 @@ async fn by_policy(g: &Governance, request: &Request) -> Verdict {
     // context (the token's scope), the facts' positions, and the action and resource
     // asked, which are not the decision's (it names the method, not `gateway.execute`).
     let recorded = RecordedQuery {
-        goal: request.goal_text(),
-        subject_kind: request.subject_kind,
-        context: request.context.clone(),
-        facts_at: judgment.facts_at.clone(),
-        fact_window: judgment.facts_window,
-        error_kind: judgment.error_kind.clone(),
         asked_action: Some(request.action.clone()),
         asked_resource: Some(request.resource.clone()),
+        ..judgment.recorded_query(request)
     };
     let query = serde_json::to_string(&recorded).unwrap_or_else(|_| request.goal_text());
     match judgment.outcome {

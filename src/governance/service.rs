@@ -24,7 +24,7 @@ use super::engine::{poll_reply, Engine, Polled, REPLY_SPIN};
 use super::evaluator::DEFAULT_INFERENCE_LIMIT;
 use super::facts::{FactsView, FACT_STREAMS};
 use super::policy::Policy;
-use super::request::{Decision, Outcome, Request};
+use super::request::{Decision, Outcome, RecordedQuery, Request};
 use super::rules::{filter_rules, RuleInfo};
 use super::GovernanceError;
 use crate::log::{EventLog, Pager};
@@ -110,6 +110,23 @@ pub struct Judgment {
     pub facts_window: Option<u64>,
     /// Evaluation time.
     pub latency: Duration,
+}
+
+impl Judgment {
+    /// What `request` asked and what this judgment saw — goal, context, fact positions
+    /// and window, error kind: the record that lets `audit verify` ask again.
+    pub fn recorded_query(&self, request: &Request) -> RecordedQuery {
+        RecordedQuery {
+            goal: request.goal_text(),
+            subject_kind: request.subject_kind,
+            context: request.context.clone(),
+            facts_at: self.facts_at.clone(),
+            fact_window: self.facts_window,
+            error_kind: self.error_kind.clone(),
+            asked_action: None,
+            asked_resource: None,
+        }
+    }
 }
 
 impl Governance {

@@ -25,7 +25,7 @@ use orchestrata_schemas::events::{EventRecord, Stream};
 use uuid::Uuid;
 
 use super::facts::{FactsView, FACT_STREAMS};
-use super::request::{Decision, RecordedQuery, Request};
+use super::request::{Decision, Request};
 use super::service::{Governance, Judgment};
 use super::GovernanceError;
 
@@ -57,16 +57,7 @@ pub(super) fn recorded(
         ),
     };
     let decision_id = Uuid::new_v4();
-    let recorded_query = RecordedQuery {
-        goal: request.goal_text(),
-        subject_kind: request.subject_kind,
-        context: request.context.clone(),
-        facts_at: judgment.facts_at.clone(),
-        fact_window: judgment.facts_window,
-        error_kind: judgment.error_kind.clone(),
-        asked_action: None,
-        asked_resource: None,
-    };
+    let recorded_query = judgment.recorded_query(request);
     let event = DecisionRecorded {
         decision_id,
         subject_kind: request.subject_kind,
