@@ -39,7 +39,7 @@ async fn whole_and_opened(
     (whole, opened)
 }
 
-// REQ-004-INTG-011 ISSUE-18: a thread shown from a view opened with 3 entries in
+// ISSUE-18: a thread shown from a view opened with 3 entries in
 // memory, its store committed two thirds of the way and the rest folded on opening
 // (reading back let-go threads and packets that later events change), equals the
 // thread of a fold of the whole log in memory — for every thread.
@@ -101,7 +101,7 @@ async fn a_view_opened_from_its_store_answers_every_thread_as_a_whole_fold() {
     );
 }
 
-// REQ-004-INTG-011: with nothing stored, the view opened is a fold of the log.
+// ISSUE-18: with nothing stored, the view opened is a fold of the log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_view_opened_with_nothing_stored_folds_the_log() {
     let dir = tempfile::tempdir().expect("temp dir");
