@@ -156,22 +156,7 @@ pub async fn catch_up<V: View>(
     until: Option<u64>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<u64, ProjectionError> {
-    let started = Instant::now();
-    let (ranges, total) = plan::<V>(log, view.checkpoint(), until).await?;
-    let mut pages = Pages::new(log, ranges);
-    let mut done = 0;
-    while let Some(page) = pages.next::<V>().await? {
-        done += page.len() as u64;
-        for envelope in page {
-            view.apply_owned(envelope);
-        }
-        progress(Progress {
-            done,
-            total,
-            elapsed_secs: started.elapsed().as_secs_f64(),
-        });
-    }
-    Ok(done)
+    fold_tail(log, None, view, until, progress).await
 }
 
 /// [`catch_up`] for a view restored keeping only some of its entries in memory
@@ -182,15 +167,35 @@ pub(super) async fn catch_up_reading_back<V: View>(
     store: &ViewStore,
     view: &mut V,
 ) -> Result<u64, ProjectionError> {
-    let (ranges, _) = plan::<V>(log, view.checkpoint(), None).await?;
+    fold_tail(log, Some(store), view, None, &mut |_| {}).await
+}
+
+/// The loop of both catch-ups: page after page from the view's checkpoint, each
+/// preceded by a read-back from `store` when there is one.
+async fn fold_tail<V: View>(
+    log: &dyn EventLog,
+    store: Option<&ViewStore>,
+    view: &mut V,
+    until: Option<u64>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<u64, ProjectionError> {
+    let started = Instant::now();
+    let (ranges, total) = plan::<V>(log, view.checkpoint(), until).await?;
     let mut pages = Pages::new(log, ranges);
     let mut done = 0;
     while let Some(page) = pages.next::<V>().await? {
         done += page.len() as u64;
-        read_back_page(store, view, &page)?;
+        if let Some(store) = store {
+            read_back_page(store, view, &page)?;
+        }
         for envelope in page {
             view.apply_owned(envelope);
         }
+        progress(Progress {
+            done,
+            total,
+            elapsed_secs: started.elapsed().as_secs_f64(),
+        });
     }
     Ok(done)
 }
