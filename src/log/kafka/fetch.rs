@@ -14,7 +14,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::quiet::{is_end_of_partition, Quiet};
+use super::quiet::{is_end_of_partition, is_fatal, Quiet};
 
 /// Header set on the epoch marker record at offset 0 of every topic.
 pub(super) const MARKER_HEADER: &str = "orchestrata-epoch-marker";
@@ -94,10 +94,13 @@ pub(super) fn fetch(
     let mut records = Vec::new();
     let mut next = from;
     let mut deadline = Instant::now() + timeout;
+    // The last error librdkafka reported and is recovering from, told if the deadline
+    // passes before it has (a bare timeout would hide why).
+    let mut recovering: Option<KafkaError> = None;
     while records.len() < limit && to.is_none_or(|to| next <= to) {
         let wait = deadline.saturating_duration_since(Instant::now());
         if wait.is_zero() {
-            return Err(FetchError::Timeout);
+            return Err(recovering.map_or(FetchError::Timeout, FetchError::Kafka));
         }
         match consumer.poll(wait.min(Duration::from_millis(100))) {
             None => {}
@@ -107,7 +110,11 @@ pub(super) fn fetch(
                     end: Some(next),
                 })
             }
-            Some(Err(e)) => return Err(FetchError::Kafka(e)),
+            Some(Err(e)) if is_fatal(&e) => return Err(FetchError::Kafka(e)),
+            // Transport errors (`AllBrokersDown` on a busy broker, a dropped connection)
+            // are reports: librdkafka reconnects and fetches again by itself, so the
+            // read waits for it within its deadline rather than failing at once.
+            Some(Err(e)) => recovering = Some(e),
             Some(Ok(message)) => {
                 let Some(record) = Fetched::of(&message) else {
                     continue;
@@ -121,6 +128,7 @@ pub(super) fn fetch(
                     });
                 }
                 deadline = Instant::now() + timeout;
+                recovering = None;
                 next = record.offset + 1;
                 records.push(record);
             }

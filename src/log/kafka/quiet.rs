@@ -53,7 +53,8 @@ pub(super) fn is_end_of_partition(error: &KafkaError) -> bool {
         || error.rdkafka_error_code() == Some(RDKafkaErrorCode::PartitionEOF)
 }
 
-fn is_fatal(error: &KafkaError) -> bool {
+/// Whether `error` leaves the client unusable (librdkafka recovers from the others).
+pub(super) fn is_fatal(error: &KafkaError) -> bool {
     matches!(error, KafkaError::MessageConsumptionFatal(_))
         || error.rdkafka_error_code() == Some(RDKafkaErrorCode::Fatal)
 }
