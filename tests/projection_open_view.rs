@@ -6,7 +6,7 @@
 use orchestrata::log::EventLog;
 use orchestrata::projection::{self, RebuildBounds, ViewHandle, ViewStore};
 use orchestrata_projections::thread::ThreadStatus;
-use orchestrata_projections::{PageRequest, ThreadView};
+use orchestrata_projections::{DecisionIndex, PageRequest, ThreadView};
 use orchestrata_schemas::events::Stream;
 use serde_json::Value;
 
@@ -113,4 +113,59 @@ async fn a_view_opened_with_nothing_stored_folds_the_log() {
         serde_json::to_value(&*opened.read()).expect("JSON"),
         serde_json::to_value(&whole).expect("JSON")
     );
+}
+
+// ISSUE-18: `projections show --view decision --id` opens the index with 3 bodies in
+// memory, its store committed two thirds of the way: every decision — held in memory,
+// found among the stored ones, or folded from the log on opening — equals the one a
+// fold of the whole log holds, and an unknown id is none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_is_found_by_its_id_whether_hot_stored_or_folded_on_opening() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = sled_log(&dir.path().join("log")).await;
+    let last = fill(&log, 23, 3_000).await;
+    let store = ViewStore::open(dir.path().join("views")).expect("store");
+    let tight = RebuildBounds {
+        keep_hot: 3,
+        commit_events: 97,
+    };
+    projection::rebuild_into_store_with::<DecisionIndex>(
+        log.as_ref(),
+        &store,
+        Some(last[&Stream::GovernanceDecisions] * 2 / 3),
+        tight,
+        &mut |_| {},
+    )
+    .await
+    .expect("stored index");
+    let whole: DecisionIndex = projection::rebuild(log.as_ref(), None, &mut |_| {})
+        .await
+        .expect("whole fold");
+    let all = whole
+        .decisions(
+            &Default::default(),
+            &PageRequest::first(100_000),
+            &Default::default(),
+        )
+        .expect("a whole fold needs nothing stored")
+        .items;
+    assert!(all.len() > 50, "{} decisions", all.len());
+    for expected in all {
+        let want = expected.body.expect("a whole fold holds every body");
+        let id = want.decision.decision_id;
+        let found = projection::find_decision(log.as_ref(), &store, 3, &id)
+            .await
+            .expect("search")
+            .unwrap_or_else(|| panic!("decision {id} not found"));
+        assert_eq!(
+            serde_json::to_value(&found).expect("JSON"),
+            serde_json::to_value(want).expect("JSON"),
+            "decision {id}"
+        );
+    }
+    let unknown = uuid::Uuid::now_v7();
+    assert!(projection::find_decision(log.as_ref(), &store, 3, &unknown)
+        .await
+        .expect("search")
+        .is_none());
 }

@@ -342,6 +342,11 @@ async fn current<V: View>(
     Ok(view)
 }
 
+fn decision_id(id: &str) -> anyhow::Result<uuid::Uuid> {
+    id.parse()
+        .map_err(|e| anyhow::anyhow!("--id: `{id}` is not a decision id (a UUID): {e}"))
+}
+
 async fn show(args: ShowArgs, log_args: &LogArgs) -> anyhow::Result<()> {
     let (log, store) = args.store.open(log_args).await?;
     let log = log.as_ref();
@@ -386,10 +391,19 @@ async fn show(args: ShowArgs, log_args: &LogArgs) -> anyhow::Result<()> {
         (ViewName::Decision, None) => {
             serde_json::to_value(current::<DecisionIndex>(log, &store, args.as_of).await?)?
         }
+        (ViewName::Decision, Some(id)) if args.as_of.is_none() => {
+            let decision_id = decision_id(id)?;
+            let found = projection::find_decision(
+                log,
+                &store,
+                projection::DEFAULT_HOT_ENTRIES,
+                &decision_id,
+            )
+            .await?;
+            serde_json::to_value(found.ok_or_else(|| missing("decision", id))?)?
+        }
         (ViewName::Decision, Some(id)) => {
-            let decision_id: uuid::Uuid = id
-                .parse()
-                .map_err(|e| anyhow::anyhow!("--id: `{id}` is not a decision id (a UUID): {e}"))?;
+            let decision_id = decision_id(id)?;
             // A view loaded here holds every body (only a live runner lets them go).
             let view: DecisionIndex = current(log, &store, args.as_of).await?;
             serde_json::to_value(

@@ -1,5 +1,5 @@
 //! [`open_view`]: a view opened from its store for reads outside a runner
-//! (`projections show --id`).
+//! (`projections show --id`); [`find_decision`], a decision found by its id that way.
 //!
 //! [`ViewStore::load`] decodes every stored entry into memory: on a 1.3 M-send history
 //! the thread view took 43 s and 4.2 GB to show one thread, the decision index 14 s
@@ -10,8 +10,10 @@
 
 use std::sync::{Arc, RwLock};
 
-use orchestrata_projections::View;
+use orchestrata_projections::decision::DecisionEntry;
+use orchestrata_projections::{DecisionIndex, View, ViewName};
 use tokio::sync::watch;
+use uuid::Uuid;
 
 use super::rebuild::{catch_up_reading_back, stream_epochs};
 use super::{ProjectionError, ViewHandle, ViewStore};
@@ -37,5 +39,30 @@ pub async fn open_view<V: View>(
         view: Arc::new(RwLock::new(view)),
         progress,
         store: store.clone(),
+    })
+}
+
+/// The decision recorded with `decision_id`, as `projections show --view decision --id`
+/// prints it: the index opened as [`open_view`] opens it (`keep_hot` bodies in memory),
+/// then, if the id is not among those, the stored decisions read one at a time until it
+/// is found. No key holds a decision's id, so an old or unknown id costs a scan of the
+/// stored decisions — but never more memory than a runner's.
+pub async fn find_decision(
+    log: &dyn EventLog,
+    store: &ViewStore,
+    keep_hot: usize,
+    decision_id: &Uuid,
+) -> Result<Option<DecisionEntry>, ProjectionError> {
+    let index = open_view::<DecisionIndex>(log, store, keep_hot).await?;
+    let hot = index
+        .read()
+        .decision(decision_id)
+        .and_then(|d| d.body.cloned());
+    if hot.is_some() {
+        return Ok(hot);
+    }
+    store.find_entry(ViewName::Decision, |key, value| {
+        let entry = DecisionIndex::decision_of_entry(key, value).map_err(|e| e.to_string())?;
+        Ok(entry.filter(|e| e.decision.decision_id == *decision_id))
     })
 }

@@ -6,6 +6,7 @@ mod entries;
 mod kv;
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use orchestrata_projections::{Changes, Checkpoint, StoredError, View, ViewName};
@@ -316,7 +317,7 @@ impl ViewStore {
             let mut keys = Vec::new();
             self.kv.scan_prefix(&prefix, |key, _| {
                 keys.push(key.to_vec());
-                Ok(())
+                Ok(ControlFlow::Continue(()))
             })?;
             for group in keys.chunks(10_000) {
                 let mut batch = kv::Batch::default();
@@ -369,7 +370,7 @@ impl ViewStore {
                     read += 1;
                     restorer.entry(key, value).map_err(decoding)?;
                 }
-                Ok(())
+                Ok(ControlFlow::Continue(()))
             })?;
             let last = assembler
                 .finish()
@@ -483,7 +484,7 @@ impl ViewStore {
         }
         self.kv.scan_prefix(format!("{view}.").as_bytes(), |k, v| {
             count(k, v);
-            Ok(())
+            Ok(ControlFlow::Continue(()))
         })?;
         Ok(usage)
     }

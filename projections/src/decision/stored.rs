@@ -84,6 +84,18 @@ impl DecisionIndex {
         stored::decode("decision", bytes)
     }
 
+    /// The decision a stored entry `(key, value)` holds; `None` for the index's other
+    /// entries (its blocks of times). For searches that read the stored entries in turn.
+    pub fn decision_of_entry(
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Option<DecisionEntry>, StoredError> {
+        if key.first() != Some(&DECISION) {
+            return Ok(None);
+        }
+        Self::decode_stored(value).map(Some)
+    }
+
     pub(super) fn restore(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
         crate::view::restore_all(Restore::new(head, usize::MAX)?, entries)
     }

@@ -7,9 +7,13 @@
 //! keeps the parts of one entry next to each other in key order (no other key
 //! can sort between them), so a prefix scan reads each entry whole, in turn.
 
-use orchestrata_projections::stored::StoredEntry;
+use std::ops::ControlFlow;
 
-use super::PART_BYTES;
+use orchestrata_projections::stored::StoredEntry;
+use orchestrata_projections::ViewName;
+
+use super::{ViewStore, PART_BYTES};
+use crate::projection::ProjectionError;
 
 /// How a value is cut: part 0 carries the count in its first two bytes.
 const COUNT: usize = 2;
@@ -68,6 +72,51 @@ pub(super) fn read<E: From<String>>(
         value.extend_from_slice(&bytes);
     }
     Ok(Some(value))
+}
+
+impl ViewStore {
+    /// The first of view `name`'s stored entries, in key order, that `pick` answers
+    /// `Some` for: a search by a field no key holds (a decision by its id), reading one
+    /// entry at a time and stopping at the one found. `pick`'s errors (an entry it
+    /// cannot decode) are reported as a corrupt store.
+    pub fn find_entry<T>(
+        &self,
+        name: ViewName,
+        mut pick: impl FnMut(&[u8], &[u8]) -> Result<Option<T>, String>,
+    ) -> Result<Option<T>, ProjectionError> {
+        let view = name.as_str();
+        let mut assembler = Assembler::new(view);
+        let mut found = None;
+        let mut pick = |(key, value): StoredEntry| match pick(&key, &value) {
+            Ok(Some(hit)) => {
+                found = Some(hit);
+                Ok(ControlFlow::Break(()))
+            }
+            Ok(None) => Ok(ControlFlow::Continue(())),
+            Err(reason) => Err(self.corrupt(name, reason)),
+        };
+        let mut stopped = false;
+        self.kv.scan_prefix(&prefix(view), |key, value| {
+            match assembler
+                .push(key, value)
+                .map_err(|r| self.corrupt(name, r))?
+            {
+                Some(entry) => {
+                    let flow = pick(entry)?;
+                    stopped = flow.is_break();
+                    Ok(flow)
+                }
+                None => Ok(ControlFlow::Continue(())),
+            }
+        })?;
+        if !stopped {
+            if let Some(last) = assembler.finish().map_err(|r| self.corrupt(name, r))? {
+                // The last entry: found or not, the scan is over.
+                let _ = pick(last)?;
+            }
+        }
+        Ok(found)
+    }
 }
 
 /// Reassembles entries from a prefix scan of `(store key, value)` in key order, handing

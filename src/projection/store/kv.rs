@@ -10,6 +10,7 @@
 //! file follows the live data without a stop), and whose commits are atomic: all of a
 //! batch or none of it.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -136,7 +137,7 @@ impl Kv {
     pub(super) fn scan_prefix(
         &self,
         prefix: &[u8],
-        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), ProjectionError>,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<ControlFlow<()>, ProjectionError>,
     ) -> Result<(), ProjectionError> {
         let fail = |e: redb::Error| error(&self.path, e);
         let txn = self.db.begin_read().map_err(|e| fail(e.into()))?;
@@ -150,7 +151,9 @@ impl Kv {
             if !key.value().starts_with(prefix) {
                 break;
             }
-            f(key.value(), value.value())?;
+            if f(key.value(), value.value())?.is_break() {
+                break;
+            }
         }
         Ok(())
     }
