@@ -168,6 +168,49 @@ async fn until_and_as_of_fold_the_past() {
         .expect("rebuild");
     assert_eq!(shown, serde_json::to_value(&past).expect("JSON"));
     assert_eq!(past.checkpoint().last(Stream::CxpTraffic), Some(20));
+
+    // One thread as of a sequence before the stored view's (20): folded into a scratch
+    // store beside the views, which is gone afterwards; stdout holds only the answer.
+    let older: ThreadView = projection::rebuild(log.as_ref(), Some(12), &mut |_| {})
+        .await
+        .expect("rebuild");
+    let thread = older
+        .threads(&Default::default(), &PageRequest::first(1))
+        .expect("page")
+        .items[0]
+        .clone();
+    let id = thread.thread_id.as_str();
+    drop(log); // the data directory's lock, for the command
+    let out = orchestrata(
+        &[
+            "projections",
+            "show",
+            "--view",
+            "thread",
+            "--id",
+            id,
+            "--as-of",
+            "12",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON only");
+    let packets: Vec<_> = older.thread_packets(id).collect();
+    assert_eq!(
+        shown["thread"],
+        serde_json::to_value(&thread).expect("JSON")
+    );
+    assert_eq!(
+        shown["packets"],
+        serde_json::to_value(&packets).expect("JSON")
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("data dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".show-as-of-"))
+        .collect();
+    assert!(left.is_empty(), "scratch stores left behind: {left:?}");
 }
 
 // REQ-004-INTG-011

@@ -23,7 +23,7 @@ use serde_json::json;
 
 use super::LogArgs;
 use crate::log::{self, EventLog};
-use crate::projection::{self, Progress, Projections, RunnerConfig, ViewStore};
+use crate::projection::{self, Progress, Projections, RunnerConfig, ViewHandle, ViewStore};
 
 /// `orchestrata projections ...`.
 #[derive(Debug, Subcommand)]
@@ -194,11 +194,24 @@ struct Reporter {
     name: ViewName,
     bar: Option<ProgressBar>,
     last_line: Option<Instant>,
+    /// Lines go to stderr (`show` prints its answer on stdout).
+    to_stderr: bool,
 }
 
 impl Reporter {
+    /// `rebuild`'s: a bar when stdout is a terminal, lines on stdout otherwise.
     fn new(name: ViewName) -> Self {
-        let bar = std::io::stdout().is_terminal().then(|| {
+        Self::on(name, std::io::stdout().is_terminal(), false)
+    }
+
+    /// `show --as-of`'s fold: a bar when stderr is a terminal, lines on stderr
+    /// otherwise; stdout is the answer's.
+    fn on_stderr(name: ViewName) -> Self {
+        Self::on(name, std::io::stderr().is_terminal(), true)
+    }
+
+    fn on(name: ViewName, terminal: bool, to_stderr: bool) -> Self {
+        let bar = terminal.then(|| {
             let bar = ProgressBar::new(0);
             bar.set_style(
                 ProgressStyle::with_template(
@@ -214,6 +227,7 @@ impl Reporter {
             name,
             bar,
             last_line: None,
+            to_stderr,
         }
     }
 
@@ -234,10 +248,15 @@ impl Reporter {
             } else {
                 0.0
             };
-            println!(
+            let line = format!(
                 "rebuild {}: {}/{} events, {:.0} events/s, eta {:.1} s",
                 self.name, p.done, p.total, rate, eta
             );
+            if self.to_stderr {
+                eprintln!("{line}");
+            } else {
+                println!("{line}");
+            }
         }
     }
 
@@ -342,9 +361,37 @@ async fn current<V: View>(
     Ok(view)
 }
 
-fn decision_id(id: &str) -> anyhow::Result<uuid::Uuid> {
-    id.parse()
-        .map_err(|e| anyhow::anyhow!("--id: `{id}` is not a decision id (a UUID): {e}"))
+/// A view opened to answer for one entry with a runner's memory: as stored and caught
+/// up with the log, or as of `as_of` — folded into a scratch store beside the views when
+/// the stored view has passed it (the directory returned holds that store; keep it
+/// while the view is read).
+async fn opened<V: View>(
+    log: &dyn EventLog,
+    store: &ViewStore,
+    as_of: Option<u64>,
+) -> anyhow::Result<(ViewHandle<V>, Option<tempfile::TempDir>)> {
+    let hot = projection::DEFAULT_HOT_ENTRIES;
+    let Some(as_of) = as_of else {
+        return Ok((projection::open_view(log, store, hot).await?, None));
+    };
+    // Beside the views: a fold of a long history is as large as the stored view, too
+    // large for a small /tmp. A read-only data directory falls back to the temp dir.
+    let beside = store.path().parent().map(|dir| {
+        tempfile::Builder::new()
+            .prefix(".show-as-of-")
+            .tempdir_in(dir)
+    });
+    let scratch = match beside {
+        Some(Ok(dir)) => dir,
+        _ => tempfile::tempdir().context("a scratch directory for the --as-of fold")?,
+    };
+    let mut reporter = Reporter::on_stderr(V::NAME);
+    let view = projection::open_view_as_of(log, store, hot, as_of, scratch.path(), &mut |p| {
+        reporter.report(p)
+    })
+    .await?;
+    reporter.finish();
+    Ok((view, Some(scratch)))
 }
 
 async fn show(args: ShowArgs, log_args: &LogArgs) -> anyhow::Result<()> {
@@ -356,22 +403,14 @@ async fn show(args: ShowArgs, log_args: &LogArgs) -> anyhow::Result<()> {
         (ViewName::Thread, None) => {
             serde_json::to_value(current::<ThreadView>(log, &store, args.as_of).await?)?
         }
-        (ViewName::Thread, Some(id)) if args.as_of.is_none() => {
+        (ViewName::Thread, Some(id)) => {
             // One thread: the view as a runner holds it, the rest read from the store.
-            let threads =
-                projection::open_view::<ThreadView>(log, &store, projection::DEFAULT_HOT_ENTRIES)
-                    .await?;
+            let (threads, _scratch) = opened::<ThreadView>(log, &store, args.as_of).await?;
             let (thread, packets) = threads
                 .thread_state(id)?
                 .ok_or_else(|| missing("thread", id))?;
             let status = threads.read().status_of(&thread);
             json!({"thread": thread, "effective_status": status, "packets": packets})
-        }
-        (ViewName::Thread, Some(id)) => {
-            let view: ThreadView = current(log, &store, args.as_of).await?;
-            let thread = view.thread(id).ok_or_else(|| missing("thread", id))?;
-            let packets: Vec<_> = view.thread_packets(id).collect();
-            json!({"thread": thread, "effective_status": view.thread_status(id), "packets": packets})
         }
         (ViewName::Session, None) => {
             serde_json::to_value(current::<SessionView>(log, &store, args.as_of).await?)?
@@ -391,26 +430,13 @@ async fn show(args: ShowArgs, log_args: &LogArgs) -> anyhow::Result<()> {
         (ViewName::Decision, None) => {
             serde_json::to_value(current::<DecisionIndex>(log, &store, args.as_of).await?)?
         }
-        (ViewName::Decision, Some(id)) if args.as_of.is_none() => {
-            let decision_id = decision_id(id)?;
-            let found = projection::find_decision(
-                log,
-                &store,
-                projection::DEFAULT_HOT_ENTRIES,
-                &decision_id,
-            )
-            .await?;
-            serde_json::to_value(found.ok_or_else(|| missing("decision", id))?)?
-        }
         (ViewName::Decision, Some(id)) => {
-            let decision_id = decision_id(id)?;
-            // A view loaded here holds every body (only a live runner lets them go).
-            let view: DecisionIndex = current(log, &store, args.as_of).await?;
-            serde_json::to_value(
-                view.decision(&decision_id)
-                    .and_then(|d| d.body)
-                    .ok_or_else(|| missing("decision", id))?,
-            )?
+            let decision_id: uuid::Uuid = id
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--id: `{id}` is not a decision id (a UUID): {e}"))?;
+            let (index, _scratch) = opened::<DecisionIndex>(log, &store, args.as_of).await?;
+            let found = projection::find_decision(&index, &decision_id)?;
+            serde_json::to_value(found.ok_or_else(|| missing("decision", id))?)?
         }
         (ViewName::Graph, None) => {
             serde_json::to_value(current::<GraphView>(log, &store, args.as_of).await?)?

@@ -44,7 +44,7 @@ mod store;
 
 pub use error::ProjectionError;
 pub use handle::ViewHandle;
-pub use offline::{find_decision, open_view};
+pub use offline::{find_decision, open_view, open_view_as_of};
 pub use rebuild::{catch_up, rebuild, stream_epochs, Progress};
 pub use rebuild_store::{rebuild_into_store, rebuild_into_store_with, RebuildBounds};
 pub use runner::{spawn_view, Projections, RunnerConfig, RunningView, DEFAULT_HOT_ENTRIES};

@@ -1,5 +1,6 @@
-//! [`open_view`]: a view opened from its store for reads outside a runner
-//! (`projections show --id`); [`find_decision`], a decision found by its id that way.
+//! Views opened from their store for reads outside a runner (`projections show --id`):
+//! [`open_view`] as the log stands now, [`open_view_as_of`] as it stood at a sequence,
+//! and [`find_decision`], a decision found by its id in either.
 //!
 //! [`ViewStore::load`] decodes every stored entry into memory: on a 1.3 M-send history
 //! the thread view took 43 s and 4.2 GB to show one thread, the decision index 14 s
@@ -8,6 +9,7 @@
 //! each page needs, and answers through a [`ViewHandle`], whose reads find the entries
 //! the view let go of in the store.
 
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 
 use orchestrata_projections::decision::DecisionEntry;
@@ -15,7 +17,8 @@ use orchestrata_projections::{DecisionIndex, View, ViewName};
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use super::rebuild::{catch_up_reading_back, stream_epochs};
+use super::rebuild::{catch_up_reading_back, stream_epochs, Progress};
+use super::rebuild_store::{rebuild_into_store_with, RebuildBounds};
 use super::{ProjectionError, ViewHandle, ViewStore};
 use crate::log::EventLog;
 
@@ -27,12 +30,59 @@ pub async fn open_view<V: View>(
     store: &ViewStore,
     keep_hot: usize,
 ) -> Result<ViewHandle<V>, ProjectionError> {
+    opened(log, store, keep_hot, None).await
+}
+
+/// `V` as it was once every stream it folds had reached sequence `as_of` (`--as-of`),
+/// with the memory of [`open_view`]:
+/// - when the stored view has not passed `as_of` on any stream (recent history), it is
+///   opened from `store` and caught up to `as_of` — as fast as [`open_view`];
+/// - otherwise the view is folded from the start of the log into a scratch store in
+///   `scratch` (committed as it goes, as `projections rebuild` does; `progress`
+///   reports it), then opened from there. The handle reads that store: keep `scratch`
+///   until it is dropped. `store` is never written.
+pub async fn open_view_as_of<V: View>(
+    log: &dyn EventLog,
+    store: &ViewStore,
+    keep_hot: usize,
+    as_of: u64,
+    scratch: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<ViewHandle<V>, ProjectionError> {
+    let epochs = stream_epochs::<V>(log).await?;
+    let before = store.checkpoint(V::NAME)?.is_some_and(|stored| {
+        stored.epochs == epochs
+            && V::STREAMS.iter().all(|stream| {
+                stored
+                    .checkpoint
+                    .last(*stream)
+                    .is_none_or(|last| last <= as_of)
+            })
+    });
+    if before {
+        return opened(log, store, keep_hot, Some(as_of)).await;
+    }
+    let scratch = ViewStore::open(scratch)?;
+    let bounds = RebuildBounds {
+        keep_hot,
+        ..RebuildBounds::default()
+    };
+    rebuild_into_store_with::<V>(log, &scratch, Some(as_of), bounds, progress).await?;
+    opened(log, &scratch, keep_hot, Some(as_of)).await
+}
+
+async fn opened<V: View>(
+    log: &dyn EventLog,
+    store: &ViewStore,
+    keep_hot: usize,
+    until: Option<u64>,
+) -> Result<ViewHandle<V>, ProjectionError> {
     let epochs = stream_epochs::<V>(log).await?;
     let mut view = match store.load_keeping::<V>(keep_hot)? {
         Some(loaded) if loaded.epochs == epochs => loaded.view,
         _ => V::default(),
     };
-    catch_up_reading_back(log, store, &mut view).await?;
+    catch_up_reading_back(log, store, &mut view, until).await?;
     // No runner moves it on: the handle's progress stays where the fold ended.
     let (_, progress) = watch::channel(view.checkpoint().clone());
     Ok(ViewHandle {
@@ -42,18 +92,15 @@ pub async fn open_view<V: View>(
     })
 }
 
-/// The decision recorded with `decision_id`, as `projections show --view decision --id`
-/// prints it: the index opened as [`open_view`] opens it (`keep_hot` bodies in memory),
-/// then, if the id is not among those, the stored decisions read one at a time until it
-/// is found. No key holds a decision's id, so an old or unknown id costs a scan of the
+/// The decision recorded with `decision_id` in `index` (opened by [`open_view`] or
+/// [`open_view_as_of`]), as `projections show --view decision --id` prints it: among
+/// the bodies in memory, else the stored decisions read one at a time until it is
+/// found. No key holds a decision's id, so an old or unknown id costs a scan of the
 /// stored decisions — but never more memory than a runner's.
-pub async fn find_decision(
-    log: &dyn EventLog,
-    store: &ViewStore,
-    keep_hot: usize,
+pub fn find_decision(
+    index: &ViewHandle<DecisionIndex>,
     decision_id: &Uuid,
 ) -> Result<Option<DecisionEntry>, ProjectionError> {
-    let index = open_view::<DecisionIndex>(log, store, keep_hot).await?;
     let hot = index
         .read()
         .decision(decision_id)
@@ -61,7 +108,7 @@ pub async fn find_decision(
     if hot.is_some() {
         return Ok(hot);
     }
-    store.find_entry(ViewName::Decision, |key, value| {
+    index.store.find_entry(ViewName::Decision, |key, value| {
         let entry = DecisionIndex::decision_of_entry(key, value).map_err(|e| e.to_string())?;
         Ok(entry.filter(|e| e.decision.decision_id == *decision_id))
     })

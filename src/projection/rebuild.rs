@@ -161,13 +161,15 @@ pub async fn catch_up<V: View>(
 
 /// [`catch_up`] for a view restored keeping only some of its entries in memory
 /// ([`ViewStore::load_keeping`]): before each page is applied, the entries it needs
-/// are read back from `store`, as a runner does. Returns the events applied.
+/// are read back from `store`, as a runner does; up to `until` as there. Returns the
+/// events applied.
 pub(super) async fn catch_up_reading_back<V: View>(
     log: &dyn EventLog,
     store: &ViewStore,
     view: &mut V,
+    until: Option<u64>,
 ) -> Result<u64, ProjectionError> {
-    fold_tail(log, Some(store), view, None, &mut |_| {}).await
+    fold_tail(log, Some(store), view, until, &mut |_| {}).await
 }
 
 /// The loop of both catch-ups: page after page from the view's checkpoint, each
