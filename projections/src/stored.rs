@@ -213,6 +213,18 @@ impl Touched {
         }
     }
 
+    /// Records that `key` left the view: marked when the store holds it (`stored`), so
+    /// the next commit removes it there; forgotten when the store never held it — an
+    /// entry added and let go of between two commits (a windowed view's churn) leaves
+    /// nothing to write, and must not count towards [`pressing`](Touched::pressing).
+    pub fn removed(&mut self, key: &str, stored: bool, live: usize) {
+        if stored {
+            self.mark(key, live);
+        } else if !self.lost {
+            self.keys.remove(key);
+        }
+    }
+
     /// Whether the marked keys are half way to the bound past which track is lost: a
     /// runner should commit now rather than let the next commit write the whole view
     /// ([`View::needs_commit`](crate::View::needs_commit)).

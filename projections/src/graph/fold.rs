@@ -369,12 +369,19 @@ impl GraphView {
         }
     }
 
+    /// Removes an evicted packet or decision with its relationships. Most of them were
+    /// added since the last commit and never stored (the window turns over in seconds
+    /// under load, commits come every several): those leave nothing to commit.
     fn evict(&mut self, kept: &Kept) {
         self.nodes.remove(&kept.node);
-        self.touched_nodes.mark(&kept.node, self.nodes.len());
+        let stored = self.slots.has_node(&kept.node);
+        self.touched_nodes
+            .removed(&kept.node, stored, self.nodes.len());
         for rel in &kept.rels {
             let removed = self.relationships.remove(rel);
-            self.touched_rels.mark(rel, self.relationships.len());
+            let stored = self.slots.has_rel(rel);
+            self.touched_rels
+                .removed(rel, stored, self.relationships.len());
             if let Some(r) = removed.filter(|r| r.rel_type == RelType::InThread) {
                 self.release_thread(&r.to);
             }
@@ -391,7 +398,8 @@ impl GraphView {
         if *count == 0 {
             self.thread_packets.remove(thread);
             self.nodes.remove(thread);
-            self.touched_nodes.mark(thread, self.nodes.len());
+            let stored = self.slots.has_node(thread);
+            self.touched_nodes.removed(thread, stored, self.nodes.len());
         }
     }
 

@@ -39,6 +39,19 @@ pub(super) struct Slots {
     next: u64,
 }
 
+impl Slots {
+    /// Whether the store holds node `id` (it was written by a commit and not removed
+    /// since).
+    pub(super) fn has_node(&self, id: &str) -> bool {
+        self.nodes.contains_key(id)
+    }
+
+    /// Whether the store holds relationship `id`.
+    pub(super) fn has_rel(&self, id: &str) -> bool {
+        self.rels.contains_key(id)
+    }
+}
+
 impl PartialEq for Slots {
     fn eq(&self, _: &Self) -> bool {
         true
