@@ -126,6 +126,19 @@ fn init_tracing() {
     }
 }
 
+/// Whether `error` comes from writing to an output its reader closed.
+fn output_closed(error: &anyhow::Error) -> bool {
+    let broken = Some(std::io::ErrorKind::BrokenPipe);
+    error.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().map(|e| e.kind()) == broken
+            // `show` writes its JSON through serde_json.
+            || cause
+                .downcast_ref::<serde_json::Error>()
+                .and_then(|e| e.io_error_kind())
+                == broken
+    })
+}
+
 fn main() -> std::process::ExitCode {
     no_transparent_huge_pages();
     init_tracing();
@@ -142,6 +155,9 @@ fn main() -> std::process::ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // The reader of the output went away (`orchestrata replay ... | head`): what it
+        // wanted was written; end quietly, as `cat` would.
+        Err(e) if output_closed(&e) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             tracing::debug!(error = %format!("{e:#}"), "command failed");
             eprintln!("error: {e:#}");

@@ -260,3 +260,44 @@ async fn bad_arguments_fail_with_clear_messages() {
     let shown: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(shown["volk"]["alias"], "U:Ox");
 }
+
+// The offline commands' output read by a reader that stops early (`| head -1`): each
+// command ends quietly with success once its stdout is closed — no panic, no error —
+// whatever it was writing (JSON lines, a table, one large JSON document). Every output
+// here is far larger than a pipe's buffer, so the command is still writing when the
+// reader goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_end_quietly_when_their_reader_stops_early() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_, _, _) = prepared(dir.path(), 6_000).await;
+    for args in [
+        &["replay", "--stream", "cxp.traffic"][..],
+        &["audit", "decisions", "--json"],
+        &["projections", "show", "--view", "thread"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_orchestrata"))
+            .args(args)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run orchestrata");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut first)
+            .expect("a first line");
+        // The reader is dropped here: the pipe closes with most of the output unread.
+        let out = child.wait_with_output().expect("wait");
+        assert!(!first.is_empty(), "{args:?}: no output");
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{args:?}: {:?}, stderr {}",
+            out.status,
+            text(&out.stderr)
+        );
+    }
+}

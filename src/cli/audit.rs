@@ -2,7 +2,8 @@
 //! read straight from the log (sled directory or Kafka) with no server running, so an
 //! auditor can run it on a copy of the data.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -75,28 +76,46 @@ pub(super) async fn run(args: AuditArgs, log_args: LogArgs) -> anyhow::Result<()
         AuditCommand::Decisions(filter) => {
             // A listing needs the decisions only, read a page at a time.
             let table = !filter.json && std::io::stdout().is_terminal();
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             if table {
-                print_header();
+                print_header(&mut out)?;
             }
-            audit::each_decision(log.as_ref(), |rd| print_decision(&rd, &filter, table))
-                .await
-                .context("reading decisions")
+            // A reader that closes the output (`| head`) ends the listing.
+            let mut written = Ok(());
+            audit::each_decision(log.as_ref(), |rd| {
+                written = print_decision(&mut out, &rd, &filter, table);
+                if written.is_ok() {
+                    ControlFlow::Continue(())
+                } else {
+                    ControlFlow::Break(())
+                }
+            })
+            .await
+            .context("reading decisions")?;
+            written
+                .and_then(|()| out.flush())
+                .context("writing to stdout")
         }
         AuditCommand::Verify => {
             let audit_log = read(log.as_ref()).await?;
             let report = audit::verify(&audit_log);
+            let mut out = std::io::stdout().lock();
             for m in &report.mismatches {
-                println!(
+                writeln!(
+                    out,
                     "MISMATCH seq={} decision={} {}",
                     m.sequence, m.decision_id, m.reason
-                );
+                )
+                .context("writing to stdout")?;
             }
-            println!(
+            writeln!(
+                out,
                 "verified {} decisions ({} fail-closed skipped): {} mismatch(es)",
                 report.checked,
                 report.skipped,
                 report.mismatches.len()
-            );
+            )
+            .context("writing to stdout")?;
             if report.mismatches.is_empty() {
                 Ok(())
             } else {
@@ -110,33 +129,33 @@ pub(super) async fn run(args: AuditArgs, log_args: LogArgs) -> anyhow::Result<()
             let audit_log = read(log.as_ref()).await?;
             let candidate = Policy::from_dir(&policy)?;
             let report = audit::diff(&audit_log, &candidate)?;
-            for c in &report.changes {
-                println!(
-                    "CHANGED seq={} decision={} {} {} {}: {} -> {}",
-                    c.sequence,
-                    c.decision_id,
-                    c.subject,
-                    c.action,
-                    c.resource,
-                    c.recorded,
-                    c.candidate
-                );
-            }
-            for (action, n) in &report.by_action {
-                println!("by action  {action}: {n}");
-            }
-            for (subject, n) in &report.by_subject {
-                println!("by subject {subject}: {n}");
-            }
-            println!(
-                "{} of {} decisions would change under {}",
-                report.changes.len(),
-                report.compared,
-                candidate.hash()
-            );
-            Ok(())
+            print_diff(&report, candidate.hash()).context("writing to stdout")
         }
     }
+}
+
+/// `diff`'s report: each changed decision, counts by action and subject, a summary.
+fn print_diff(report: &audit::DiffReport, hash: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for c in &report.changes {
+        writeln!(
+            out,
+            "CHANGED seq={} decision={} {} {} {}: {} -> {}",
+            c.sequence, c.decision_id, c.subject, c.action, c.resource, c.recorded, c.candidate
+        )?;
+    }
+    for (action, n) in &report.by_action {
+        writeln!(out, "by action  {action}: {n}")?;
+    }
+    for (subject, n) in &report.by_subject {
+        writeln!(out, "by subject {subject}: {n}")?;
+    }
+    writeln!(
+        out,
+        "{} of {} decisions would change under {hash}",
+        report.changes.len(),
+        report.compared
+    )
 }
 
 /// The decisions, the policies they name and the fact streams (what verify and diff
@@ -146,15 +165,21 @@ async fn read(log: &dyn crate::log::EventLog) -> anyhow::Result<AuditLog> {
 }
 
 /// The table's header line.
-fn print_header() {
-    println!(
+fn print_header(out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
         "{:<8} {:<20} {:<16} {:<16} {:<18} {:<20} {:<9} {:<7} TRACE",
         "SEQ", "TIME", "PRINCIPAL", "SUBJECT", "ACTION", "RESOURCE", "RESULT", "DRYRUN"
-    );
+    )
 }
 
-/// Prints `rd` if it passes the filters of `f`: a table row, or a JSON line.
-fn print_decision(rd: &RecordedDecision, f: &DecisionsArgs, table: bool) {
+/// Writes `rd` if it passes the filters of `f`: a table row, or a JSON line.
+fn print_decision(
+    out: &mut impl Write,
+    rd: &RecordedDecision,
+    f: &DecisionsArgs,
+    table: bool,
+) -> std::io::Result<()> {
     let d = &rd.event;
     let result = result_name(&d.result);
     if f.since.is_some_and(|t| rd.timestamp < t)
@@ -165,10 +190,11 @@ fn print_decision(rd: &RecordedDecision, f: &DecisionsArgs, table: bool) {
             .is_some_and(|p| Some(p) != rd.principal.as_ref())
         || f.result.as_ref().is_some_and(|r| *r != result)
     {
-        return;
+        return Ok(());
     }
     if table {
-        println!(
+        writeln!(
+            out,
             "{:<8} {:<20} {:<16} {:<16} {:<18} {:<20} {:<9} {:<7} {}",
             rd.sequence,
             rd.timestamp.format("%Y-%m-%dT%H:%M:%S"),
@@ -179,7 +205,7 @@ fn print_decision(rd: &RecordedDecision, f: &DecisionsArgs, table: bool) {
             result,
             d.dry_run,
             d.rule_trace.join(" > ")
-        );
+        )
     } else {
         let line = serde_json::json!({
             "sequence": rd.sequence,
@@ -199,6 +225,6 @@ fn print_decision(rd: &RecordedDecision, f: &DecisionsArgs, table: bool) {
             "reason": d.reason,
             "query": d.query,
         });
-        println!("{line}");
+        writeln!(out, "{line}")
     }
 }

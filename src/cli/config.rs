@@ -1,5 +1,6 @@
 //! `orchestrata config check FILE` and `orchestrata config print`.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -33,9 +34,13 @@ pub(super) async fn run(command: ConfigCommand, log_args: super::LogArgs) -> any
             // What `up` reads besides: the agents' sections.
             AgentSettings::from_config(&config)
                 .with_context(|| format!("{} is not a valid configuration", file.display()))?;
-            println!("ok: {} is a valid configuration", file.display());
+            writeln!(
+                std::io::stdout(),
+                "ok: {} is a valid configuration",
+                file.display()
+            )?;
             for o in &config.overrides {
-                println!("  {} overrides {}", o.var, o.key());
+                writeln!(std::io::stdout(), "  {} overrides {}", o.var, o.key())?;
             }
             Ok(())
         }
@@ -43,7 +48,7 @@ pub(super) async fn run(command: ConfigCommand, log_args: super::LogArgs) -> any
             let config = SystemConfig::load(log_args.config.as_deref())?;
             let text = serde_yaml_ng::to_string(&config.effective())
                 .context("writing the configuration as YAML")?;
-            print!("{text}");
+            write!(std::io::stdout(), "{text}")?;
             Ok(())
         }
     }

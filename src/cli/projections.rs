@@ -166,14 +166,15 @@ async fn rebuild(args: RebuildArgs, log_args: &LogArgs) -> anyhow::Result<()> {
         };
         reporter.finish();
         let secs = started.elapsed().as_secs_f64();
-        println!(
+        writeln!(
+            std::io::stdout(),
             "rebuilt {name}: {events} events in {secs:.2} s ({:.0} events/s)",
             if secs > 0.0 {
                 events as f64 / secs
             } else {
                 0.0
             }
-        );
+        )?;
     }
     Ok(())
 }
@@ -255,7 +256,7 @@ impl Reporter {
             if self.to_stderr {
                 eprintln!("{line}");
             } else {
-                println!("{line}");
+                let _ = writeln!(std::io::stdout(), "{line}");
             }
         }
     }
@@ -269,15 +270,24 @@ impl Reporter {
 
 async fn status(args: StoreArgs, log_args: &LogArgs) -> anyhow::Result<()> {
     let (log, store) = args.open(log_args).await?;
-    println!(
+    writeln!(
+        std::io::stdout(),
         "views at {} for log at {}",
         store.path().display(),
         log.location()
-    );
-    println!(
+    )?;
+    writeln!(
+        std::io::stdout(),
         "{:<10} {:<22} {:>12} {:>12} {:>10} {:>12} {:>8} {:>9}  NOTE",
-        "VIEW", "STREAM", "CHECKPOINT", "LOG LAST", "LAG", "STORED", "KEYS", "ENTRIES"
-    );
+        "VIEW",
+        "STREAM",
+        "CHECKPOINT",
+        "LOG LAST",
+        "LAG",
+        "STORED",
+        "KEYS",
+        "ENTRIES"
+    )?;
     let mut live = 0u64;
     for name in ViewName::ALL {
         let streams = match name {
@@ -304,7 +314,8 @@ async fn status(args: StoreArgs, log_args: &LogArgs) -> anyhow::Result<()> {
                 Some(_) => "",
             };
             let show = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
-            println!(
+            writeln!(
+                std::io::stdout(),
                 "{:<10} {:<22} {:>12} {:>12} {:>10} {:>12} {:>8} {:>9}  {note}",
                 name.as_str(),
                 stream.as_str(),
@@ -314,15 +325,16 @@ async fn status(args: StoreArgs, log_args: &LogArgs) -> anyhow::Result<()> {
                 human_bytes(usage.bytes),
                 usage.keys,
                 usage.entries
-            );
+            )?;
         }
     }
     let disk = store.size_on_disk()?;
-    println!(
+    writeln!(
+        std::io::stdout(),
         "store on disk: {} for {} of views; the rest is B-tree pages and free pages that later commits reuse",
         human_bytes(disk),
         human_bytes(live)
-    );
+    )?;
     Ok(())
 }
 
