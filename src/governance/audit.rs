@@ -258,11 +258,33 @@ fn name<T: Serialize>(value: &T) -> String {
     }
 }
 
-/// Re-evaluates every recorded decision under its recorded policy.
+/// The order in which to replay the decisions: by fact window, then by the fact
+/// positions each was decided at, then by sequence. The engine decides one request at
+/// a time and its positions only grow, so this is the order it evaluated them in, and
+/// the facts only ever move forward. The log's order is not: concurrent requests' decisions
+/// land in either order, and a cached decision (no positions recorded) can fall
+/// between two others. Each such step back refolded the facts from the start, ~11 ms
+/// per decision on a log fed by concurrent clients.
+fn replay_order(audit: &AuditLog) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..audit.decisions.len()).collect();
+    order.sort_by_cached_key(|&i| {
+        let rd = &audit.decisions[i];
+        let (_, recorded) = request_of(&rd.event);
+        let positions: Vec<u64> = FACT_STREAMS
+            .iter()
+            .map(|s| recorded.facts_at.get(s.as_str()).copied().unwrap_or(0))
+            .collect();
+        (recorded.fact_window, positions, rd.sequence)
+    });
+    order
+}
+
+/// Re-evaluates every recorded decision under its recorded policy; mismatches in log
+/// order.
 pub fn verify(audit: &AuditLog) -> VerifyReport {
     let mut report = VerifyReport::default();
     let mut replayers: HashMap<String, Result<Replayer, String>> = HashMap::new();
-    for rd in &audit.decisions {
+    for rd in replay_order(audit).into_iter().map(|i| &audit.decisions[i]) {
         let d = &rd.event;
         let (request, recorded) = request_of(d);
         let mismatch = |reason: String| Mismatch {
@@ -346,14 +368,16 @@ pub fn verify(audit: &AuditLog) -> VerifyReport {
             }
         }
     }
+    report.mismatches.sort_by_key(|m| m.sequence);
     report
 }
 
-/// Re-evaluates the recorded (non-dry-run) decisions under `candidate`.
+/// Re-evaluates the recorded (non-dry-run) decisions under `candidate`; changes in log
+/// order.
 pub fn diff(audit: &AuditLog, candidate: &Policy) -> Result<DiffReport, GovernanceError> {
     let mut replayer = Replayer::new(candidate)?;
     let mut report = DiffReport::default();
-    for rd in &audit.decisions {
+    for rd in replay_order(audit).into_iter().map(|i| &audit.decisions[i]) {
         let d = &rd.event;
         if d.dry_run {
             continue;
@@ -383,5 +407,6 @@ pub fn diff(audit: &AuditLog, candidate: &Policy) -> Result<DiffReport, Governan
             });
         }
     }
+    report.changes.sort_by_key(|c| c.sequence);
     Ok(report)
 }
