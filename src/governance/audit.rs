@@ -219,9 +219,10 @@ impl Replayer {
     }
 }
 
-fn request_of(d: &DecisionRecorded) -> (Request, RecordedQuery) {
-    let recorded: RecordedQuery = d
-        .query
+/// The query a decision recorded (context, fact positions, what was asked); for a
+/// record without one (or unreadable), an empty query: no context, no positions.
+fn recorded_query(d: &DecisionRecorded) -> RecordedQuery {
+    d.query
         .as_deref()
         .and_then(|q| serde_json::from_str(q).ok())
         .unwrap_or(RecordedQuery {
@@ -233,7 +234,11 @@ fn request_of(d: &DecisionRecorded) -> (Request, RecordedQuery) {
             error_kind: None,
             asked_action: None,
             asked_resource: None,
-        });
+        })
+}
+
+fn request_of(d: &DecisionRecorded) -> (Request, RecordedQuery) {
+    let recorded = recorded_query(d);
     let request = Request {
         subject_kind: d.subject_kind,
         subject: d.subject.clone(),
@@ -269,7 +274,7 @@ fn replay_order(audit: &AuditLog) -> Vec<usize> {
     let mut order: Vec<usize> = (0..audit.decisions.len()).collect();
     order.sort_by_cached_key(|&i| {
         let rd = &audit.decisions[i];
-        let (_, recorded) = request_of(&rd.event);
+        let recorded = recorded_query(&rd.event);
         let positions: Vec<u64> = FACT_STREAMS
             .iter()
             .map(|s| recorded.facts_at.get(s.as_str()).copied().unwrap_or(0))

@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use super::rebuild::{catch_up_reading_back, stream_epochs, Progress};
 use super::rebuild_store::{rebuild_into_store_with, RebuildBounds};
-use super::{ProjectionError, ViewHandle, ViewStore};
+use super::{Epochs, ProjectionError, ViewHandle, ViewStore};
 use crate::log::EventLog;
 
 /// The stored `V`, keeping `keep_hot` entries in memory, brought up to the end of the
@@ -30,7 +30,8 @@ pub async fn open_view<V: View>(
     store: &ViewStore,
     keep_hot: usize,
 ) -> Result<ViewHandle<V>, ProjectionError> {
-    opened(log, store, keep_hot, None).await
+    let epochs = stream_epochs::<V>(log).await?;
+    opened(log, store, &epochs, keep_hot, None).await
 }
 
 /// `V` as it was once every stream it folds had reached sequence `as_of` (`--as-of`),
@@ -60,7 +61,7 @@ pub async fn open_view_as_of<V: View>(
             })
     });
     if before {
-        return opened(log, store, keep_hot, Some(as_of)).await;
+        return opened(log, store, &epochs, keep_hot, Some(as_of)).await;
     }
     let scratch = ViewStore::open(scratch)?;
     let bounds = RebuildBounds {
@@ -68,18 +69,20 @@ pub async fn open_view_as_of<V: View>(
         ..RebuildBounds::default()
     };
     rebuild_into_store_with::<V>(log, &scratch, Some(as_of), bounds, progress).await?;
-    opened(log, &scratch, keep_hot, Some(as_of)).await
+    opened(log, &scratch, &epochs, keep_hot, Some(as_of)).await
 }
 
+/// `V` restored from `store` keeping `keep_hot` entries (folded from the start if the
+/// store's epochs are not the log's `epochs`), caught up to `until`.
 async fn opened<V: View>(
     log: &dyn EventLog,
     store: &ViewStore,
+    epochs: &Epochs,
     keep_hot: usize,
     until: Option<u64>,
 ) -> Result<ViewHandle<V>, ProjectionError> {
-    let epochs = stream_epochs::<V>(log).await?;
     let mut view = match store.load_keeping::<V>(keep_hot)? {
-        Some(loaded) if loaded.epochs == epochs => loaded.view,
+        Some(loaded) if loaded.epochs == *epochs => loaded.view,
         _ => V::default(),
     };
     catch_up_reading_back(log, store, &mut view, until).await?;

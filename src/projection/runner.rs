@@ -374,9 +374,6 @@ impl Projections {
     }
 }
 
-/// Reads back from `store` the let-go entries of view `V` that `wanted` names and hands
-/// them to `warm`, asking again until nothing more is wanted (an entry read back may
-/// name more) — at most [`WARM_ROUNDS`] times. Shared by the runner and the rebuild.
 /// [`read_back`] of the entries folding `page` needs, for a view held directly (a
 /// rebuild's fold thread, a view opened for reads outside a runner).
 pub(super) fn read_back_page<V: View>(
@@ -398,6 +395,9 @@ pub(super) fn read_back_page<V: View>(
     )
 }
 
+/// Reads back from `store` the let-go entries of view `V` that `wanted` names and hands
+/// them to `warm`, asking again until nothing more is wanted (an entry read back may
+/// name more) — at most [`WARM_ROUNDS`] times. Shared by the runner and the rebuild.
 pub(super) fn read_back<V: View>(
     store: &ViewStore,
     mut wanted: impl FnMut(&mut Vec<Vec<u8>>),

@@ -361,24 +361,11 @@ impl ViewStore {
             let decoding = |e: StoredError| self.corrupt(name, e.to_string());
             let mut restorer = V::restorer(&head, keep_hot).map_err(decoding)?;
             let mut read = 0u64;
-            let mut assembler = entries::Assembler::new(view);
-            self.kv.scan_prefix(&entries::prefix(view), |key, value| {
-                let entry = assembler
-                    .push(key, value)
-                    .map_err(|reason| self.corrupt(name, reason))?;
-                if let Some((key, value)) = entry {
-                    read += 1;
-                    restorer.entry(key, value).map_err(decoding)?;
-                }
-                Ok(ControlFlow::Continue(()))
-            })?;
-            let last = assembler
-                .finish()
-                .map_err(|reason| self.corrupt(name, reason))?;
-            if let Some((key, value)) = last {
+            self.each_entry(name, |(key, value)| {
                 read += 1;
                 restorer.entry(key, value).map_err(decoding)?;
-            }
+                Ok(ControlFlow::Continue(()))
+            })?;
             let count = self.entry_count(name)?.unwrap_or(0);
             if read != count {
                 return Err(self.corrupt(name, format!("{read} entries stored, {count} written")));

@@ -75,6 +75,39 @@ pub(super) fn read<E: From<String>>(
 }
 
 impl ViewStore {
+    /// Hands view `name`'s stored entries to `each` whole, one at a time in key order,
+    /// until it answers `Break`: what a restore and a search read, never more than one
+    /// entry's bytes at once. A part out of place is reported as a corrupt store.
+    pub(super) fn each_entry(
+        &self,
+        name: ViewName,
+        mut each: impl FnMut(StoredEntry) -> Result<ControlFlow<()>, ProjectionError>,
+    ) -> Result<(), ProjectionError> {
+        let view = name.as_str();
+        let mut assembler = Assembler::new(view);
+        let mut stopped = false;
+        self.kv.scan_prefix(&prefix(view), |key, value| {
+            match assembler
+                .push(key, value)
+                .map_err(|r| self.corrupt(name, r))?
+            {
+                Some(entry) => {
+                    let flow = each(entry)?;
+                    stopped = flow.is_break();
+                    Ok(flow)
+                }
+                None => Ok(ControlFlow::Continue(())),
+            }
+        })?;
+        if !stopped {
+            if let Some(last) = assembler.finish().map_err(|r| self.corrupt(name, r))? {
+                // The last entry: whatever `each` answers, the scan is over.
+                let _ = each(last)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The first of view `name`'s stored entries, in key order, that `pick` answers
     /// `Some` for: a search by a field no key holds (a decision by its id), reading one
     /// entry at a time and stopping at the one found. `pick`'s errors (an entry it
@@ -84,37 +117,15 @@ impl ViewStore {
         name: ViewName,
         mut pick: impl FnMut(&[u8], &[u8]) -> Result<Option<T>, String>,
     ) -> Result<Option<T>, ProjectionError> {
-        let view = name.as_str();
-        let mut assembler = Assembler::new(view);
         let mut found = None;
-        let mut pick = |(key, value): StoredEntry| match pick(&key, &value) {
+        self.each_entry(name, |(key, value)| match pick(&key, &value) {
             Ok(Some(hit)) => {
                 found = Some(hit);
                 Ok(ControlFlow::Break(()))
             }
             Ok(None) => Ok(ControlFlow::Continue(())),
             Err(reason) => Err(self.corrupt(name, reason)),
-        };
-        let mut stopped = false;
-        self.kv.scan_prefix(&prefix(view), |key, value| {
-            match assembler
-                .push(key, value)
-                .map_err(|r| self.corrupt(name, r))?
-            {
-                Some(entry) => {
-                    let flow = pick(entry)?;
-                    stopped = flow.is_break();
-                    Ok(flow)
-                }
-                None => Ok(ControlFlow::Continue(())),
-            }
         })?;
-        if !stopped {
-            if let Some(last) = assembler.finish().map_err(|r| self.corrupt(name, r))? {
-                // The last entry: found or not, the scan is over.
-                let _ = pick(last)?;
-            }
-        }
         Ok(found)
     }
 }
