@@ -192,7 +192,7 @@ pub struct Touched {
     /// (the Volks of every packet), and a tree of long ids with shared prefixes
     /// (`packet:…`, `SENT_BY:packet:…`) paid a dozen string compares per mark — 4 % of
     /// a server's CPU under pipelined sends. Ordered once, at [`take`](Touched::take).
-    keys: std::collections::HashSet<String>,
+    keys: hashbrown::HashSet<String, foldhash::fast::RandomState>,
     lost: bool,
 }
 

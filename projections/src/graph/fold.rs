@@ -1,7 +1,5 @@
 //! How each event changes the [`GraphView`].
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::events::governance::DecisionRecorded;
 use orchestrata_schemas::events::types::{Packet, SubjectKind};
@@ -175,11 +173,11 @@ impl GraphView {
             properties.insert(key_name.to_owned(), json!(key));
             self.nodes.insert(
                 id.clone(),
-                Box::new(Node {
+                Node {
                     id: id.clone(),
                     label,
                     properties,
-                }),
+                },
             );
         }
         id
@@ -209,13 +207,13 @@ impl GraphView {
         self.touched_rels.mark(&id, self.relationships.len());
         self.relationships.insert(
             id.clone(),
-            Box::new(Relationship {
+            Relationship {
                 id: id.clone(),
                 rel_type,
                 from: from.to_owned(),
                 to: to.to_owned(),
                 properties,
-            }),
+            },
         );
         id
     }
@@ -406,7 +404,8 @@ impl GraphView {
     /// Counts each kept packet's thread (after a restore, which stores no counts).
     /// Returns the thread nodes no kept packet is in.
     pub(super) fn count_thread_packets(&mut self) -> Vec<String> {
-        let mut counts: HashMap<String, u32> = HashMap::new();
+        let mut counts: hashbrown::HashMap<String, u32, foldhash::fast::RandomState> =
+            Default::default();
         for kept in &self.packets {
             for rel in &kept.rels {
                 if let Some(r) = self.relationships.get(rel) {

@@ -152,13 +152,13 @@ impl GraphView {
         let node = |id: &str| {
             graph_nodes
                 .get(id)
-                .map(|n| stored::encode("node", &**n))
+                .map(|n| stored::encode("node", n))
                 .transpose()
         };
         let rel = |id: &str| {
             graph_rels
                 .get(id)
-                .map(|r| stored::encode("relationship", &**r))
+                .map(|r| stored::encode("relationship", r))
                 .transpose()
         };
         slotted(
@@ -235,13 +235,13 @@ impl GraphView {
                 Some((&NODE, _)) => {
                     let node: Node = stored::decode("node", &value)?;
                     view.slots.nodes.insert(node.id.clone(), slot_of(&key)?);
-                    view.nodes.insert(node.id.clone(), Box::new(node));
+                    view.nodes.insert(node.id.clone(), node);
                     continue;
                 }
                 Some((&REL, _)) => {
                     let rel: Relationship = stored::decode("relationship", &value)?;
                     view.slots.rels.insert(rel.id.clone(), slot_of(&key)?);
-                    view.relationships.insert(rel.id.clone(), Box::new(rel));
+                    view.relationships.insert(rel.id.clone(), rel);
                     continue;
                 }
                 Some((&PACKET, _)) => (&mut view.packets, view.evicted_packets),
