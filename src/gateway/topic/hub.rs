@@ -250,6 +250,24 @@ impl Hub {
         }
     }
 
+    /// Moves the hub past the event at `sequence` without publishing it when no
+    /// subscription could take it: there are none, or (with `facts`) none whose filter
+    /// matches. `true` if it did. The check and the move happen under the lock that
+    /// [`Hub::add`] takes, so a subscription added later starts past the event and reads
+    /// it from the log, like every event published before it.
+    fn pass_unwanted(&self, sequence: u64, facts: Option<&Facts>) -> bool {
+        let mut st = self.lock();
+        let wanted = st.clients.values().any(|entry| {
+            entry.subs.iter().any(|sub| {
+                sequence >= sub.skip_below && facts.is_none_or(|f| sub.filter.matches(f))
+            })
+        });
+        if !wanted {
+            st.next = st.next.max(sequence + 1);
+        }
+        !wanted
+    }
+
     /// Tails the log from the hub's position forever, publishing every event. A failed
     /// tail is reopened from the next unpublished sequence after a short pause, so no
     /// event is skipped.
@@ -263,7 +281,17 @@ impl Hub {
                     while let Some(item) = tail.next().await {
                         match item {
                             Ok(envelope) => {
+                                // Nobody subscribed: neither wait for the packet index
+                                // nor render (most servers, most topics).
+                                if self.pass_unwanted(envelope.sequence, None) {
+                                    pacer.after_publish().await;
+                                    continue;
+                                }
                                 let facts = self.facts(&index, &envelope).await;
+                                if self.pass_unwanted(envelope.sequence, Some(&facts)) {
+                                    pacer.after_publish().await;
+                                    continue;
+                                }
                                 match TopicEvent::new(envelope, facts) {
                                     Ok(event) => {
                                         self.publish(Arc::new(event));
@@ -350,3 +378,7 @@ impl YieldPacer {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "hub_tests.rs"]
+mod tests;
