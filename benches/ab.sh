@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds compared through the public API: alternating rounds of `wsload pipe`, a fresh
+# `orchestrata up` (sled, default fsync) per round and per build, so that a machine
+# whose speed drifts (this one's drifted by a quarter within an hour) slows both builds
+# alike. Reports acknowledged sends/s and the server's CPU per acknowledged send.
+#
+#   benches/ab.sh BIN_A BIN_B [BIN_C ...]
+#
+# Knobs (environment): ROUNDS (4), CONNS (1), SECS (20), WSLOAD (the wsload example,
+# default $CARGO_TARGET_DIR/release/examples/wsload), INBOX (kernel.inbox_capacity,
+# default 100000000: every send delivered; nobody reads the recipient's inbox, so with
+# the server's default 10,000 each later send is refused and makes twice the events),
+# OUT (kept directory with each server's log).
+# max_clients and the per-client rate limit are raised, as in benches/frontdoor.sh.
+set -uo pipefail
+
+[ $# -ge 2 ] || { sed -n '2,13p' "$0"; exit 2; }
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROUNDS=${ROUNDS:-4}; CONNS=${CONNS:-1}; SECS=${SECS:-20}; INBOX=${INBOX:-100000000}
+W=$(realpath "${WSLOAD:-${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/wsload}") || exit 2
+T=$(mktemp -d /tmp/ab.XXXXXX)
+OUT=${OUT:-$T/out}; mkdir -p "$OUT"
+UP_PID=""
+cleanup() { [ -n "$UP_PID" ] && kill "$UP_PID" 2>/dev/null; rm -rf "$T/data"; }
+trap cleanup EXIT
+
+port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+wait_health() { for _ in $(seq 1 600); do curl -fs "http://127.0.0.1:$1/health" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+export GATEWAY_TOKEN="ab-$RANDOM$RANDOM"
+
+declare -A sum_rate sum_cpu
+for r in $(seq 1 "$ROUNDS"); do
+  for bin in "$@"; do
+    name=$(basename "$bin")
+    rm -rf "$T/data"
+    p=$(port)
+    ORCHESTRATA_GATEWAY__MAX_CLIENTS=1000 \
+      ORCHESTRATA_GATEWAY__RATE_LIMIT_PER_SECOND=1000000 ORCHESTRATA_KERNEL__INBOX_CAPACITY="$INBOX" \
+      "$bin" up --data-dir "$T/data" --listen "127.0.0.1:$p" >"$OUT/up-$name-$r.log" 2>&1 &
+    UP_PID=$!
+    wait_health "$p" || { echo "$name did not start; see $OUT/up-$name-$r.log"; exit 2; }
+    t0=$(ticks "$UP_PID")
+    out=$("$W" pipe "ws://127.0.0.1:$p/" --conns "$CONNS" --secs "$SECS" 2>"$OUT/wsload-$name-$r.err")
+    t1=$(ticks "$UP_PID")
+    kill -INT "$UP_PID"; wait "$UP_PID" 2>/dev/null; UP_PID=""
+    rate=$(sed -n 's/^acked_per_s=//p' <<<"$out")
+    errors=$(sed -n 's/^errors=//p' <<<"$out")
+    [ -n "$rate" ] && [ "$rate" -gt 0 ] || { echo "$name round $r: no sends acknowledged ($out)"; exit 1; }
+    cpu_us=$(( (t1 - t0) * 1000000 / hz / (rate * SECS) ))
+    echo "round=$r build=$name acked_per_s=$rate errors=$errors server_cpu_us_per_send=$cpu_us"
+    sum_rate[$name]=$(( ${sum_rate[$name]:-0} + rate ))
+    sum_cpu[$name]=$(( ${sum_cpu[$name]:-0} + cpu_us ))
+  done
+done
+for bin in "$@"; do
+  name=$(basename "$bin")
+  echo "mean build=$name acked_per_s=$(( sum_rate[$name] / ROUNDS )) server_cpu_us_per_send=$(( sum_cpu[$name] / ROUNDS ))"
+done
