@@ -6,6 +6,7 @@
 use orchestrata::log::EventLog;
 use orchestrata::projection::{self, RebuildBounds, ViewHandle, ViewStore};
 use orchestrata_projections::thread::ThreadStatus;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use orchestrata_projections::{DecisionIndex, PageRequest, ThreadView, View};
@@ -15,6 +16,29 @@ use serde_json::Value;
 mod projection_support;
 
 use projection_support::{fill, sled_log};
+
+/// A sled log in a temp dir holding `sends` of workload `seed` (the last sequence of
+/// each stream returned), and an empty view store beside it. Keep `dir` bound: the
+/// directory goes when it is dropped.
+struct Filled {
+    dir: tempfile::TempDir,
+    log: Arc<dyn EventLog>,
+    last: BTreeMap<Stream, u64>,
+    store: ViewStore,
+}
+
+async fn filled(seed: u64, sends: usize) -> Filled {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = sled_log(&dir.path().join("log")).await;
+    let last = fill(&log, seed, sends).await;
+    let store = ViewStore::open(dir.path().join("views")).expect("store");
+    Filled {
+        dir,
+        log,
+        last,
+        store,
+    }
+}
 
 /// What `projections show --view thread --id` prints of a thread: the thread, its
 /// packets and its effective status, as JSON.
@@ -86,10 +110,12 @@ fn same_threads(whole: &ThreadView, opened: &ViewHandle<ThreadView>) -> usize {
 // thread of a fold of the whole log in memory — for every thread.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_view_opened_from_its_store_answers_every_thread_as_a_whole_fold() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let log = sled_log(&dir.path().join("log")).await;
-    let last = fill(&log, 21, 3_000).await;
-    let store = ViewStore::open(dir.path().join("views")).expect("store");
+    let Filled {
+        dir: _dir,
+        log,
+        last,
+        store,
+    } = filled(21, 3_000).await;
     stored_to::<ThreadView>(&log, &store, last[&Stream::CxpTraffic] * 2 / 3).await;
 
     let (whole, opened) = whole_and_opened(&log, &store).await;
@@ -112,10 +138,12 @@ async fn a_view_opened_from_its_store_answers_every_thread_as_a_whole_fold() {
 // ISSUE-18: with nothing stored, the view opened is a fold of the log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_view_opened_with_nothing_stored_folds_the_log() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let log = sled_log(&dir.path().join("log")).await;
-    fill(&log, 22, 800).await;
-    let store = ViewStore::open(dir.path().join("views")).expect("store");
+    let Filled {
+        dir: _dir,
+        log,
+        store,
+        ..
+    } = filled(22, 800).await;
     let (whole, opened) = whole_and_opened(&log, &store).await;
     assert_eq!(
         serde_json::to_value(&*opened.read()).expect("JSON"),
@@ -129,10 +157,12 @@ async fn a_view_opened_with_nothing_stored_folds_the_log() {
 // fold of the whole log holds, and an unknown id is none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_is_found_by_its_id_whether_hot_stored_or_folded_on_opening() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let log = sled_log(&dir.path().join("log")).await;
-    let last = fill(&log, 23, 3_000).await;
-    let store = ViewStore::open(dir.path().join("views")).expect("store");
+    let Filled {
+        dir: _dir,
+        log,
+        last,
+        store,
+    } = filled(23, 3_000).await;
     stored_to::<DecisionIndex>(&log, &store, last[&Stream::GovernanceDecisions] * 2 / 3).await;
     let whole: DecisionIndex = projection::rebuild(log.as_ref(), None, &mut |_| {})
         .await
@@ -174,11 +204,13 @@ async fn a_decision_is_found_by_its_id_whether_hot_stored_or_folded_on_opening()
 // SEQ in memory, threads opened after SEQ are none, and the view store is not written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_view_opened_as_of_a_sequence_answers_as_a_fold_up_to_it() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let log = sled_log(&dir.path().join("log")).await;
-    let last = fill(&log, 24, 3_000).await;
+    let Filled {
+        dir: _dir,
+        log,
+        last,
+        store,
+    } = filled(24, 3_000).await;
     let end = last[&Stream::CxpTraffic];
-    let store = ViewStore::open(dir.path().join("views")).expect("store");
     let stored_until = end * 2 / 3;
     stored_to::<ThreadView>(&log, &store, stored_until).await;
     let stored = store.checkpoint(ThreadView::NAME).expect("read");
