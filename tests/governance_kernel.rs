@@ -281,3 +281,72 @@ async fn a_governed_send_and_its_decision_are_one_append_and_one_volks_sends_sha
         "one decision per send"
     );
 }
+
+// ISSUE-15 (one writer): the decisions governance makes for the gateway (a decide, a
+// dry run) and a reloaded policy are appended by the kernel's writer while a kernel
+// runs beside it — never by governance on its own — and, once the kernel stopped, go
+// to the log directly instead of being lost.
+#[tokio::test]
+async fn governance_records_through_the_kernels_writer_and_to_the_log_once_it_stopped() {
+    use orchestrata::governance::Request;
+    let dir = tempfile::tempdir().unwrap();
+    let real = orchestrata::log::open(&LogConfig::sled(dir.path()))
+        .await
+        .unwrap();
+    let counted = FaultyLog::new(real);
+    let log: Arc<dyn EventLog> = counted.clone();
+    let (kernel, _) = Kernel::start(
+        log.clone(),
+        KernelConfig::default(),
+        Arc::new(TokioClock::new()),
+    )
+    .await
+    .unwrap();
+    let governance = Governance::start(log.clone(), GovernanceConfig::default())
+        .await
+        .unwrap();
+    assert!(!governance.records_through_writer());
+    let kernel = kernel.with_governance(governance.clone());
+    assert!(governance.records_through_writer());
+    let ask = || Request::client("ops-admin", "gateway.access", "admin");
+
+    let own = counted.single_appends();
+    let decided = governance.decide(ask()).await.unwrap();
+    let dry = governance.evaluate(ask()).await.unwrap();
+    governance.reload().await.unwrap();
+    assert_eq!(
+        counted.single_appends(),
+        own,
+        "governance appended on its own while the kernel's writer runs"
+    );
+    let decisions = decisions_on(&log).await;
+    let at = |sequence: u64| {
+        decisions
+            .iter()
+            .find(|e| e.sequence == sequence)
+            .map(|e| e.record.event_type())
+    };
+    assert_eq!(at(decided.sequence), Some("decision_recorded"));
+    assert_eq!(at(dry.sequence), Some("decision_recorded"));
+    assert_ne!(decided.sequence, dry.sequence);
+    assert_eq!(
+        decisions.last().map(|e| e.record.event_type()),
+        Some("policy_loaded"),
+        "the reloaded policy is recorded after the two decisions"
+    );
+
+    kernel.stop().await;
+    let after = governance.decide(ask()).await.unwrap();
+    assert_eq!(
+        counted.single_appends(),
+        own + 1,
+        "with the writer stopped, governance appends the decision itself"
+    );
+    let decisions = decisions_on(&log).await;
+    assert_eq!(
+        decisions
+            .last()
+            .map(|e| (e.sequence, e.record.event_type())),
+        Some((after.sequence, "decision_recorded"))
+    );
+}

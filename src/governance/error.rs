@@ -45,6 +45,10 @@ pub enum GovernanceError {
     /// The event log failed.
     #[error("event log: {0}")]
     Log(#[from] crate::log::LogError),
+    /// The kernel's writer, which appends this service's records, could not append
+    /// this one (see `Governance::record_through`); nothing of it is acknowledged.
+    #[error("the kernel's writer could not record it: {0}")]
+    NotRecorded(String),
     /// The facts checkpoint could not be read or written.
     #[error("facts checkpoint {path}: {reason}")]
     Checkpoint {

@@ -25,6 +25,7 @@ pub mod kernel;
 mod pending;
 mod policy;
 mod queries;
+mod record;
 mod renewal;
 mod request;
 mod rules;

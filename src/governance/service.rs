@@ -85,6 +85,9 @@ pub(super) struct Inner {
     pub(super) facts: tokio::sync::Mutex<FactsView>,
     /// The engine's failure count the last automatic restart was made for.
     pub(super) restarted_for: AtomicU64,
+    /// Where this service's records go once a kernel runs beside it (see
+    /// [`Governance::record_through`]); `None`: straight to `log`.
+    pub(super) recorder: RwLock<Option<Arc<dyn crate::log::Recorder>>>,
 }
 
 /// The governance service. Cheap to clone; all clones share one engine.
@@ -165,6 +168,7 @@ impl Governance {
                 rules: RwLock::new(Vec::new()),
                 facts: tokio::sync::Mutex::new(facts),
                 restarted_for: AtomicU64::new(0),
+                recorder: RwLock::new(None),
             }),
         };
         let weak: Weak<Inner> = Arc::downgrade(&governance.inner);
@@ -206,15 +210,13 @@ impl Governance {
         if let Ok(mut cache) = self.inner.cache.lock() {
             cache.clear();
         }
-        self.inner
-            .log
-            .append(&EventRecord::new(
-                "governance",
-                hash.clone(),
-                event,
-                Utc::now(),
-            ))
-            .await?;
+        self.append(EventRecord::new(
+            "governance",
+            hash.clone(),
+            event,
+            Utc::now(),
+        ))
+        .await?;
         Ok(hash)
     }
 
@@ -263,7 +265,7 @@ impl Governance {
         request.validate()?;
         let judgment = self.judge_with(&request, !dry_run, true).await;
         let (mut decision, record) = super::step::recorded(&request, judgment, dry_run, Utc::now());
-        decision.sequence = self.inner.log.append(&record).await?;
+        decision.sequence = self.append(record).await?;
         Ok(decision)
     }
 

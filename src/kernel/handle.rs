@@ -114,11 +114,17 @@ impl Kernel {
     /// The same kernel, asking `governance` before every governed command
     /// ([`crate::governance::kernel::request_for`]) it executes, in-process or from the
     /// `commands` stream: the writer decides it in its batch and appends the decision
-    /// with the events it allowed (see `govern`). Attaches once: every clone of this
+    /// with the events it allowed (see `govern`). Governance's other records (the
+    /// decisions it makes for the gateway, a reloaded policy) go through this writer
+    /// from now on as well ([`Governance::record_through`](crate::governance::Governance::record_through)),
+    /// so the writer is the process's one appender. Attaches once: every clone of this
     /// kernel shares it, and a second call keeps the first governance.
     pub fn with_governance(self, governance: crate::governance::Governance) -> Self {
         if self.governance.set(governance).is_err() {
             tracing::warn!("governance is already attached to this kernel; keeping the first");
+        } else if let Some(attached) = self.governance.get() {
+            let writer = super::recorder::WriterRecorder::new(&self.tx);
+            attached.record_through(std::sync::Arc::new(writer));
         }
         self
     }

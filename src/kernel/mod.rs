@@ -50,6 +50,7 @@ mod landing;
 mod load;
 mod outcome;
 pub mod postman;
+mod recorder;
 pub mod remote;
 pub mod roster;
 pub mod state;

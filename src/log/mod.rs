@@ -18,6 +18,7 @@ mod kafka;
 mod open;
 mod pager;
 mod raw;
+mod recorder;
 mod tail;
 
 pub use embedded::SledLog;
@@ -29,3 +30,4 @@ pub use kafka::KafkaLog;
 pub use open::{open, open_raw, spawn_retention};
 pub use pager::{Pager, DEFAULT_PAGE};
 pub use raw::{Bounds, RawEntry, RawLog, RawRef, RawTail, Visit};
+pub use recorder::{RecordError, Recorder};

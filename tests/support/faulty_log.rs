@@ -31,6 +31,7 @@ pub struct FaultyLog {
     refused_appends: AtomicU64,
     refused_reads: AtomicU64,
     appends: AtomicU64,
+    single_appends: AtomicU64,
     per_stream: AtomicBool,
 }
 
@@ -44,6 +45,7 @@ impl FaultyLog {
             refused_appends: AtomicU64::new(0),
             refused_reads: AtomicU64::new(0),
             appends: AtomicU64::new(0),
+            single_appends: AtomicU64::new(0),
             per_stream: AtomicBool::new(false),
         })
     }
@@ -96,6 +98,13 @@ impl FaultyLog {
         self.appends.load(Ordering::SeqCst)
     }
 
+    /// How many one-record `append` calls reached the real log so far: the path of a
+    /// component appending on its own, which the kernel's writer never takes (it
+    /// writes whole batches with `append_streams`).
+    pub fn single_appends(&self) -> u64 {
+        self.single_appends.load(Ordering::SeqCst)
+    }
+
     /// How many reads were refused so far.
     pub fn refused_reads(&self) -> u64 {
         self.refused_reads.load(Ordering::SeqCst)
@@ -134,6 +143,7 @@ impl EventLog for FaultyLog {
     async fn append(&self, record: &EventRecord) -> Result<u64, LogError> {
         self.check_append(record.stream())?;
         self.appends.fetch_add(1, Ordering::SeqCst);
+        self.single_appends.fetch_add(1, Ordering::SeqCst);
         self.inner.append(record).await
     }
 

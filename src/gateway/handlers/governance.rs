@@ -176,7 +176,9 @@ fn governance_error(e: GovernanceError) -> RpcError {
             RpcError::invalid_params("invalid_field", format!("{param}: {reason}"))
                 .with("field", param)
         }
-        GovernanceError::Log(_) => RpcError::internal("log_failed", e),
+        GovernanceError::Log(_) | GovernanceError::NotRecorded(_) => {
+            RpcError::internal("log_failed", e)
+        }
         _ => RpcError::internal("governance_failed", e),
     }
 }
