@@ -151,14 +151,20 @@ pub fn kernel_error(e: KernelError) -> RpcError {
 /// (recorded on every event the command causes). A call with an `idempotency_key`
 /// issues the command under the key's command id, so a repeat is the kernel's
 /// duplicate (`outcome.duplicate`, nothing appended; see [`super::idempotency`]).
-pub async fn execute(call: &Call, command: Command) -> Result<Outcome, RpcError> {
-    let mut command = match call.client.principal() {
-        Some(p) => command.with_principal(p.name),
-        None => command,
-    };
+pub async fn execute(call: &Call, mut command: Command) -> Result<Outcome, RpcError> {
     if let Some(key) = IdempotencyKey::of(call)? {
         command.id = key.command_id();
     }
+    execute_as(call, command).await
+}
+
+/// [`execute`] under `command`'s own id: for a call's second command, whose id the
+/// caller derived from the idempotency key (see [`IdempotencyKey::derive`]).
+pub async fn execute_as(call: &Call, command: Command) -> Result<Outcome, RpcError> {
+    let command = match call.client.principal() {
+        Some(p) => command.with_principal(p.name),
+        None => command,
+    };
     let preface: Vec<_> = call.take_audit().into_iter().collect();
     kernel(call)?
         .execute_with(command, preface)

@@ -12,8 +12,7 @@ use chrono::{DateTime, Utc};
 use orchestrata_projections::session::{SessionState, SessionStatus};
 use orchestrata_projections::PageRequest;
 use orchestrata_schemas::events::fields::Json;
-use orchestrata_schemas::events::session::SessionContextUpdated;
-use orchestrata_schemas::events::{CommandKind, EventRecord, Stream};
+use orchestrata_schemas::events::{CommandKind, Stream};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
@@ -157,12 +156,13 @@ struct OpenParams {
 /// Opens a session through the kernel (issued by the calling client, so governed and on
 /// the log); answers once the sessions view holds it.
 ///
-/// A non-empty `context` (the spec's `session.open` param) is recorded as the session's
-/// first `context_updated` event (a JSON merge patch of the empty context), attributed
-/// to the open command (`command_id`) and its principal, and folded by the sessions
-/// view before the answer: `session.get` shows it. The kernel's `open_session` command
-/// has no context field (adding one changes the command's Avro layout), so the gateway
-/// appends this event itself, right after the kernel's `opened`.
+/// A non-empty `context` (the spec's `session.open` param) becomes the session's first
+/// `context_updated` event (a JSON merge patch of the empty context): the gateway issues
+/// the kernel's `update_session_context` right after `open_session`, by the same
+/// principal, and answers once the sessions view folded it (`session.get` shows it). The
+/// kernel appends it, as every event of the streams it folds, in a split deployment too.
+/// With an `idempotency_key` the update's command id derives from the key, so a repeat
+/// records the context once — also when the first attempt stopped between the two.
 pub async fn open(call: Call) -> RpcResult {
     let p: OpenParams = call.parse()?;
     let views = backends::views(&call)?;
@@ -185,15 +185,21 @@ pub async fn open(call: Call) -> RpcResult {
         .settle(&views.sessions, &outcome, Stream::SessionEvents)
         .await?;
     let mut last = outcome.last_sequence(Stream::SessionEvents);
-    // A repeat (same idempotency key) recorded nothing now: the first attempt's context
-    // is already the session's.
-    let context = p.context.filter(|c| !c.is_empty() && !outcome.duplicate);
-    if let Some(context) = context {
-        let sequence = record_context(&call, &outcome, &session_id, context).await?;
+    if let Some(context) = p.context.filter(|c| !c.is_empty()) {
+        let mut update = cmd::command(
+            &call.client_id(),
+            CommandKind::UpdateSessionContext {
+                session_id: session_id.clone(),
+                patch: Json(Value::Object(context)),
+            },
+        );
+        let id = key.map(|k| k.derive("session_context"));
+        update.id = id.unwrap_or(update.id);
+        let updated = backends::execute_as(&call, update).await?;
         views
-            .settle_at(&views.sessions, Stream::SessionEvents, sequence)
+            .settle(&views.sessions, &updated, Stream::SessionEvents)
             .await?;
-        last = Some(sequence);
+        last = updated.last_sequence(Stream::SessionEvents).or(last);
     }
     tracing::info!(%session_id, "session opened");
     let sessions = views.sessions.read();
@@ -207,28 +213,6 @@ pub async fn open(call: Call) -> RpcResult {
         "context": s.context,
         "sequence": last,
     }))
-}
-
-/// Appends `context_updated` for a session just opened by `outcome`'s command: caused
-/// by that command, by the caller's principal. Returns its sequence.
-async fn record_context(
-    call: &Call,
-    outcome: &crate::kernel::Outcome,
-    session_id: &str,
-    context: Map<String, Value>,
-) -> Result<u64, RpcError> {
-    let event = SessionContextUpdated {
-        session_id: session_id.to_owned(),
-        patch: Json(Value::Object(context)),
-        updated_by: call.client_id(),
-    };
-    let at = Utc::now();
-    // The log keeps microseconds: stamp what it will store.
-    let at = DateTime::from_timestamp_micros(at.timestamp_micros()).unwrap_or(at);
-    let record = EventRecord::new("gateway", session_id, event, at)
-        .caused_by(outcome.command_id)
-        .by(call.client.principal().map(|p| p.name));
-    call.gw.append(&record).await
 }
 
 #[derive(Deserialize)]
