@@ -501,7 +501,10 @@ async fn session_open_records_its_context_and_session_get_shows_it() {
     let kinds: Vec<&str> = mine.iter().map(|e| e.record.event.event_type()).collect();
     assert_eq!(kinds, ["opened", "context_updated"]);
     assert!(mine.iter().all(|e| e.record.source == "kernel"), "{mine:?}");
-    assert!(mine.iter().all(|e| e.record.command_id.is_some()), "{mine:?}");
+    assert!(
+        mine.iter().all(|e| e.record.command_id.is_some()),
+        "{mine:?}"
+    );
     assert_eq!(mine[0].record.principal, mine[1].record.principal);
     assert_eq!(mine[1].record.principal.as_deref(), Some("tester"));
     match &mine[1].record.event {

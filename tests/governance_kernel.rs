@@ -350,3 +350,35 @@ async fn governance_records_through_the_kernels_writer_and_to_the_log_once_it_st
         Some((after.sequence, "decision_recorded"))
     );
 }
+
+// ISSUE-15 (one writer, no per-batch catch-up): governance folded the log before the
+// kernel's start registered the roster (as `up` runs the two side by side); the
+// writer's first batch brings its facts up to the log once, so a roster Volk's first
+// send is decided on facts that know it.
+#[tokio::test]
+async fn facts_appended_before_governance_was_attached_are_folded_before_the_first_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = orchestrata::log::open(&LogConfig::sled(dir.path()))
+        .await
+        .unwrap();
+    let governance = Governance::start(log.clone(), GovernanceConfig::default())
+        .await
+        .unwrap();
+    let (kernel, report) = Kernel::start(
+        log.clone(),
+        KernelConfig::default(),
+        Arc::new(TokioClock::new()),
+    )
+    .await
+    .unwrap();
+    assert!(report.roster_registered);
+    let kernel = kernel.with_governance(governance);
+    let outcome = kernel
+        .execute(cmd::send(
+            "U:Ox",
+            cmd::packet("U:Ox", "U:Vz", "task", serde_json::json!({})),
+        ))
+        .await
+        .expect("U:Ox, registered by the kernel's start, may send to U:Vz");
+    assert!(!outcome.events.is_empty());
+}

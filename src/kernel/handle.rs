@@ -90,6 +90,7 @@ impl Kernel {
             clock,
             stale: None,
             governance: governance.clone(),
+            facts_synced: false,
         };
         tokio::spawn(writer.run(rx));
         Ok((

@@ -109,6 +109,9 @@ pub(crate) struct Writer {
     /// Governance, once attached ([`super::Kernel::with_governance`]): governed
     /// commands are decided in the batch ([`super::govern`]).
     pub governance: Arc<OnceLock<Governance>>,
+    /// Whether governance's facts were brought up to the log once since it was
+    /// attached (see [`Writer::sync_governance_once`]).
+    pub facts_synced: bool,
 }
 
 impl Writer {
@@ -236,10 +239,7 @@ impl Writer {
         }
         let governance = self.governance.get().cloned();
         if let Some(g) = &governance {
-            // Normally nothing: this writer folds its own events as it emits them.
-            if let Err(e) = g.sync_facts().await {
-                tracing::warn!(error = %e, "governance facts could not catch up with the log");
-            }
+            self.sync_governance_once(g).await;
         }
         let mut folded = Folded::default();
         let mut out: Vec<EventRecord> = Vec::new();
@@ -442,6 +442,24 @@ impl Writer {
             }
         }
         stored
+    }
+
+    /// Folds into governance's facts the fact events appended before it was attached
+    /// (a fresh log's roster, registered while governance folded the log beside the
+    /// kernel's start), once. From then on nothing is to catch up: this writer is the
+    /// only appender of the fact streams and folds its records into the facts as it
+    /// emits them, and should an append land at other sequences than it assumed,
+    /// [`super::govern::Folded::settle`] refolds the facts from the log.
+    async fn sync_governance_once(&mut self, governance: &Governance) {
+        if self.facts_synced {
+            return;
+        }
+        match governance.sync_facts().await {
+            Ok(()) => self.facts_synced = true,
+            Err(e) => {
+                tracing::warn!(error = %e, "governance facts could not catch up with the log");
+            }
+        }
     }
 
     /// Makes the state what the log says: a fresh fold of the log. On failure the
