@@ -13,7 +13,7 @@ use orchestrata::log::{self, EventLog};
 use orchestrata::projection;
 use orchestrata_projections::sample::Workload;
 use orchestrata_projections::{
-    fold, DecisionIndex, PageRequest, SessionView, ThreadView, View, VolkView,
+    fold, DecisionIndex, GraphView, PageRequest, SessionView, ThreadView, View, VolkView,
 };
 use orchestrata_schemas::events::{Envelope, EventRecord, Stream};
 
@@ -49,6 +49,7 @@ fn folds(c: &mut Criterion) {
     bench_fold::<SessionView>(c, &all);
     bench_fold::<VolkView>(c, &all);
     bench_fold::<DecisionIndex>(c, &all);
+    bench_fold::<GraphView>(c, &all);
 }
 
 fn lookup(c: &mut Criterion) {

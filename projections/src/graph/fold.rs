@@ -168,19 +168,24 @@ impl GraphView {
     fn ensure(&mut self, label: NodeLabel, key_name: &str, key: &str) -> String {
         let id = label.node_id(key);
         if !self.nodes.contains_key(&id) {
-            self.touched_nodes.mark(&id, self.nodes.len());
-            let mut properties = Properties::new();
-            properties.insert(key_name.to_owned(), json!(key));
-            self.nodes.insert(
-                id.clone(),
-                Node {
-                    id: id.clone(),
-                    label,
-                    properties,
-                },
-            );
+            self.create(&id, label, props([(key_name, json!(key))]));
         }
         id
+    }
+
+    /// Adds node `id` (which must not exist yet) with all its properties at once: one
+    /// map built in one go, where creating it bare and then setting each property
+    /// looked it up and grew its map once per property.
+    fn create(&mut self, id: &str, label: NodeLabel, properties: Properties) {
+        self.touched_nodes.mark(id, self.nodes.len());
+        self.nodes.insert(
+            id.to_owned(),
+            Node {
+                id: id.to_owned(),
+                label,
+                properties,
+            },
+        );
     }
 
     fn volk(&mut self, alias: &str) -> String {
@@ -197,7 +202,13 @@ impl GraphView {
         if let Some(node) = self.nodes.get_mut(id) {
             self.touched_nodes.mark(id, live);
             for (k, v) in values {
-                node.properties.insert(k.to_owned(), v);
+                // An existing property keeps its key: no new string for it.
+                match node.properties.get_mut(k) {
+                    Some(slot) => *slot = v,
+                    None => {
+                        node.properties.insert(k.to_owned(), v);
+                    }
+                }
             }
         }
     }
@@ -230,17 +241,15 @@ impl GraphView {
     fn thread(&mut self, thread_id: &str, subject: &str, by: &str, at: DateTime<Utc>) -> String {
         let id = NodeLabel::Thread.node_id(thread_id);
         if !self.nodes.contains_key(&id) {
-            self.ensure(NodeLabel::Thread, "thread_id", thread_id);
-            self.set(
-                &id,
-                [
-                    ("subject", json!(subject)),
-                    ("opened_by", json!(by)),
-                    ("created_at", json!(at)),
-                    ("status", json!("active")),
-                    ("message_count", json!(0)),
-                ],
-            );
+            let properties = props([
+                ("thread_id", json!(thread_id)),
+                ("subject", json!(subject)),
+                ("opened_by", json!(by)),
+                ("created_at", json!(at)),
+                ("status", json!("active")),
+                ("message_count", json!(0)),
+            ]);
+            self.create(&id, NodeLabel::Thread, properties);
         }
         id
     }
@@ -251,14 +260,16 @@ impl GraphView {
     }
 
     fn packet_sent(&mut self, p: &Packet, at: DateTime<Utc>) {
-        let id = NodeLabel::Packet.node_id(&p.message_id.to_string());
+        let key = p.message_id.to_string();
+        let id = NodeLabel::Packet.node_id(&key);
         if self.nodes.contains_key(&id) {
             return; // sent twice: the first one counts
         }
-        self.ensure(NodeLabel::Packet, "message_id", &p.message_id.to_string());
-        self.set(
+        self.create(
             &id,
-            [
+            NodeLabel::Packet,
+            props([
+                ("message_id", Value::String(key)),
                 ("from_agent", json!(p.from_agent)),
                 ("to_agent", json!(p.to_agent)),
                 ("thread_id", json!(p.thread_id)),
@@ -270,7 +281,7 @@ impl GraphView {
                 ("created_at", json!(p.created_at)),
                 ("sent_at", json!(at)),
                 ("in_reply_to", json!(p.in_reply_to.map(|u| u.to_string()))),
-            ],
+            ]),
         );
         let from = self.volk(&p.from_agent);
         let to = self.volk(&p.to_agent);
@@ -283,10 +294,16 @@ impl GraphView {
                 .get("message_count")
                 .and_then(Value::as_u64)
                 .unwrap_or(0);
-            node.properties
-                .insert("message_count".into(), json!(count + 1));
-            if node.properties.get("status") == Some(&json!("resolved")) {
-                node.properties.insert("status".into(), json!("active"));
+            if let Some(slot) = node.properties.get_mut("message_count") {
+                *slot = json!(count + 1);
+            } else {
+                node.properties
+                    .insert("message_count".into(), json!(count + 1));
+            }
+            if let Some(status) = node.properties.get_mut("status") {
+                if status.as_str() == Some("resolved") {
+                    *status = json!("active");
+                }
             }
         }
         *self.thread_packets.entry(thread.clone()).or_default() += 1;
@@ -305,17 +322,26 @@ impl GraphView {
             let session = self.session(&session);
             rels.push(self.link(RelType::InSession, &id, &session, Properties::new()));
         }
-        // The Volk -> Volk edge counts every packet ever sent between the two.
+        // The Volk -> Volk edge counts every packet ever sent between the two: counted
+        // in place once it exists (it is the same edge for every packet of the pair).
         let pair = RelType::SentTo.rel_id(&from, &to);
-        let sent = self
-            .relationships
-            .get(&pair)
-            .and_then(|r| r.properties.get("packets"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
-        let mut properties = Properties::new();
-        properties.insert("packets".into(), json!(sent + 1));
-        self.link(RelType::SentTo, &from, &to, properties);
+        let live = self.relationships.len();
+        if let Some(edge) = self.relationships.get_mut(&pair) {
+            let sent = edge
+                .properties
+                .get("packets")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            match edge.properties.get_mut("packets") {
+                Some(slot) => *slot = json!(sent + 1),
+                None => {
+                    edge.properties.insert("packets".into(), json!(sent + 1));
+                }
+            }
+            self.touched_rels.mark(&pair, live);
+        } else {
+            self.link(RelType::SentTo, &from, &to, props([("packets", json!(1))]));
+        }
         self.packets.push_back(Kept { node: id, rels });
         while self.packets.len() > MAX_PACKETS {
             if let Some(old) = self.packets.pop_front() {
@@ -336,10 +362,11 @@ impl GraphView {
         if self.nodes.contains_key(&id) {
             return;
         }
-        self.ensure(NodeLabel::Decision, "decision_id", &key);
-        self.set(
+        self.create(
             &id,
-            [
+            NodeLabel::Decision,
+            props([
+                ("decision_id", Value::String(key)),
                 ("subject_kind", json!(d.subject_kind)),
                 ("subject", json!(d.subject)),
                 ("action", json!(d.action)),
@@ -351,7 +378,7 @@ impl GraphView {
                 ("dry_run", json!(d.dry_run)),
                 ("reason", json!(d.reason)),
                 ("recorded_at", json!(at)),
-            ],
+            ]),
         );
         let mut rels = Vec::new();
         if d.subject_kind == SubjectKind::Volk && !d.subject.is_empty() {
@@ -424,4 +451,9 @@ impl GraphView {
         self.thread_packets = counts;
         idle
     }
+}
+
+/// A property map from `(name, value)` pairs, built in one go.
+fn props<const N: usize>(values: [(&str, Value); N]) -> Properties {
+    values.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
