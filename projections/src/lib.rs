@@ -29,6 +29,7 @@
 //!
 //! [`Envelope`]: orchestrata_schemas::events::Envelope
 
+pub mod agents;
 mod checkpoint;
 mod cold_ids;
 pub mod decision;

@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use super::error::AgentError;
 use super::limits::HUMAN;
-use super::tree::AgentTree;
+use orchestrata_projections::agents::AgentTree;
 
 /// Declared escalation paths: alias -> preferred targets, nearest first.
 ///

@@ -28,7 +28,6 @@ pub mod error;
 pub mod escalation;
 pub mod juniors;
 pub mod lifespan;
-pub mod limits;
 pub mod metrics;
 mod pipeline;
 pub mod profiles;
@@ -37,7 +36,6 @@ pub mod review;
 pub mod service;
 pub mod settings;
 pub mod synthesis;
-pub mod tree;
 pub mod workflow;
 pub mod workflow_view;
 
@@ -45,5 +43,9 @@ pub use driver::{Driver, DriverError, Task};
 pub use error::AgentError;
 pub use escalation::{EscalationPaths, Resolution};
 pub use metrics::AgentMetrics;
+/// The hierarchy's fold and spec 005's limits live in the pure crate, where the kernel
+/// reads them without depending on this module (which drives the kernel).
+pub use orchestrata_projections::agents::{
+    limits, AgentKind, AgentNode, AgentTree, HumanEscalation, Lifespan, JUNIOR, KIND_KEY,
+};
 pub use service::{Agents, LifespanSpec, SpawnSpec};
-pub use tree::{AgentKind, AgentNode, AgentTree, HumanEscalation, Lifespan, JUNIOR, KIND_KEY};

@@ -16,8 +16,8 @@ use uuid::Uuid;
 use super::error::AgentError;
 use super::escalation::{EscalationPaths, Resolution};
 use super::metrics::AgentMetrics;
-use super::tree::{AgentNode, AgentTree, HumanEscalation, Lifespan};
 use crate::kernel::{Kernel, Outcome};
+use orchestrata_projections::agents::{AgentNode, AgentTree, HumanEscalation, Lifespan};
 
 /// How a junior's life is bounded.
 #[derive(Debug, Clone, PartialEq, Eq)]

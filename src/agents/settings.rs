@@ -41,7 +41,6 @@ use super::drivers::browser::{BrowserConfig, SiteProfile};
 use super::escalation::EscalationPaths;
 use super::profiles::{DriverKind, DriverProfile, DriverSetup};
 use super::review::ReviewConfig;
-use crate::config::SystemConfig;
 
 /// The subsections `agents:` may have.
 pub const SECTIONS: [&str; 6] = [
@@ -134,11 +133,12 @@ pub struct AgentSettings {
 }
 
 impl AgentSettings {
-    /// Reads `system.agents`. Errors name the key (`agents.pipeline`, ...) and why: an
-    /// unknown subsection or field, a wrong type, an empty `coder`, zero review cycles.
-    pub fn from_config(system: &SystemConfig) -> anyhow::Result<Self> {
-        let section = |name: &str| system.agents.get(name);
-        if let Value::Mapping(map) = &system.agents {
+    /// Reads the configuration's `agents:` section (`SystemConfig::agents`, as YAML).
+    /// Errors name the key (`agents.pipeline`, ...) and why: an unknown subsection or
+    /// field, a wrong type, an empty `coder`, zero review cycles.
+    pub fn from_section(agents: &Value) -> anyhow::Result<Self> {
+        let section = |name: &str| agents.get(name);
+        if let Value::Mapping(map) = agents {
             for key in map.keys() {
                 let known = key.as_str().is_some_and(|k| SECTIONS.contains(&k));
                 if !known {

@@ -32,7 +32,7 @@ pub(super) async fn run(command: ConfigCommand, log_args: super::LogArgs) -> any
         ConfigCommand::Check { file } => {
             let config = SystemConfig::load(Some(&file))?;
             // What `up` reads besides: the agents' sections.
-            AgentSettings::from_config(&config)
+            AgentSettings::from_section(&config.agents)
                 .with_context(|| format!("{} is not a valid configuration", file.display()))?;
             writeln!(
                 std::io::stdout(),

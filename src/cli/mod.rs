@@ -9,6 +9,7 @@ mod audit;
 mod config;
 mod crash;
 mod info;
+mod launch;
 mod mcp;
 mod projections;
 mod replay;

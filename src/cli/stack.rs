@@ -165,7 +165,10 @@ pub(super) async fn start_kernel(
         .context("governance folding the kernel's start")?;
     let kernel = kernel.with_governance(governance);
     let commands = kernel.consume_commands();
-    let agents = agents(&AgentSettings::from_config(system)?, kernel.clone())?;
+    let agents = agents(
+        &AgentSettings::from_section(&system.agents)?,
+        kernel.clone(),
+    )?;
     let lifespans = crate::agents::lifespan::supervise(agents.clone(), clock);
     tracing::info!(node = %node, events_folded = report.events_folded, volks = report.volks, "kernel started");
     say(&format!(
@@ -210,7 +213,7 @@ pub(super) async fn agent_services(
     config: &LogConfig,
     agents: Agents,
 ) -> anyhow::Result<(Option<Workflows>, Option<Delegator>)> {
-    let settings = AgentSettings::from_config(system)?;
+    let settings = AgentSettings::from_section(&system.agents)?;
     let registered = crate::agents::providers::register(
         agents.kernel(),
         PROVIDER_REGISTRAR,

@@ -135,13 +135,13 @@ pub(super) async fn run(args: UpArgs, log_args: LogArgs) -> anyhow::Result<()> {
                 ));
             }
         }
-        let launched = crate::gateway::launch::launch(crate::gateway::launch::Launch {
+        let launched = super::launch::launch(super::launch::Launch {
             listen: args.listen.as_deref(),
             redis: args.redis.as_deref(),
             config_file: log_args.config.as_deref(),
             log_config: &config,
             log: log.clone(),
-            components: crate::gateway::launch::Components {
+            components: super::launch::Components {
                 kernel: views.map(|v| (port, v)),
                 governance: governance.clone(),
                 workflows,

@@ -47,7 +47,6 @@ pub mod handlers;
 pub mod idempotency;
 pub mod inflight;
 pub mod kernel_port;
-pub mod launch;
 pub mod methods;
 pub mod metrics;
 pub mod origin;

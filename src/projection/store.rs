@@ -14,7 +14,7 @@ use orchestrata_schemas::events::Stream;
 use serde::{Deserialize, Serialize};
 
 use super::ProjectionError;
-use crate::config::{Backend, LogConfig, DEFAULT_SLED_CACHE_BYTES};
+use crate::log::config::{Backend, LogConfig, DEFAULT_SLED_CACHE_BYTES};
 
 /// The largest value the store writes (view chunks, manifest pages, entry parts).
 ///

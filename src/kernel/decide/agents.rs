@@ -1,6 +1,6 @@
 //! Agent commands (spec 005): spawn a junior, terminate a subtree, escalate.
 //!
-//! The hierarchy lives in [`crate::agents::AgentTree`] (folded with the rest of the
+//! The hierarchy lives in [`orchestrata_projections::agents::AgentTree`] (folded with the rest of the
 //! state); these functions only validate and say which events follow. Governance has
 //! already been asked (`volk.register` with `kind = junior`, `volk.deregister`,
 //! `cxp.escalate`) when the kernel runs with it.
@@ -15,14 +15,14 @@ use orchestrata_schemas::events::volk_lifecycle::{
 use orchestrata_schemas::events::EventRecord;
 
 use super::{non_empty, Ctx};
-use crate::agents::limits::{
-    DRIVERS, ESCALATION_SUBJECT, HUMAN, MAX_DEPTH, MAX_JUNIORS, TERMINATED_SUBJECT,
-};
-use crate::agents::{AgentKind, JUNIOR};
 use crate::kernel::convert::{self, SESSION_KEY};
 use crate::kernel::postman::POSTMAN;
 use crate::kernel::state::{SessionStatus, ThreadStatus};
 use crate::kernel::KernelError;
+use orchestrata_projections::agents::limits::{
+    DRIVERS, ESCALATION_SUBJECT, HUMAN, MAX_DEPTH, MAX_JUNIORS, TERMINATED_SUBJECT,
+};
+use orchestrata_projections::agents::{AgentKind, JUNIOR};
 
 /// What `spawn_volk` asks for.
 pub(super) struct Spawn<'a> {

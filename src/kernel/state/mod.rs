@@ -193,7 +193,7 @@ pub struct KernelState {
     threads: SpillTable<String, ThreadState>,
     sessions: HashMap<String, SessionState>,
     workflows: HashMap<String, WorkflowStatus>,
-    agents: crate::agents::AgentTree,
+    agents: orchestrata_projections::agents::AgentTree,
     /// Every executed command id, spilled like the packets: the ids follow the history
     /// (16 bytes each in memory as sorted runs, 16 bytes a `cxp.send` for as long as
     /// the server ran; now ~2-4 bytes of Bloom filter for each cold one).
@@ -230,7 +230,7 @@ impl KernelState {
             executed: SpillTable::new(spill),
             sessions: HashMap::new(),
             workflows: HashMap::new(),
-            agents: crate::agents::AgentTree::new(),
+            agents: orchestrata_projections::agents::AgentTree::new(),
             retryable: HashSet::new(),
             queue_entries: HashMap::new(),
             queues: HashMap::new(),
@@ -330,7 +330,7 @@ impl KernelState {
     }
 
     /// The agent hierarchy (spec 005): parents, juniors, lifespans, the human queue.
-    pub fn agents(&self) -> &crate::agents::AgentTree {
+    pub fn agents(&self) -> &orchestrata_projections::agents::AgentTree {
         &self.agents
     }
 

@@ -50,7 +50,7 @@ use self::follow::{CacheRead, Follower, Followers};
 use self::quiet::Quiet;
 use super::raw::{Bounds, RawEntry, RawLog, RawTail};
 use super::LogError;
-use crate::config::{LogConfig, RetentionPolicy, TopicSettings};
+use crate::log::config::{LogConfig, RetentionPolicy, TopicSettings};
 
 /// How many records one cold fetch round reads while scanning (open, retention).
 const SCAN_CHUNK: usize = 50_000;
@@ -100,7 +100,7 @@ pub struct KafkaLog {
 }
 
 impl KafkaLog {
-    /// Connects to `config`'s brokers (the backend must be [`Backend::Kafka`](crate::config::Backend::Kafka);
+    /// Connects to `config`'s brokers (the backend must be [`Backend::Kafka`](crate::log::config::Backend::Kafka);
     /// otherwise `brokers` is taken as given). Topics are created lazily on first use.
     pub fn connect(brokers: &str, config: &LogConfig) -> Result<Self, LogError> {
         let kafka = |operation: &'static str| {

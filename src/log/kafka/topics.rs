@@ -14,7 +14,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, Top
 use rdkafka::error::RDKafkaErrorCode;
 
 use super::quiet::Quiet;
-use crate::config::TopicSettings;
+use crate::log::config::TopicSettings;
 use crate::log::LogError;
 
 /// Creates `topic` (one partition) with `settings`; an existing topic is left as it is.

@@ -9,10 +9,10 @@ use anyhow::Context;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::config::{parse_listen, GatewayConfig};
-use super::server::{start, RunningGateway};
-use super::state::Services;
 use crate::config::{Backend, LogConfig};
+use crate::gateway::config::{parse_listen, GatewayConfig};
+use crate::gateway::server::{start, RunningGateway};
+use crate::gateway::state::Services;
 use crate::log::EventLog;
 
 /// Name of the generated token file inside the data directory.
@@ -40,7 +40,10 @@ pub struct Launch<'a> {
 #[derive(Default)]
 pub struct Components {
     /// Where commands go, and the views mutating methods wait on.
-    pub kernel: Option<(super::kernel_port::KernelPort, super::backends::Views)>,
+    pub kernel: Option<(
+        crate::gateway::kernel_port::KernelPort,
+        crate::gateway::backends::Views,
+    )>,
     /// `governance.*` and policy-based scope decisions.
     pub governance: Option<crate::governance::Governance>,
     /// `workflow.*` and `agents.escalations`.
@@ -144,7 +147,7 @@ pub async fn launch(l: Launch<'_>) -> anyhow::Result<Launched> {
     }
     let services = match &config.redis_url {
         Some(url) => {
-            let state = super::shared::RedisState::connect(url, &config.instance_id)
+            let state = crate::gateway::shared::RedisState::connect(url, &config.instance_id)
                 .await?
                 .with_registry_ttl(config.heartbeat_interval.saturating_mul(4));
             services.with_shared_state(Arc::new(state))

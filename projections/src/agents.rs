@@ -12,6 +12,8 @@
 //! - direct communication is parent <-> child only ([`AgentTree::may_talk`]); anything
 //!   else goes by escalation.
 
+pub mod limits;
+
 use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
