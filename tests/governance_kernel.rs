@@ -26,17 +26,10 @@ async fn governed() -> (tempfile::TempDir, Arc<dyn EventLog>, Kernel) {
 
 /// A kernel with governance attached, both on `log`.
 async fn governed_on(log: Arc<dyn EventLog>) -> Kernel {
-    let (kernel, _) = Kernel::start(
-        log.clone(),
-        KernelConfig::default(),
-        Arc::new(TokioClock::new()),
-    )
-    .await
-    .unwrap();
-    let governance = Governance::start(log, GovernanceConfig::default())
+    let governance = Governance::start(log.clone(), GovernanceConfig::default())
         .await
         .unwrap();
-    kernel.with_governance(governance)
+    governed_on_with(log, governance).await
 }
 
 /// Every event of `governance.decisions`.
@@ -295,18 +288,11 @@ async fn governance_records_through_the_kernels_writer_and_to_the_log_once_it_st
         .unwrap();
     let counted = FaultyLog::new(real);
     let log: Arc<dyn EventLog> = counted.clone();
-    let (kernel, _) = Kernel::start(
-        log.clone(),
-        KernelConfig::default(),
-        Arc::new(TokioClock::new()),
-    )
-    .await
-    .unwrap();
     let governance = Governance::start(log.clone(), GovernanceConfig::default())
         .await
         .unwrap();
     assert!(!governance.records_through_writer());
-    let kernel = kernel.with_governance(governance.clone());
+    let kernel = governed_on_with(log.clone(), governance.clone()).await;
     assert!(governance.records_through_writer());
     let ask = || Request::client("ops-admin", "gateway.access", "admin");
 
@@ -381,4 +367,53 @@ async fn facts_appended_before_governance_was_attached_are_folded_before_the_fir
         .await
         .expect("U:Ox, registered by the kernel's start, may send to U:Vz");
     assert!(!outcome.events.is_empty());
+}
+
+// ISSUE-15 (one writer, failure path): when the kernel's writer cannot append a
+// decision governance made for the gateway, `decide` fails with the writer's reason —
+// it neither answers a decision that is not on the log nor appends it behind the
+// writer's back — and succeeds again once the log does.
+#[tokio::test]
+async fn a_decision_the_writer_could_not_append_is_an_error_and_nothing_is_stored() {
+    use orchestrata::governance::{GovernanceError, Request};
+    let dir = tempfile::tempdir().unwrap();
+    let real = orchestrata::log::open(&LogConfig::sled(dir.path()))
+        .await
+        .unwrap();
+    let faulty = FaultyLog::new(real);
+    let log: Arc<dyn EventLog> = faulty.clone();
+    let governance = Governance::start(log.clone(), GovernanceConfig::default())
+        .await
+        .unwrap();
+    let _kernel = governed_on_with(log.clone(), governance.clone()).await;
+    let ask = || Request::client("ops-admin", "gateway.access", "admin");
+    let before = decisions_on(&log).await.len();
+    let own = faulty.single_appends();
+
+    faulty.fail_appends(Stream::GovernanceDecisions);
+    let err = governance.decide(ask()).await.unwrap_err();
+    assert!(
+        matches!(err, GovernanceError::NotRecorded(_)),
+        "expected NotRecorded, got {err}"
+    );
+    assert_eq!(
+        faulty.single_appends(),
+        own,
+        "no append behind the writer's back"
+    );
+    assert_eq!(decisions_on(&log).await.len(), before, "nothing stored");
+
+    faulty.heal_appends(Stream::GovernanceDecisions);
+    let decided = governance.decide(ask()).await.unwrap();
+    let decisions = decisions_on(&log).await;
+    assert_eq!(decisions.len(), before + 1);
+    assert_eq!(decisions.last().map(|e| e.sequence), Some(decided.sequence));
+}
+
+/// A kernel on `log` with `governance` attached (kept by the caller too).
+async fn governed_on_with(log: Arc<dyn EventLog>, governance: Governance) -> Kernel {
+    let (kernel, _) = Kernel::start(log, KernelConfig::default(), Arc::new(TokioClock::new()))
+        .await
+        .unwrap();
+    kernel.with_governance(governance)
 }
