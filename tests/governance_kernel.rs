@@ -282,15 +282,7 @@ async fn a_governed_send_and_its_decision_are_one_append_and_one_volks_sends_sha
 #[tokio::test]
 async fn governance_records_through_the_kernels_writer_and_to_the_log_once_it_stopped() {
     use orchestrata::governance::Request;
-    let dir = tempfile::tempdir().unwrap();
-    let real = orchestrata::log::open(&LogConfig::sled(dir.path()))
-        .await
-        .unwrap();
-    let counted = FaultyLog::new(real);
-    let log: Arc<dyn EventLog> = counted.clone();
-    let governance = Governance::start(log.clone(), GovernanceConfig::default())
-        .await
-        .unwrap();
+    let (_dir, counted, log, governance) = faulty_governance().await;
     assert!(!governance.records_through_writer());
     let kernel = governed_on_with(log.clone(), governance.clone()).await;
     assert!(governance.records_through_writer());
@@ -376,15 +368,7 @@ async fn facts_appended_before_governance_was_attached_are_folded_before_the_fir
 #[tokio::test]
 async fn a_decision_the_writer_could_not_append_is_an_error_and_nothing_is_stored() {
     use orchestrata::governance::{GovernanceError, Request};
-    let dir = tempfile::tempdir().unwrap();
-    let real = orchestrata::log::open(&LogConfig::sled(dir.path()))
-        .await
-        .unwrap();
-    let faulty = FaultyLog::new(real);
-    let log: Arc<dyn EventLog> = faulty.clone();
-    let governance = Governance::start(log.clone(), GovernanceConfig::default())
-        .await
-        .unwrap();
+    let (_dir, faulty, log, governance) = faulty_governance().await;
     let _kernel = governed_on_with(log.clone(), governance.clone()).await;
     let ask = || Request::client("ops-admin", "gateway.access", "admin");
     let before = decisions_on(&log).await.len();
@@ -416,4 +400,24 @@ async fn governed_on_with(log: Arc<dyn EventLog>, governance: Governance) -> Ker
         .await
         .unwrap();
     kernel.with_governance(governance)
+}
+
+/// A real sled log in a temp dir behind a [`FaultyLog`] (no fault on yet), and
+/// governance started on it.
+async fn faulty_governance() -> (
+    tempfile::TempDir,
+    Arc<FaultyLog>,
+    Arc<dyn EventLog>,
+    Governance,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let real = orchestrata::log::open(&LogConfig::sled(dir.path()))
+        .await
+        .unwrap();
+    let faulty = FaultyLog::new(real);
+    let log: Arc<dyn EventLog> = faulty.clone();
+    let governance = Governance::start(log.clone(), GovernanceConfig::default())
+        .await
+        .unwrap();
+    (dir, faulty, log, governance)
 }
