@@ -7,7 +7,8 @@
 //! queue. The parts here that *run* things (drivers, the lifespan supervisor, the
 //! review loop) hold no state of their own beyond what they read back from the kernel.
 //!
-//! - [`tree`]: [`AgentTree`], the hierarchy as a pure fold.
+//! - [`AgentTree`]: the hierarchy as a pure fold, with spec 005's [`limits`]; both live
+//!   in the pure `orchestrata_projections::agents`, which the kernel folds too.
 //! - [`driver`]: the [`Driver`] trait every junior runtime implements; [`drivers`]: CLI, API.
 //! - [`service`]: [`Agents`], spawn / terminate / escalate / task and session ends.
 //! - [`lifespan`]: the deadline supervisor. [`metrics`]: Prometheus series.

@@ -181,9 +181,10 @@ impl Kernel {
 
     /// Appends `records` in the writer's next batch (group commit with the commands
     /// queued beside them) and returns where each landed. For records decided outside
-    /// the kernel — the gateway's presence and audit records, a session's context —
-    /// so that the writer stays the one appender: its governance facts and sequence
-    /// bookkeeping see them. Events of streams the kernel folds are folded like its own.
+    /// the kernel — the gateway's presence and audit records; governance's own come
+    /// through [`crate::log::Recorder`] to the same queue — so that the writer stays
+    /// the one appender: its governance facts and sequence bookkeeping see them.
+    /// Events of streams the kernel folds are folded like its own.
     pub async fn record(&self, records: Vec<EventRecord>) -> Result<Vec<Appended>, KernelError> {
         self.ask(|reply| Request::Record { records, reply }).await
     }

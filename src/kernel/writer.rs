@@ -57,9 +57,10 @@ pub(crate) enum Request {
         preface: Vec<EventRecord>,
         reply: oneshot::Sender<Result<Outcome, KernelError>>,
     },
-    /// Append records decided elsewhere (the gateway's presence and audit records, a
-    /// session's context): they join the next batch, so this task stays the one
-    /// appender; events of the streams the kernel folds are folded like its own.
+    /// Append records decided elsewhere (the gateway's presence and audit records,
+    /// governance's decisions for the gateway and `policy loaded`): they join the next
+    /// batch, so this task stays the one appender; events of the streams the kernel
+    /// folds are folded like its own.
     Record {
         records: Vec<EventRecord>,
         reply: oneshot::Sender<Result<Vec<Appended>, KernelError>>,
