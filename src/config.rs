@@ -1,5 +1,5 @@
 //! The configuration: one YAML file whose sections each component reads
-//! ([`SystemConfig`] gathers them all; [`env`] documents the `ORCHESTRATA_<SECTION>__<KEY>`
+//! ([`SystemConfig`] gathers them all; [`env`](mod@env) documents the `ORCHESTRATA_<SECTION>__<KEY>`
 //! environment overrides). The event log's own section is defined with the log
 //! ([`crate::log::config`]) and re-exported here.
 

@@ -2,7 +2,7 @@
 //! `U:Cx -> [U:Ar] -> U:Vz -> U:Qa -> HUMAN`, run as kernel commands and CXP traffic.
 //!
 //! `start` appends `workflow.started` (command `start_workflow`) and runs the steps in
-//! a task ([`super::pipeline`]); every step is `step_started` / `step_completed` on
+//! a task (`pipeline`); every step is `step_started` / `step_completed` on
 //! `workflow.events`, so the run's state is a projection of the log
 //! ([`super::workflow_view`]). Between steps the runner honours `pause` (waits) and
 //! `resume`; these are commands, so any client (the gateway) controls a run it did not

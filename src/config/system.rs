@@ -1,5 +1,5 @@
 //! The whole-system configuration: one YAML file, one section per component, every key
-//! overridable from the environment (see [`env`](super::env) for the exact rule).
+//! overridable from the environment (see [`env`](mod@super::env) for the exact rule).
 //!
 //! Each component keeps reading its own section with its own parser
 //! ([`LogConfig::from_yaml`], [`GatewayConfig::from_yaml`]); this module merges file and

@@ -93,7 +93,7 @@ const VIA_KERNEL: &[&str] = &[
 ];
 
 impl Method {
-    /// Whether the call acts through one kernel command first (see [`VIA_KERNEL`]).
+    /// Whether the call acts through one kernel command first (see `VIA_KERNEL`).
     pub fn via_kernel(&self) -> bool {
         VIA_KERNEL.contains(&self.name)
     }

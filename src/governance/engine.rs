@@ -201,7 +201,7 @@ impl Engine {
     /// Decisions queued and not yet taken by the engine thread (a request just
     /// submitted counts itself; fact updates, quick to apply, do not count). A caller
     /// that finds other decisions ahead of its own will wait for several evaluations,
-    /// so it parks at once instead of polling (see [`REPLY_SPIN`]).
+    /// so it parks at once instead of polling (see `REPLY_SPIN`).
     pub fn queued(&self) -> usize {
         self.queued.load(Ordering::Acquire)
     }

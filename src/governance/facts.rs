@@ -53,7 +53,7 @@ pub(super) struct PacketState {
 /// With a window ([`FactsView::with_window`]) it keeps only the most recent packets
 /// (see `fact_window.rs`); send counts always cover the whole history. Serialized (the
 /// checkpoint) without the packets' order, which is rebuilt from their sequences when
-/// it is read (see [`StoredView`]).
+/// it is read (see `StoredView`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(from = "StoredView")]
 pub struct FactsView {

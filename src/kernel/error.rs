@@ -248,7 +248,7 @@ pub enum Fault {
 }
 
 impl Fault {
-    /// The class of a recorded code (the codes of [`CODES`]); an unknown code (a newer
+    /// The class of a recorded code (the codes of `CODES`); an unknown code (a newer
     /// kernel's) is the request's fault, as its `command_rejected` says it was refused.
     pub fn of_code(code: &str) -> Fault {
         match code {

@@ -1,6 +1,6 @@
 //! The Postman (REQ-004-INTG-010..013): how the kernel reacts to its own events.
 //!
-//! Every record the writer emits goes through [`Emitter::emit`]: folded into the state,
+//! Every record the writer emits goes through `Emitter::emit`: folded into the state,
 //! queued for the append, then the Postman reacts —
 //!
 //! - a packet that enters `queued` (sent, retried) is admitted to its recipient's
@@ -15,7 +15,7 @@
 //!   sender (or an operator, `retry`) resends once the recipient has made room;
 //! - a Volk that is deregistered or turns unhealthy fails the packets queued for it.
 //!
-//! Delivery itself is a pull: [`Emitter::deliver`] hands a recipient the next packets
+//! Delivery itself is a pull: `Emitter::deliver` hands a recipient the next packets
 //! of its queue in serving order (priority desc, then time asc) when it reads its inbox.
 //! Reactions are never run while rebuilding from the log: they already happened.
 

@@ -1,6 +1,6 @@
 //! The tool list, generated from the gateway's method table (REQ-014-204, REQ-014-206).
 //!
-//! One tool per row of [`METHODS`](crate::gateway::methods::METHODS) marked `exposed`,
+//! One tool per row of [`METHODS`] marked `exposed`,
 //! named after the method with `.` replaced by `_` (`cxp.send` -> `cxp_send`), described
 //! by the row's summary and taking the row's params JSON Schema as `inputSchema`; plus
 //! the `approve` tool. Adding a row to the table adds a tool: nothing here names a

@@ -206,7 +206,7 @@ async fn fold_tail<V: View>(
 /// stream the view folds; `None`: everything). `--as-of` and `rebuild --until` are this.
 ///
 /// Reading the log (storage and Avro decoding) and folding run on two threads: this
-/// task reads pages and passes them, [`PIPELINE`] pages ahead at most, to a fold
+/// task reads pages and passes them, `PIPELINE` pages ahead at most, to a fold
 /// thread that applies them in log order, moving each envelope into the view
 /// ([`View::apply_owned`]). The fold itself stays the one pure, sequential `apply`;
 /// only the decoding runs ahead of it. Progress counts applied events.

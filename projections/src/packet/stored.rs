@@ -94,7 +94,7 @@ impl PacketIndex {
         Ok(changes)
     }
 
-    /// The key of the packet an index row names: `row_key` as [`Lookup::Indexed`]
+    /// The key of the packet an index row names: `row_key` as `Lookup::Indexed`
     /// (super::Lookup) named it, `row` the value stored under it.
     pub fn indexed_key(row_key: &[u8], row_value: &[u8]) -> Result<Vec<u8>, StoredError> {
         match row(row_key, row_value)? {

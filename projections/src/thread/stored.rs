@@ -122,7 +122,7 @@ impl ThreadView {
         Ok(changes)
     }
 
-    /// The key of the entry an index row names: `row_key` as [`Held::Indexed`]
+    /// The key of the entry an index row names: `row_key` as `Held::Indexed`
     /// (super::Held) named it, `row` the value stored under it.
     pub fn indexed_key(row_key: &[u8], row: &[u8]) -> Result<Vec<u8>, StoredError> {
         let at = row_sequence(row_key, row)?.ok_or_else(|| {

@@ -1,7 +1,7 @@
 //! Per-packet tracking state carried next to the headers: status histories, failure and
 //! retry bookkeeping, assignment, resolution, notes and time in progress.
 //!
-//! Keeping it inside the packet lets the state machines (see [`super::transitions`]) live
+//! Keeping it inside the packet lets the state machines (see `transitions`) live
 //! in this pure crate: the kernel replays a packet's events through them to validate a
 //! command before appending its event.
 

@@ -117,7 +117,7 @@ pub mod uuid {
     }
 }
 
-/// `Option<Uuid>` with the encoding of [`uuid`](self::uuid).
+/// `Option<Uuid>` with the encoding of [`uuid`](mod@self::uuid).
 pub mod opt_uuid {
     use super::*;
     use ::uuid::Uuid;

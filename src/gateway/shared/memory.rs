@@ -71,7 +71,7 @@ impl Default for MemoryState {
 }
 
 impl MemoryState {
-    /// Empty state for the instance `instance_id`, with the default [`Limits`].
+    /// Empty state for the instance `instance_id`, with the default `Limits`.
     pub fn new(instance_id: impl Into<String>) -> Self {
         MemoryState::with_limits(instance_id, Limits::default())
     }

@@ -13,7 +13,7 @@ use crate::governance::term::{message_id_parts, PlTerm};
 const FRESH_LIMIT: usize = 1_024;
 
 impl Evaluator {
-    /// Asserts and retracts facts, in order, a batch per goal (see [`fact_goals`]
+    /// Asserts and retracts facts, in order, a batch per goal (see `fact_goals`
     /// for how packet facts are kept).
     pub fn apply(&mut self, changes: &[FactChange]) -> Result<(), GovernanceError> {
         self.apply_measured(changes.to_vec()).map(|_| ())

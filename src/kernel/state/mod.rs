@@ -16,7 +16,7 @@
 //!   priority desc, then time asc) and mailboxes (queued + delivered-unacknowledged);
 //! - the ids of the commands already executed (at-least-once consumption).
 //!
-//! Packets and threads live in [`spill::SpillTable`]s: with a [`SpillConfig`] only the
+//! Packets and threads live in `spill::SpillTable`s: with a [`SpillConfig`] only the
 //! most recently changed stay in memory and the rest wait in an unlinked scratch file
 //! (read back on demand; never an input to a restart).
 

@@ -10,7 +10,7 @@
 //! (`schemas/avro/<stream>.<Name>.avsc`): the six envelope fields `event_id`,
 //! `timestamp`, `source`, `key`, `command_id`, `principal`, then the event's own
 //! fields. Records written before attribution lack `principal` and carry the
-//! fingerprint of that older layout; [`decode`] reads both (see [`registry`]). The
+//! fingerprint of that older layout; [`decode`] reads both (see `registry`). The
 //! fingerprint names the writer schema and therefore the event type, so `decode` needs
 //! nothing but the bytes. Stream, sequence and epoch are not in the bytes: the log owns
 //! them.
@@ -19,7 +19,7 @@
 //! over their specification-conformant canonical form ([`canonical_form`]) and indexed
 //! by fingerprint. Encoding and decoding do
 //! not go through apache-avro's generic `Value`: a small type-driven serde codec
-//! ([`ser`], [`de`]) writes and reads the binary directly, which keeps a small event to
+//! (`ser`, `de`) writes and reads the binary directly, which keeps a small event to
 //! well under a microsecond each way. The tests prove the bytes match the `.avsc` by
 //! decoding them with apache-avro's generic reader.
 
