@@ -209,13 +209,8 @@ async fn concurrent_sends_of_one_volk_cannot_overrun_the_send_budget() {
 // other's appends.
 #[tokio::test]
 async fn a_governed_send_and_its_decision_are_one_append_and_one_volks_sends_share_a_batch() {
-    let dir = tempfile::tempdir().unwrap();
-    let real = orchestrata::log::open(&LogConfig::sled(dir.path()))
-        .await
-        .unwrap();
-    let counted = FaultyLog::new(real);
-    let log: Arc<dyn EventLog> = counted.clone();
-    let kernel = governed_on(log.clone()).await;
+    let (_dir, counted, log, governance) = faulty_governance().await;
+    let kernel = governed_on_with(log.clone(), governance).await;
     let send = |n: usize| {
         cmd::send(
             "U:Ox",

@@ -18,7 +18,6 @@ use super::metrics::Metrics;
 use super::schema::ParamsSchemas;
 use super::topic::facts::FilterIndex;
 use super::topic::hub::Hub;
-use crate::kernel::KernelError;
 use crate::log::EventLog;
 
 /// The components the gateway serves. Build it with [`Services::new`] and add the
@@ -161,20 +160,11 @@ impl Shared {
     /// appender, group commit); otherwise (a split gateway, or a kernel that has
     /// already stopped during shutdown) the gateway appends it itself.
     pub async fn append(&self, record: &EventRecord) -> Result<u64, RpcError> {
-        if let Some(KernelPort::Local(kernel)) = &self.services.kernel {
-            match kernel.record(vec![record.clone()]).await {
-                Ok(landed) => {
-                    if let Some(first) = landed.first() {
-                        return Ok(first.sequence);
-                    }
-                }
-                Err(KernelError::Stopped) => {}
-                Err(e) => return Err(RpcError::internal("log_unavailable", e)),
-            }
-        }
-        self.services
-            .log
-            .append(record)
+        let writer = match &self.services.kernel {
+            Some(KernelPort::Local(kernel)) => Some(kernel as &dyn crate::log::Recorder),
+            _ => None,
+        };
+        crate::log::append_via(writer, self.services.log.as_ref(), record)
             .await
             .map_err(|e| RpcError::internal("log_unavailable", e))
     }

@@ -14,7 +14,7 @@ use orchestrata_schemas::events::EventRecord;
 
 use super::service::Governance;
 use super::GovernanceError;
-use crate::log::{RecordError, Recorder};
+use crate::log::{append_via, RecordError, Recorder};
 
 impl Governance {
     /// Sends this service's records through `recorder` (the kernel's writer) from now
@@ -36,19 +36,12 @@ impl Governance {
     /// takes it to fold the record.
     pub(super) async fn append(&self, record: EventRecord) -> Result<u64, GovernanceError> {
         let recorder = self.inner.recorder.read().ok().and_then(|r| r.clone());
-        if let Some(recorder) = recorder {
-            match recorder.record(vec![record.clone()]).await {
-                Ok(sequences) => {
-                    if let Some(sequence) = sequences.first() {
-                        return Ok(*sequence);
-                    }
-                }
-                Err(RecordError::Stopped) => {}
-                Err(RecordError::Failed(reason)) => {
-                    return Err(GovernanceError::NotRecorded(reason))
-                }
-            }
-        }
-        Ok(self.inner.log.append(&record).await?)
+        append_via(recorder.as_deref(), self.inner.log.as_ref(), &record)
+            .await
+            .map_err(|e| match e {
+                RecordError::Log(e) => GovernanceError::Log(e),
+                RecordError::Failed(reason) => GovernanceError::NotRecorded(reason),
+                RecordError::Stopped => GovernanceError::NotRecorded(e.to_string()),
+            })
     }
 }

@@ -7,7 +7,7 @@ use orchestrata_schemas::events::{Command, EventRecord};
 use tokio::sync::{mpsc, oneshot};
 
 use super::load;
-use super::outcome::{Appended, Inbox, Outcome};
+use super::outcome::{Inbox, Outcome};
 use super::postman::RetrySchedule;
 use super::roster;
 use super::state::KernelState;
@@ -179,14 +179,9 @@ impl Kernel {
         Ok(rx)
     }
 
-    /// Appends `records` in the writer's next batch (group commit with the commands
-    /// queued beside them) and returns where each landed. For records decided outside
-    /// the kernel — the gateway's presence and audit records; governance's own come
-    /// through [`crate::log::Recorder`] to the same queue — so that the writer stays
-    /// the one appender: its governance facts and sequence bookkeeping see them.
-    /// Events of streams the kernel folds are folded like its own.
-    pub async fn record(&self, records: Vec<EventRecord>) -> Result<Vec<Appended>, KernelError> {
-        self.ask(|reply| Request::Record { records, reply }).await
+    /// The writer's queue (for [`crate::log::Recorder`], `kernel/recorder.rs`).
+    pub(super) fn queue(&self) -> &mpsc::Sender<Request> {
+        &self.tx
     }
 
     /// Sends the request `make` builds around a reply channel to the writer and waits

@@ -1,5 +1,6 @@
-//! The kernel's writer as a [`Recorder`]: how governance, which the writer itself holds,
-//! hands its records to the writer without keeping it alive.
+//! The kernel's writer as a [`Recorder`]: for the gateway through its kernel handle, and
+//! for governance, which the writer itself holds, through a weak door that does not keep
+//! the writer alive.
 
 use orchestrata_schemas::events::EventRecord;
 use tokio::sync::{mpsc, oneshot};
@@ -25,15 +26,35 @@ impl WriterRecorder {
 impl Recorder for WriterRecorder {
     async fn record(&self, records: Vec<EventRecord>) -> Result<Vec<u64>, RecordError> {
         let tx = self.tx.upgrade().ok_or(RecordError::Stopped)?;
-        let (reply, rx) = oneshot::channel();
-        tx.send(Request::Record { records, reply })
-            .await
-            .map_err(|_| RecordError::Stopped)?;
-        drop(tx);
-        match rx.await {
-            Ok(Ok(landed)) => Ok(landed.into_iter().map(|a| a.sequence).collect()),
-            Ok(Err(KernelError::Stopped)) | Err(_) => Err(RecordError::Stopped),
-            Ok(Err(e)) => Err(RecordError::Failed(e.to_string())),
-        }
+        record_on(&tx, records).await
+    }
+}
+
+/// A kernel handle records through its writer: `records` join the writer's next batch
+/// (group commit with the commands queued beside them). For records decided outside
+/// the kernel — the gateway's presence and audit records — so that the writer stays the
+/// one appender: its governance facts and sequence bookkeeping see them, and events of
+/// streams the kernel folds are folded like its own. Unlike [`WriterRecorder`] it holds
+/// the queue open (the gateway holds the kernel anyway).
+#[async_trait::async_trait]
+impl Recorder for super::Kernel {
+    async fn record(&self, records: Vec<EventRecord>) -> Result<Vec<u64>, RecordError> {
+        record_on(self.queue(), records).await
+    }
+}
+
+/// Hands `records` to the writer behind `tx` and waits for their sequences.
+async fn record_on(
+    tx: &mpsc::Sender<Request>,
+    records: Vec<EventRecord>,
+) -> Result<Vec<u64>, RecordError> {
+    let (reply, rx) = oneshot::channel();
+    tx.send(Request::Record { records, reply })
+        .await
+        .map_err(|_| RecordError::Stopped)?;
+    match rx.await {
+        Ok(Ok(landed)) => Ok(landed.into_iter().map(|a| a.sequence).collect()),
+        Ok(Err(KernelError::Stopped)) | Err(_) => Err(RecordError::Stopped),
+        Ok(Err(e)) => Err(RecordError::Failed(e.to_string())),
     }
 }

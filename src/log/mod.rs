@@ -30,4 +30,4 @@ pub use kafka::KafkaLog;
 pub use open::{open, open_raw, spawn_retention};
 pub use pager::{Pager, DEFAULT_PAGE};
 pub use raw::{Bounds, RawEntry, RawLog, RawRef, RawTail, Visit};
-pub use recorder::{RecordError, Recorder};
+pub use recorder::{append_via, RecordError, Recorder};

@@ -11,8 +11,10 @@
 
 use orchestrata_schemas::events::EventRecord;
 
+use super::{EventLog, LogError};
+
 /// Why a [`Recorder`] did not record.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// The writer behind it has stopped (the process is shutting down): nothing was
     /// appended, and the caller may append to the log itself.
@@ -22,6 +24,9 @@ pub enum RecordError {
     /// reloaded from the log); nothing of them is acknowledged.
     #[error("the writer could not append: {0}")]
     Failed(String),
+    /// With no writer running, the log itself refused the append ([`append_via`]).
+    #[error(transparent)]
+    Log(#[from] LogError),
 }
 
 /// Appends records through the one writer in front of the log.
@@ -33,4 +38,27 @@ pub trait Recorder: Send + Sync {
     /// sequence in its stream, in input order, once the batch is as durable as the
     /// log's policy promises.
     async fn record(&self, records: Vec<EventRecord>) -> Result<Vec<u64>, RecordError>;
+}
+
+/// Appends `record` through `recorder` while its writer runs; with no recorder, or once
+/// its writer has stopped (shutdown), straight to `log`. Returns the record's sequence.
+/// The one place that makes that choice, for the gateway's records and governance's.
+pub async fn append_via(
+    recorder: Option<&dyn Recorder>,
+    log: &dyn EventLog,
+    record: &EventRecord,
+) -> Result<u64, RecordError> {
+    if let Some(recorder) = recorder {
+        match recorder.record(vec![record.clone()]).await {
+            Ok(sequences) => {
+                return sequences
+                    .first()
+                    .copied()
+                    .ok_or_else(|| RecordError::Failed("the writer reported no sequence".into()))
+            }
+            Err(RecordError::Stopped) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(log.append(record).await?)
 }

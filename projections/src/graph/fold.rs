@@ -202,13 +202,7 @@ impl GraphView {
         if let Some(node) = self.nodes.get_mut(id) {
             self.touched_nodes.mark(id, live);
             for (k, v) in values {
-                // An existing property keeps its key: no new string for it.
-                match node.properties.get_mut(k) {
-                    Some(slot) => *slot = v,
-                    None => {
-                        node.properties.insert(k.to_owned(), v);
-                    }
-                }
+                put(&mut node.properties, k, v);
             }
         }
     }
@@ -289,17 +283,7 @@ impl GraphView {
         let live = self.nodes.len();
         if let Some(node) = self.nodes.get_mut(&thread) {
             self.touched_nodes.mark(&thread, live);
-            let count = node
-                .properties
-                .get("message_count")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            if let Some(slot) = node.properties.get_mut("message_count") {
-                *slot = json!(count + 1);
-            } else {
-                node.properties
-                    .insert("message_count".into(), json!(count + 1));
-            }
+            bump(&mut node.properties, "message_count");
             if let Some(status) = node.properties.get_mut("status") {
                 if status.as_str() == Some("resolved") {
                     *status = json!("active");
@@ -327,17 +311,7 @@ impl GraphView {
         let pair = RelType::SentTo.rel_id(&from, &to);
         let live = self.relationships.len();
         if let Some(edge) = self.relationships.get_mut(&pair) {
-            let sent = edge
-                .properties
-                .get("packets")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            match edge.properties.get_mut("packets") {
-                Some(slot) => *slot = json!(sent + 1),
-                None => {
-                    edge.properties.insert("packets".into(), json!(sent + 1));
-                }
-            }
+            bump(&mut edge.properties, "packets");
             self.touched_rels.mark(&pair, live);
         } else {
             self.link(RelType::SentTo, &from, &to, props([("packets", json!(1))]));
@@ -456,4 +430,20 @@ impl GraphView {
 /// A property map from `(name, value)` pairs, built in one go.
 fn props<const N: usize>(values: [(&str, Value); N]) -> Properties {
     values.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+/// Sets property `key`; one already present keeps its key string (no new allocation).
+fn put(properties: &mut Properties, key: &str, value: Value) {
+    match properties.get_mut(key) {
+        Some(slot) => *slot = value,
+        None => {
+            properties.insert(key.to_owned(), value);
+        }
+    }
+}
+
+/// Adds one to the count in property `key` (absent or not a count: 0).
+fn bump(properties: &mut Properties, key: &str) {
+    let count = properties.get(key).and_then(Value::as_u64).unwrap_or(0);
+    put(properties, key, json!(count + 1));
 }

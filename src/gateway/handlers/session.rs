@@ -193,8 +193,9 @@ pub async fn open(call: Call) -> RpcResult {
                 patch: Json(Value::Object(context)),
             },
         );
-        let id = key.map(|k| k.derive("session_context"));
-        update.id = id.unwrap_or(update.id);
+        if let Some(key) = key {
+            update.id = key.derive("session_context");
+        }
         let updated = backends::execute_as(&call, update).await?;
         views
             .settle(&views.sessions, &updated, Stream::SessionEvents)
