@@ -34,7 +34,7 @@ impl Recorder for WriterRecorder {
 /// (group commit with the commands queued beside them). For records decided outside
 /// the kernel — the gateway's presence and audit records — so that the writer stays the
 /// one appender: its governance facts and sequence bookkeeping see them, and events of
-/// streams the kernel folds are folded like its own. Unlike [`WriterRecorder`] it holds
+/// streams the kernel folds are folded like its own. Unlike `WriterRecorder` it holds
 /// the queue open (the gateway holds the kernel anyway).
 #[async_trait::async_trait]
 impl Recorder for super::Kernel {
