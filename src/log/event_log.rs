@@ -5,11 +5,16 @@ use std::sync::Arc;
 use futures::stream::{BoxStream, StreamExt};
 use orchestrata_schemas::events::{self, Envelope, EventRecord, Stream};
 
+use super::decoded::Decoded;
 use super::raw::{Bounds, RawEntry, RawLog, RawRef};
 use super::LogError;
 
 /// A live stream of envelopes (see [`EventLog::tail`]).
 pub type EnvelopeStream = BoxStream<'static, Result<Envelope, LogError>>;
+
+/// A live stream of envelopes that other tails of the process may hold too (see
+/// [`EventLog::tail_shared`]).
+pub type SharedEnvelopeStream = BoxStream<'static, Result<Arc<Envelope>, LogError>>;
 
 /// The event log the kernel writes and the gateway and projections read.
 ///
@@ -74,6 +79,23 @@ pub trait EventLog: Send + Sync {
     /// seam. Drop the stream to stop tailing.
     async fn tail(&self, stream: Stream, from: u64) -> Result<EnvelopeStream, LogError>;
 
+    /// [`tail`](EventLog::tail) for readers that only look at the events: the same
+    /// events, but an event another tail of this log decoded moments ago is handed
+    /// out as the same allocation instead of being decoded again (the view runners and
+    /// the gateway's hubs all follow the head of the busy streams). This default
+    /// shares nothing.
+    async fn tail_shared(
+        &self,
+        stream: Stream,
+        from: u64,
+    ) -> Result<SharedEnvelopeStream, LogError> {
+        Ok(self
+            .tail(stream, from)
+            .await?
+            .map(|e| e.map(Arc::new))
+            .boxed())
+    }
+
     /// Applies `stream`'s retention policy now; returns the first retained sequence.
     async fn enforce_retention(&self, stream: Stream) -> Result<Option<u64>, LogError>;
 
@@ -133,12 +155,17 @@ pub async fn append_stream_by_stream<L: EventLog + ?Sized>(
 #[derive(Clone)]
 pub struct TypedLog {
     raw: Arc<dyn RawLog>,
+    /// What the tails at the head decoded (see `decoded.rs`).
+    decoded: Arc<Decoded>,
 }
 
 impl TypedLog {
     /// Wraps a backend.
     pub fn new(raw: Arc<dyn RawLog>) -> Self {
-        TypedLog { raw }
+        TypedLog {
+            raw,
+            decoded: Arc::default(),
+        }
     }
 
     /// The backend underneath (for byte-level access in tools and tests).
@@ -251,6 +278,27 @@ impl EventLog for TypedLog {
         let raw = self.raw.tail_raw(stream, from).await?;
         Ok(raw
             .map(move |entry| entry.and_then(|entry| decode_owned(stream, &epoch, entry)))
+            .boxed())
+    }
+
+    async fn tail_shared(
+        &self,
+        stream: Stream,
+        from: u64,
+    ) -> Result<SharedEnvelopeStream, LogError> {
+        let epoch = self.raw.epoch(stream).await?;
+        let raw = self.raw.tail_raw(stream, from).await?;
+        let decoded = self.decoded.clone();
+        Ok(raw
+            .map(move |entry| {
+                let entry = entry?;
+                if let Some(event) = decoded.get(stream, &epoch, entry.sequence) {
+                    return Ok(event);
+                }
+                let event = Arc::new(decode_owned(stream, &epoch, entry)?);
+                decoded.offer(&event);
+                Ok(event)
+            })
             .boxed())
     }
 

@@ -11,6 +11,7 @@
 //! Open one from configuration with [`open`].
 
 pub mod config;
+mod decoded;
 mod embedded;
 mod error;
 mod event_log;
@@ -24,7 +25,8 @@ mod tail;
 pub use embedded::SledLog;
 pub use error::LogError;
 pub use event_log::{
-    append_stream_by_stream, by_stream, scatter_sequences, EnvelopeStream, EventLog, TypedLog,
+    append_stream_by_stream, by_stream, scatter_sequences, EnvelopeStream, EventLog,
+    SharedEnvelopeStream, TypedLog,
 };
 pub use kafka::KafkaLog;
 pub use open::{open, open_raw, spawn_retention};

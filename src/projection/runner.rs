@@ -115,7 +115,7 @@ pub async fn spawn_view<V: View>(
     let mut tails = Vec::new();
     for stream in V::STREAMS {
         let tail = log
-            .tail(*stream, view.checkpoint().next(*stream))
+            .tail_shared(*stream, view.checkpoint().next(*stream))
             .await
             .map_err(|source| ProjectionError::Log {
                 view: V::NAME,
@@ -163,7 +163,7 @@ struct Fold<V> {
 impl<V: View> Fold<V> {
     async fn run(
         mut self,
-        mut events: futures::stream::SelectAll<crate::log::EnvelopeStream>,
+        mut events: futures::stream::SelectAll<crate::log::SharedEnvelopeStream>,
         mut stopped: oneshot::Receiver<()>,
     ) -> Result<(), ProjectionError> {
         let mut pending = 0usize;
@@ -208,7 +208,12 @@ impl<V: View> Fold<V> {
                     let checkpoint = {
                         let mut view = self.view.write().unwrap_or_else(|p| p.into_inner());
                         for envelope in chunk {
-                            view.apply_owned(envelope);
+                            // Moved in when no other tail holds it; folded by
+                            // reference when it is shared.
+                            match Arc::try_unwrap(envelope) {
+                                Ok(owned) => view.apply_owned(owned),
+                                Err(shared) => view.apply(&shared),
+                            };
                         }
                         urgent = view.needs_commit();
                         view.checkpoint().clone()
@@ -230,7 +235,10 @@ impl<V: View> Fold<V> {
     /// store. An entry read back may name more (an archived thread's other packets),
     /// so this asks again until the view wants nothing. Most chunks want nothing (one
     /// hash look-up per event); a read is a keyed get on the store's page cache.
-    fn warm(&self, chunk: &[orchestrata_schemas::events::Envelope]) -> Result<(), ProjectionError> {
+    fn warm(
+        &self,
+        chunk: &[Arc<orchestrata_schemas::events::Envelope>],
+    ) -> Result<(), ProjectionError> {
         read_back::<V>(
             &self.store,
             |keys| {

@@ -13,6 +13,8 @@
 //! subscriber as a reference-counted [`Utf8Bytes`]; only a subscription with a
 //! `max_payload_size` smaller than the payload gets its own, truncated rendering.
 
+use std::sync::Arc;
+
 use axum::extract::ws::Utf8Bytes;
 use orchestrata_schemas::events::{Envelope, Stream};
 use serde_json::{json, Value};
@@ -28,8 +30,8 @@ pub struct TopicEvent {
     pub sequence: u64,
     /// What filters look at.
     pub facts: Facts,
-    /// The event.
-    pub envelope: Envelope,
+    /// The event (shared with the log's other live tails when the hub read it).
+    pub envelope: Arc<Envelope>,
     /// Its payload's JSON text.
     payload: String,
     /// The whole notification frame, untruncated.
@@ -44,7 +46,11 @@ impl TopicEvent {
     /// Serializes `envelope` once, with the `facts` filters match it on (from
     /// [`FilterIndex`](super::facts::FilterIndex), or
     /// [`facts_of`](super::facts::facts_of) over a settled index).
-    pub fn new(envelope: Envelope, facts: Facts) -> Result<Self, serde_json::Error> {
+    pub fn new(
+        envelope: impl Into<Arc<Envelope>>,
+        facts: Facts,
+    ) -> Result<Self, serde_json::Error> {
+        let envelope = envelope.into();
         let payload = serde_json::to_string(&envelope.record.event)?;
         let frame = Utf8Bytes::from(render(&envelope, &payload, false));
         Ok(TopicEvent {

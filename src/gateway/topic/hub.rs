@@ -274,7 +274,7 @@ impl Hub {
     pub async fn run(self: Arc<Self>, log: Arc<dyn EventLog>, index: FilterIndex) {
         loop {
             let from = self.next();
-            match log.tail(self.stream, from).await {
+            match log.tail_shared(self.stream, from).await {
                 Ok(mut tail) => {
                     self.healthy.store(true, Ordering::Relaxed);
                     let mut pacer = YieldPacer::new();
