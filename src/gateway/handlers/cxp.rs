@@ -90,12 +90,17 @@ pub async fn send(call: Call) -> RpcResult {
     if outcome.duplicate {
         same_packet(&views, &sent)?;
     }
-    let state = packet_json(&views, &message_id)?;
+    // The few fields the answer names, not the whole state (payload and histories)
+    // rendered as JSON and picked from.
+    let state = packet_state(&views, &message_id)?.ok_or_else(|| {
+        RpcError::invalid_params("unknown_packet", format!("no packet `{message_id}`"))
+    })?;
+    let delivery_status = json!(state.delivery_status);
     let mut answer = json!({
-        "status": contract_send_status(&state["delivery_status"]),
-        "delivery_status": state["delivery_status"],
-        "work_status": state["work_status"],
-        "thread_id": state["packet"]["thread_id"],
+        "status": contract_send_status(&delivery_status),
+        "delivery_status": delivery_status,
+        "work_status": state.work_status,
+        "thread_id": state.packet.thread_id,
         "message_id": message_id,
         "routed_via": POSTMAN_ALIAS,
         "sequence": outcome.last_sequence(Stream::CxpTraffic),
@@ -104,16 +109,16 @@ pub async fn send(call: Call) -> RpcResult {
     if outcome.duplicate {
         tracing::debug!(%message_id, from, to = %p.target, "packet send repeated (idempotency key): nothing sent now");
         // The first attempt's packet as it stands now; `sequence` is its `packet_sent`.
-        answer["sequence"] = state["sequence"].clone();
+        answer["sequence"] = json!(state.sequence);
         answer["duplicate"] = json!(true);
         return Ok(answer);
     }
     tracing::debug!(
         %message_id,
-        thread_id = %state["packet"]["thread_id"].as_str().unwrap_or_default(),
+        thread_id = %state.packet.thread_id,
         from,
         to = %p.target,
-        status = %state["delivery_status"].as_str().unwrap_or_default(),
+        status = %delivery_status.as_str().unwrap_or_default(),
         "packet sent"
     );
     Ok(answer)
