@@ -8,6 +8,7 @@ mod kv;
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use orchestrata_projections::{Changes, Checkpoint, StoredError, View, ViewName};
 use orchestrata_schemas::events::Stream;
@@ -102,7 +103,7 @@ struct Stored<V> {
 #[derive(Clone)]
 pub struct ViewStore {
     kv: kv::Kv,
-    path: PathBuf,
+    path: Arc<Path>,
 }
 
 /// Why one entry could not be read: the store failed, or its parts do not add up.
@@ -146,7 +147,7 @@ impl ViewStore {
         dir: impl AsRef<Path>,
         cache_bytes: u64,
     ) -> Result<Self, ProjectionError> {
-        let path = dir.as_ref().to_path_buf();
+        let path: Arc<Path> = Arc::from(dir.as_ref());
         let kv = kv::Kv::open(&path, cache_bytes)?;
         Ok(ViewStore { kv, path })
     }
@@ -157,7 +158,7 @@ impl ViewStore {
     pub fn temporary() -> Result<Self, ProjectionError> {
         Ok(ViewStore {
             kv: kv::Kv::temporary()?,
-            path: PathBuf::from("<memory>"),
+            path: Arc::from(Path::new("<memory>")),
         })
     }
 

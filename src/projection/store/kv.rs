@@ -11,7 +11,7 @@
 //! batch or none of it.
 
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use redb::backends::InMemoryBackend;
@@ -52,17 +52,18 @@ impl Batch {
 #[derive(Clone)]
 pub(super) struct Kv {
     db: Arc<Database>,
-    /// The database file; `None` in memory.
-    file: Option<PathBuf>,
+    /// The database file; `None` in memory. Paths are shared, not copied: the store
+    /// is cloned for every request's views and every read opens a reader.
+    file: Option<Arc<Path>>,
     /// The views directory (or `<memory>`), for errors.
-    path: PathBuf,
+    path: Arc<Path>,
 }
 
 impl Kv {
     /// Opens (creating) the store in directory `dir` with a page cache of
     /// `cache_bytes`. An earlier version's sled store in `dir` is removed first.
     pub(super) fn open(dir: &Path, cache_bytes: u64) -> Result<Self, ProjectionError> {
-        let path = dir.to_path_buf();
+        let path: Arc<Path> = Arc::from(dir);
         let fail = |reason: String| ProjectionError::Store {
             path: path.display().to_string(),
             reason,
@@ -93,14 +94,14 @@ impl Kv {
             .map_err(|e| error(&path, e.into()))?;
         Ok(Kv {
             db: Arc::new(db),
-            file: Some(file),
+            file: Some(Arc::from(file)),
             path,
         })
     }
 
     /// A store in memory only, gone when the last clone is dropped.
     pub(super) fn temporary() -> Result<Self, ProjectionError> {
-        let path = PathBuf::from("<memory>");
+        let path: Arc<Path> = Arc::from(Path::new("<memory>"));
         let db = Builder::new()
             .create_with_backend(InMemoryBackend::new())
             .map_err(|e| error(&path, e.into()))?;
@@ -215,7 +216,7 @@ impl Kv {
 pub(super) struct Reader {
     /// `None` before the first write created the table.
     table: Option<redb::ReadOnlyTable<&'static [u8], &'static [u8]>>,
-    path: PathBuf,
+    path: Arc<Path>,
 }
 
 impl Reader {
