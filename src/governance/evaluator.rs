@@ -346,16 +346,10 @@ impl Evaluator {
 
     /// One run of `decide/5`.
     fn decide_now(&mut self, request: &Request) -> Result<Run, GovernanceError> {
-        use std::fmt::Write as _;
-        let mut goal = String::with_capacity(64);
-        let _ = write!(
-            goal,
-            "'$od'({},{},{},{},O).",
-            request.subject_term(),
-            quote_atom(&request.action),
-            request.resource_term(),
-            request.context_term(),
-        );
+        let mut goal = String::with_capacity(96);
+        goal.push_str("'$od'(");
+        request.write_args(&mut goal);
+        goal.push_str(",O).");
         let out = match run(&mut self.machine, &goal) {
             Answer::Bindings(mut b) => b.remove("O"),
             Answer::Error(e) => return Err(GovernanceError::Prolog(e)),

@@ -7,7 +7,7 @@ use orchestrata_schemas::events::types::{DecisionResult, SubjectKind};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::term::{json_to_term, PlTerm};
+use super::term::{self, json_to_term, PlTerm};
 use super::GovernanceError;
 
 /// Actions whose resource is a message id (see [`Request::resource_term`]).
@@ -148,17 +148,52 @@ impl Request {
     /// The goal as recorded and shown to auditors, e.g.
     /// `decide(volk('U:Ox'),'cxp.send','U:Vz',[],Result)`.
     pub fn goal_text(&self) -> String {
-        let goal = PlTerm::compound(
-            "decide",
-            vec![
-                self.subject_term(),
-                PlTerm::atom(self.action.clone()),
-                self.resource_term(),
-                self.context_term(),
-                PlTerm::Var("Result".into()),
-            ],
-        );
-        goal.to_string()
+        let mut goal = String::with_capacity(96);
+        goal.push_str("decide(");
+        self.write_args(&mut goal);
+        goal.push_str(",Result)");
+        goal
+    }
+
+    /// Appends the four arguments every goal about this request starts with —
+    /// [`subject_term`](Self::subject_term), the action, [`resource_term`](Self::resource_term)
+    /// and [`context_term`](Self::context_term), comma-separated — written straight
+    /// into `out` instead of built as terms first: every decision writes them for the
+    /// engine and again for its record (the same text, `tests` below).
+    pub fn write_args(&self, out: &mut String) {
+        let functor = match self.subject_kind {
+            SubjectKind::Client => "client(",
+            SubjectKind::Volk => "volk(",
+        };
+        out.push_str(functor);
+        term::push_atom(out, &self.subject);
+        out.push_str("),");
+        term::push_atom(out, &self.action);
+        out.push(',');
+        if MESSAGE_ID_ACTIONS.contains(&self.action.as_str()) {
+            PlTerm::message_id(&self.resource).write_to(out);
+        } else {
+            term::push_atom(out, &self.resource);
+        }
+        out.push_str(",[");
+        for (i, (k, v)) in self.context.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            // `'-'(Key,Value)`: PlTerm::pair as written; text per packet or thread a
+            // string (see context_term).
+            out.push_str("'-'(");
+            term::push_atom(out, k);
+            out.push(',');
+            match (k.as_str(), v) {
+                ("thread" | "subject", serde_json::Value::String(t)) => {
+                    term::push_string(out, t);
+                }
+                _ => term::push_json(out, v),
+            }
+            out.push(')');
+        }
+        out.push(']');
     }
 }
 
@@ -235,4 +270,88 @@ pub struct RecordedQuery {
     /// The resource asked with [`asked_action`](Self::asked_action).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked_resource: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    /// The goal as it was built before `write_args`: terms first, then their text.
+    fn built(request: &Request) -> String {
+        PlTerm::compound(
+            "decide",
+            vec![
+                request.subject_term(),
+                PlTerm::atom(request.action.clone()),
+                request.resource_term(),
+                request.context_term(),
+                PlTerm::Var("Result".into()),
+            ],
+        )
+        .to_string()
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|i| json!(i)),
+            any::<f64>().prop_map(|f| json!(f)),
+            ".{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(2, 8, 3, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                proptest::collection::btree_map(".{0,6}", inner, 0..3)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("thread".to_owned()),
+            Just("subject".to_owned()),
+            ".{0,8}"
+        ]
+    }
+
+    // ISSUE-15: goals written straight into text say exactly what the terms said
+    #[test]
+    fn written_goals_equal_built_ones() {
+        let mut r = Request::volk("U:Ox", "cxp.send", "U:Vz")
+            .with("thread", "t-1")
+            .with("subject", "it's \u{2028}")
+            .with("scope", "read_write")
+            .with("n", -3);
+        assert_eq!(r.goal_text(), built(&r));
+        r.action = "cxp.priority".into();
+        r.resource = "0199a0b2-7c1d-7e3f-8a9b-0c1d2e3f4a5b".into();
+        assert_eq!(r.goal_text(), built(&r));
+        assert!(r.goal_text().contains("id("), "{}", r.goal_text());
+    }
+
+    proptest! {
+        // ISSUE-15: any subject, action, resource or context (any Unicode, nested
+        // JSON) is written as the terms were
+        #[test]
+        fn any_request_is_written_as_its_terms(
+            client in any::<bool>(),
+            subject in ".{0,12}",
+            action in prop_oneof![Just("cxp.priority".to_owned()), ".{0,10}"],
+            resource in ".{0,40}",
+            context in proptest::collection::btree_map(key(), value(), 0..4),
+        ) {
+            let mut r = if client {
+                Request::client(&subject, &action, &resource)
+            } else {
+                Request::volk(&subject, &action, &resource)
+            };
+            r.context = context;
+            prop_assert_eq!(r.goal_text(), built(&r));
+        }
+    }
 }

@@ -94,15 +94,20 @@ impl PlTerm {
 /// ```
 pub fn quote_atom(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 4);
+    push_atom(&mut out, text);
+    out
+}
+
+/// Appends [`quote_atom`]`(text)` to `out`, with no string of its own.
+pub fn push_atom(out: &mut String, text: &str) {
     let parens = may_be_operator(text);
     if parens {
         out.push('(');
     }
-    push_quoted(&mut out, text);
+    push_quoted(out, text);
     if parens {
         out.push(')');
     }
-    out
 }
 
 /// Whether an atom spelled `text` may be an operator of the reader: quoting does not
@@ -124,12 +129,6 @@ fn may_be_operator(text: &str) -> bool {
 
 /// `'…'` in pure ASCII (see [`quote_atom`]), without parentheses: for a functor name,
 /// which must touch its `(`.
-fn quoted(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    push_quoted(&mut out, text);
-    out
-}
-
 fn push_quoted(out: &mut String, text: &str) {
     push_delimited(out, text, '\'');
 }
@@ -164,43 +163,54 @@ pub fn quote_string(text: &str) -> String {
     out
 }
 
-impl fmt::Display for PlTerm {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl PlTerm {
+    /// Appends the term's text to `out`: what `Display` writes, without the
+    /// formatter's indirection per term or a string per atom (goals are written for
+    /// every decision, and recorded with it).
+    pub fn write_to(&self, out: &mut String) {
         match self {
-            PlTerm::Atom(a) => f.write_str(&quote_atom(a)),
-            PlTerm::Str(s) => f.write_str(&quote_string(s)),
+            PlTerm::Atom(a) => push_atom(out, a),
+            PlTerm::Str(s) => push_delimited(out, s, '"'),
+            // A negative literal directly after `(` or `,` parses as a number.
             PlTerm::Int(i) => {
-                // A negative literal directly after `(` or `,` parses as a number.
-                write!(f, "{i}")
+                let _ = write!(out, "{i}");
             }
-            PlTerm::Var(v) => f.write_str(v),
+            PlTerm::Var(v) => out.push_str(v),
             PlTerm::List(items) => {
-                f.write_char('[')?;
+                out.push('[');
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
-                        f.write_char(',')?;
+                        out.push(',');
                     }
-                    write!(f, "{item}")?;
+                    item.write_to(out);
                 }
-                f.write_char(']')
+                out.push(']');
             }
-            PlTerm::Compound(name, args) if args.is_empty() => f.write_str(&quote_atom(name)),
+            PlTerm::Compound(name, args) if args.is_empty() => push_atom(out, name),
             PlTerm::Compound(name, args) => {
                 if is_plain_name(name) {
-                    f.write_str(name)?;
+                    out.push_str(name);
                 } else {
-                    f.write_str(&quoted(name))?;
+                    push_quoted(out, name);
                 }
-                f.write_char('(')?;
+                out.push('(');
                 for (i, arg) in args.iter().enumerate() {
                     if i > 0 {
-                        f.write_char(',')?;
+                        out.push(',');
                     }
-                    write!(f, "{arg}")?;
+                    arg.write_to(out);
                 }
-                f.write_char(')')
+                out.push(')');
             }
         }
+    }
+}
+
+impl fmt::Display for PlTerm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = String::new();
+        self.write_to(&mut out);
+        f.write_str(&out)
     }
 }
 
@@ -231,6 +241,28 @@ pub fn json_to_term(value: &serde_json::Value) -> PlTerm {
                 .collect(),
         ),
     }
+}
+
+/// Appends [`json_to_term`]`(value)`'s text to `out`, writing scalars straight away.
+pub fn push_json(out: &mut String, value: &serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Null => push_atom(out, "null"),
+        Value::Bool(b) => push_atom(out, if *b { "true" } else { "false" }),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => {
+                let _ = write!(out, "{i}");
+            }
+            None => push_atom(out, &n.to_string()),
+        },
+        Value::String(s) => push_atom(out, s),
+        Value::Array(_) | Value::Object(_) => json_to_term(value).write_to(out),
+    }
+}
+
+/// Appends the double-quoted Prolog string [`quote_string`]`(text)` to `out`.
+pub fn push_string(out: &mut String, text: &str) {
+    push_delimited(out, text, '"');
 }
 
 /// Text of an answer term that should be an atom (or a string, or a number).
