@@ -1,7 +1,7 @@
 //! Governance benchmarks: an uncached decision (the Prolog machine alone, and through
 //! the engine thread), the same decision with 100,000 packet facts loaded, a cached
 //! decision, recorded decisions per second on a sled log, and `audit verify` of
-//! 100,000 recorded decisions.
+//! 100,000 recorded decisions, and writing one decision's goal text.
 //!
 //! Run: `cargo bench --bench governance`. Before the criterion groups it prints p50 and
 //! p99 of 5,000 uncached and cached decisions (criterion reports means and medians).
@@ -377,8 +377,38 @@ fn status_change(c: &mut Criterion) {
     group.finish();
 }
 
+/// A decision's goal text: written straight (`Request::goal_text`, what the engine and
+/// the record use) against the terms it was built from before (`PlTerm` then
+/// `Display`), for a `cxp.send` as the gateway asks it.
+fn goal_text(c: &mut Criterion) {
+    use orchestrata::governance::term::PlTerm;
+    let request = Request::volk("U:GW", "cxp.send", "U:Vz")
+        .with("priority", 7)
+        .with("subject", "generate_component")
+        .with("thread", "");
+    let mut group = c.benchmark_group("goal");
+    group.bench_function("written", |b| b.iter(|| request.goal_text()));
+    group.bench_function("built_from_terms", |b| {
+        b.iter(|| {
+            PlTerm::compound(
+                "decide",
+                vec![
+                    request.subject_term(),
+                    PlTerm::atom(request.action.clone()),
+                    request.resource_term(),
+                    request.context_term(),
+                    PlTerm::Var("Result".into()),
+                ],
+            )
+            .to_string()
+        })
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
+    goal_text,
     latency,
     latency_100k_packets,
     verify_100k,
