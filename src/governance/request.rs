@@ -145,6 +145,22 @@ impl Request {
         )
     }
 
+    /// The goal as a term, `decide(Subject, Action, Resource, Context, Result)`. Its
+    /// text is what [`goal_text`](Self::goal_text) writes without building it: the
+    /// reference the written text is held to (the tests below, `benches/governance`).
+    pub fn goal_term(&self) -> PlTerm {
+        PlTerm::compound(
+            "decide",
+            vec![
+                self.subject_term(),
+                PlTerm::atom(self.action.clone()),
+                self.resource_term(),
+                self.context_term(),
+                PlTerm::Var("Result".into()),
+            ],
+        )
+    }
+
     /// The goal as recorded and shown to auditors, e.g.
     /// `decide(volk('U:Ox'),'cxp.send','U:Vz',[],Result)`.
     pub fn goal_text(&self) -> String {
@@ -281,17 +297,7 @@ mod tests {
 
     /// The goal as it was built before `write_args`: terms first, then their text.
     fn built(request: &Request) -> String {
-        PlTerm::compound(
-            "decide",
-            vec![
-                request.subject_term(),
-                PlTerm::atom(request.action.clone()),
-                request.resource_term(),
-                request.context_term(),
-                PlTerm::Var("Result".into()),
-            ],
-        )
-        .to_string()
+        request.goal_term().to_string()
     }
 
     fn value() -> impl Strategy<Value = Value> {
