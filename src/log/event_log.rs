@@ -295,8 +295,9 @@ impl EventLog for TypedLog {
                 if let Some(event) = decoded.get(stream, &epoch, entry.sequence) {
                     return Ok(event);
                 }
+                let size = entry.value.len();
                 let event = Arc::new(decode_owned(stream, &epoch, entry)?);
-                decoded.offer(&event);
+                decoded.offer(&event, size);
                 Ok(event)
             })
             .boxed())
