@@ -80,7 +80,9 @@ async fn every_mode_reports_its_figures_with_no_errors() {
         window: 64,
         drain_secs: 30,
     };
-    let fan = orch::fanout(&url, TOKEN, &load).await.expect("fanout runs");
+    let fan = orch::fanout(&url, &url, TOKEN, &load)
+        .await
+        .expect("fanout runs");
     assert_eq!(fan.get("errors"), Some("0"), "{fan}");
     assert_eq!(fan.get("missing"), Some("0"), "{fan}");
     assert!(number(&fan, "accepted") > 0.0, "{fan}");

@@ -80,8 +80,13 @@ enum Mode {
     },
     /// One publisher, many cxp.subscribe subscribers.
     Fanout {
-        /// The gateway's WebSocket URL.
+        /// The gateway's WebSocket URL (the subscribers', and the publisher's unless
+        /// `--publish-url` names another).
         url: String,
+        /// Another gateway for the publisher (split roles: send through gateway A,
+        /// subscribe on gateway B, both on one Kafka log).
+        #[arg(long)]
+        publish_url: Option<String>,
         /// The operator token.
         #[arg(long, env = "GATEWAY_TOKEN", hide_env_values = true)]
         token: String,
@@ -142,7 +147,18 @@ async fn main() -> anyhow::Result<()> {
                 orch::calls(&url, &token, &method, &params, count).await?,
             )
         }
-        Mode::Fanout { url, token, load } => ("fanout", orch::fanout(&url, &token, &load).await?),
+        Mode::Fanout {
+            url,
+            publish_url,
+            token,
+            load,
+        } => {
+            let publisher = publish_url.as_deref().unwrap_or(&url);
+            (
+                "fanout",
+                orch::fanout(&url, publisher, &token, &load).await?,
+            )
+        }
         Mode::JsFanout { url, load } => ("js-fanout", nats::js_fanout(&url, &load).await?),
     };
     print!("mode={name}\n{report}");

@@ -302,8 +302,15 @@ async fn subscriber(
     Ok(tally)
 }
 
-/// One publisher at `args.rate` `cxp.send`/s, `args.subs` `cxp.subscribe` subscribers.
-pub async fn fanout(url: &str, token: &str, args: &FanoutArgs) -> anyhow::Result<Report> {
+/// One publisher at `args.rate` `cxp.send`/s on `publish_url`, `args.subs`
+/// `cxp.subscribe` subscribers on `url` (the same gateway, or another one on the same
+/// log).
+pub async fn fanout(
+    url: &str,
+    publish_url: &str,
+    token: &str,
+    args: &FanoutArgs,
+) -> anyhow::Result<Report> {
     let clock = Clock::start();
     let (progress, stop_tx, stop_rx) = fanout::shared();
     let mut subs = Vec::new();
@@ -321,7 +328,7 @@ pub async fn fanout(url: &str, token: &str, args: &FanoutArgs) -> anyhow::Result
             stop_rx.clone(),
         )));
     }
-    let (mut sink, mut stream) = connect(url, token).await?.split();
+    let (mut sink, mut stream) = connect(publish_url, token).await?.split();
     let slots = Arc::new(Semaphore::new(args.window));
     let (freed, answers) = (slots.clone(), progress.clone());
     let reader = tokio::spawn(async move {
