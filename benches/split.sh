@@ -31,8 +31,9 @@ TANSU=${TANSU:-${ORCHESTRATA_TANSU:-}}
 T=$(mktemp -d /tmp/split.XXXXXX)
 OUT=${OUT:-$T/out}; mkdir -p "$OUT"
 PIDS=()
+# Newest first: the roles stop before the broker they talk to.
 cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill "${PIDS[i]}" 2>/dev/null; wait "${PIDS[i]}" 2>/dev/null; done
   rm -rf "$T/run"
 }
 trap cleanup EXIT
@@ -81,4 +82,7 @@ wait_health "$ALL" || { echo "up --kafka did not start; see $OUT/up-all.log"; ex
   >"$OUT/all.out" 2>"$OUT/all.err"
 sed 's/^/all_/' "$OUT/all.out"
 echo "error_lines=$(cat "$OUT"/up-*.log | grep -c '"level":"ERROR"')"
+# A kernel whose follower lags its own appends waits up to the request timeout per
+# append (see docs/performance.md, "Split roles on the test broker").
+echo "kernel_read_your_write_timeouts=$(grep -c 'has not read the records before it yet' "$OUT/up-kernel.log")"
 echo "out=$OUT"
