@@ -7,8 +7,14 @@
 //!   read): the stream's epoch, written by the
 //!   process that found the topic empty. Events start at offset 1, and the sequence a user
 //!   sees is `offset - 1`, so sequences still start at 0 with no gaps. A recreated topic
-//!   gets a new marker, hence a new epoch. One writer per stream (architecture.md) keeps
-//!   the marker unique.
+//!   gets a new marker, hence a new epoch. The marker is written by the process whose
+//!   CreateTopics call created the topic; every other process opening it waits for that
+//!   marker (split roles open every stream at once, and a second marker would take
+//!   offset 1, so the stream's first event would be sequence 1). A topic found empty
+//!   that this process did not create (its creator stopped before the marker, or
+//!   topics created by hand) gets a marker from whoever waited the request timeout
+//!   first; processes opening such a topic at the same moment can still each write
+//!   one.
 //! - Appends go through one idempotent producer (`acks=all`, `enable.idempotence=true`,
 //!   `message.timeout.ms` = the configured delivery timeout): a broker that stalls can
 //!   make appends fail with [`LogError::AppendTimeout`] but never duplicates or reorders
@@ -264,7 +270,7 @@ impl KafkaLog {
         let topic = self.topic(stream);
         let (admin, settings) = (&self.inner.admin, &self.inner.topic_settings);
         let timeout = self.inner.request_timeout;
-        topics::create(admin, &topic, settings, timeout).await?;
+        let created = topics::create(admin, &topic, settings, timeout).await?;
         topics::check(admin, &self.inner.brokers, &topic, settings, timeout).await?;
         let mut cache = Cache::default();
         let mut cursor = 0;
@@ -313,7 +319,17 @@ impl KafkaLog {
             enqueue: Mutex::new(()),
         };
         if state.end() == 0 {
-            self.write_marker(stream, &state).await?;
+            // The process that created the topic writes its marker. Every other one
+            // (split roles open every stream at once) waits for that marker: a second
+            // marker would take offset 1 and push the stream's first event past
+            // sequence 0. Only if none comes (its creator stopped in between, or the
+            // topic was made empty by hand) does this process write one.
+            if created || self.wait_for_end(stream, &state, 1).await.is_err() {
+                if !created {
+                    tracing::warn!(topic = %state.topic, "an empty topic this process did not create got no epoch marker in time; writing one");
+                }
+                self.write_marker(stream, &state).await?;
+            }
         }
         state.epoch = match state.follower.head() {
             Some(record) => marker_epoch(stream, &record)?,

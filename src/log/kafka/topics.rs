@@ -18,12 +18,15 @@ use crate::log::config::TopicSettings;
 use crate::log::LogError;
 
 /// Creates `topic` (one partition) with `settings`; an existing topic is left as it is.
+/// `true` when this call created it: its caller then writes the epoch marker, and
+/// every other process opening the topic at the same moment waits for that marker
+/// instead of writing one of its own.
 pub(super) async fn create(
     admin: &AdminClient<Quiet>,
     topic: &str,
     settings: &TopicSettings,
     timeout: Duration,
-) -> Result<(), LogError> {
+) -> Result<bool, LogError> {
     let replication = settings.replication_factor.map_or(-1, i32::from);
     let retention_ms = settings.retention_ms.unwrap_or(-1).to_string();
     let min_insync = settings.min_insync_replicas.map(|n| n.to_string());
@@ -44,13 +47,15 @@ pub(super) async fn create(
         .create_topics([&new_topic], &options)
         .await
         .map_err(|e| failed(e.to_string()))?;
+    let mut created = false;
     for result in results {
         match result {
-            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Ok(_) => created = true,
+            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
             Err((_, code)) => return Err(failed(code.to_string())),
         }
     }
-    Ok(())
+    Ok(created)
 }
 
 /// Reads `topic`'s settings back and refuses (or warns about) one that deletes history.
