@@ -128,18 +128,9 @@ impl Request {
         PlTerm::List(
             self.context
                 .iter()
-                .map(|(k, v)| match (k.as_str(), v) {
-                    // Text that differs per packet or thread is a string, never an atom:
-                    // scryer keeps every atom in one table shared by all its machines,
-                    // which a renewal cannot free (the successor is built while the old
-                    // machine lives), so an atom per thread or per free-text subject
-                    // would grow with the history for good. Policies read the subject
-                    // through `ctx_subject/2` (the default policy's `cxp.pl`), which
-                    // names it by its route without making an atom of it.
-                    ("thread" | "subject", serde_json::Value::String(t)) => {
-                        PlTerm::pair(k.clone(), PlTerm::string(t.clone()))
-                    }
-                    _ => PlTerm::pair(k.clone(), json_to_term(v)),
+                .map(|(k, v)| match as_string(k, v) {
+                    Some(t) => PlTerm::pair(k.clone(), PlTerm::string(t)),
+                    None => PlTerm::pair(k.clone(), json_to_term(v)),
                 })
                 .collect(),
         )
@@ -196,20 +187,30 @@ impl Request {
             if i > 0 {
                 out.push(',');
             }
-            // `'-'(Key,Value)`: PlTerm::pair as written; text per packet or thread a
-            // string (see context_term).
+            // `'-'(Key,Value)`: PlTerm::pair as written.
             out.push_str("'-'(");
             term::push_atom(out, k);
             out.push(',');
-            match (k.as_str(), v) {
-                ("thread" | "subject", serde_json::Value::String(t)) => {
-                    term::push_string(out, t);
-                }
-                _ => term::push_json(out, v),
+            match as_string(k, v) {
+                Some(t) => term::push_string(out, t),
+                None => term::push_json(out, v),
             }
             out.push(')');
         }
         out.push(']');
+    }
+}
+
+/// A context value the policy gets as a Prolog string, not an atom: text that differs
+/// per packet or thread. scryer keeps every atom in one table shared by all its
+/// machines, which a renewal cannot free (the successor is built while the old machine
+/// lives), so an atom per thread or per free-text subject would grow with the history
+/// for good. Policies read the subject through `ctx_subject/2` (the default policy's
+/// `cxp.pl`), which names it by its route without making an atom of it.
+fn as_string<'a>(key: &str, value: &'a serde_json::Value) -> Option<&'a str> {
+    match (key, value) {
+        ("thread" | "subject", serde_json::Value::String(t)) => Some(t),
+        _ => None,
     }
 }
 
