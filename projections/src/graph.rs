@@ -43,20 +43,28 @@
 //! log; `knowledge.query` on Neo4j sees what the sink wrote.
 
 mod fold;
+mod legacy;
+#[cfg(test)]
+mod legacy_tests;
+mod read;
+mod shape;
 mod stored;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod thread_window_tests;
+mod window;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use uuid::Uuid;
 
 use crate::stored::Touched;
 use crate::Checkpoint;
+use window::{DecisionRecord, PacketRecord};
 
 /// Packets the view keeps; the oldest is evicted when one more is sent.
 pub const MAX_PACKETS: usize = 10_000;
@@ -262,121 +270,52 @@ fn has_all(properties: &Properties, wanted: &Properties) -> bool {
 /// Nodes or relationships by id (see [`GraphView`]'s `nodes`).
 type Table<V> = hashbrown::HashMap<String, V, foldhash::fast::RandomState>;
 
-/// Serializes a [`Table`] as a map ordered by id (the same bytes for the same view,
-/// whatever the hasher's seed), and reads any map back.
-mod table {
-    use std::collections::BTreeMap;
-
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    use super::Table;
-
-    pub(super) fn serialize<S: Serializer, V: Serialize>(
-        table: &Table<V>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        let mut sorted: Vec<(&String, &V)> = table.iter().collect();
-        sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        s.collect_map(sorted)
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>, V: Deserialize<'de>>(
-        d: D,
-    ) -> Result<Table<V>, D::Error> {
-        Ok(BTreeMap::<String, V>::deserialize(d)?.into_iter().collect())
-    }
-}
-
-/// A packet or decision node kept, with the relationships it brought, for eviction.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Kept {
-    node: String,
-    rels: Vec<String>,
-}
+/// A hash map with the fast hasher the view uses everywhere.
+type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The knowledge graph view. See the module docs for its nodes, relationships, order
 /// independence and memory bound.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+///
+/// Volks, threads and sessions are held as nodes and relationships; the packet and
+/// decision windows as typed records whose nodes and relationships are written out
+/// when read (`window.rs` says why). Serialized, it is the same either way: every
+/// node and relationship by id, and the windows as the ids each kept item brought
+/// (`shape.rs`).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct GraphView {
     checkpoint: Checkpoint,
-    /// Hashed by id, not ordered: every event looks up a dozen ids that share long
-    /// prefixes (`packet:0199…`, `SENT_BY:packet:0199…`), which a tree paid in string
-    /// compares (7 % of a server's CPU under pipelined sends). Readers that promise an
-    /// order sort what they return ([`GraphView::nodes`], serialization).
-    #[serde(with = "table")]
+    /// Hashed by id, not ordered: every event looks up several ids that share long
+    /// prefixes, which a tree paid in string compares. Readers that promise an order
+    /// sort what they return ([`GraphView::nodes`], serialization).
     nodes: Table<Node>,
-    #[serde(with = "table")]
     relationships: Table<Relationship>,
-    /// Packets in send order (oldest first), for eviction.
-    packets: VecDeque<Kept>,
-    /// Decisions in record order (oldest first), for eviction.
-    decisions: VecDeque<Kept>,
-    /// Packets evicted so far.
+    /// Packets in send order (oldest first).
+    packets: VecDeque<PacketRecord>,
+    /// Decisions in record order (oldest first).
+    decisions: VecDeque<DecisionRecord>,
+    /// Packets evicted so far: the ordinal of `packets[0]`.
     evicted_packets: u64,
-    /// Decisions evicted so far.
+    /// Decisions evicted so far: the ordinal of `decisions[0]`.
     evicted_decisions: u64,
+    /// The ordinal of each kept packet by message id (derived from `packets`).
+    packet_at: Map<Uuid, u64>,
+    /// The ordinal of each kept decision by decision id (derived from `decisions`).
+    decision_at: Map<Uuid, u64>,
+    /// Relationships the windows bring (derived).
+    window_rels: usize,
     /// How many of `packets` each thread node has (derived from `packets`; a thread
     /// leaves when its count falls to zero).
-    #[serde(skip)]
-    thread_packets: hashbrown::HashMap<String, u32, foldhash::fast::RandomState>,
+    thread_packets: Map<String, u32>,
     /// Nodes changed since the last commit (commit bookkeeping, not part of the value).
-    #[serde(skip)]
     touched_nodes: Touched,
     /// Relationships changed since the last commit (commit bookkeeping).
-    #[serde(skip)]
     touched_rels: Touched,
     /// What the store has of `packets` (commit bookkeeping).
-    #[serde(skip)]
     packet_mark: stored::QueueMark,
     /// What the store has of `decisions` (commit bookkeeping).
-    #[serde(skip)]
     decision_mark: stored::QueueMark,
     /// Where each stored node and relationship is (commit bookkeeping).
-    #[serde(skip)]
     slots: stored::Slots,
-}
-
-impl GraphView {
-    /// The node with this id.
-    pub fn node(&self, id: &str) -> Option<&Node> {
-        self.nodes.get(id)
-    }
-
-    /// The relationship with this id.
-    pub fn relationship(&self, id: &str) -> Option<&Relationship> {
-        self.relationships.get(id)
-    }
-
-    /// Nodes matching `query`, ordered by id. The nodes borrow the view, not the query.
-    pub fn nodes<'a>(&'a self, query: &NodeQuery) -> impl Iterator<Item = &'a Node> {
-        let mut found: Vec<&Node> = self.nodes.values().filter(|n| query.matches(n)).collect();
-        found.sort_unstable_by(|a, b| a.id.cmp(&b.id));
-        found.into_iter()
-    }
-
-    /// Relationships matching `query`, ordered by id.
-    pub fn relationships<'a>(&'a self, query: &RelQuery) -> impl Iterator<Item = &'a Relationship> {
-        let mut found: Vec<&Relationship> = self
-            .relationships
-            .values()
-            .filter(|r| query.matches(r))
-            .collect();
-        found.sort_unstable_by(|a, b| a.id.cmp(&b.id));
-        found.into_iter()
-    }
-
-    /// Number of nodes.
-    pub fn node_count(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// Number of relationships.
-    pub fn relationship_count(&self) -> usize {
-        self.relationships.len()
-    }
-
-    /// Packets and decisions evicted so far to keep the view bounded.
-    pub fn evicted(&self) -> (u64, u64) {
-        (self.evicted_packets, self.evicted_decisions)
-    }
+    /// Read from an earlier stored form: the next commit writes the view whole.
+    rewrite_all: bool,
 }

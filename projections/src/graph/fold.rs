@@ -1,14 +1,16 @@
 //! How each event changes the [`GraphView`].
 
 use chrono::{DateTime, Utc};
+use orchestrata_schemas::cxp::DeliveryStatus;
 use orchestrata_schemas::events::governance::DecisionRecorded;
-use orchestrata_schemas::events::types::{Packet, SubjectKind};
+use orchestrata_schemas::events::types::Packet;
 use orchestrata_schemas::events::{Envelope, Event, Stream};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::window::{props, DecisionRecord, PacketRecord};
 use super::{
-    GraphView, Kept, Node, NodeLabel, Properties, RelType, Relationship, MAX_DECISIONS, MAX_PACKETS,
+    GraphView, Node, NodeLabel, Properties, RelType, Relationship, MAX_DECISIONS, MAX_PACKETS,
 };
 use crate::stored::StoredEntry;
 use crate::{Changes, Checkpoint, StoredError, View, ViewName};
@@ -48,31 +50,28 @@ impl View for GraphView {
         let at = envelope.record.timestamp;
         match &envelope.record.event {
             Event::PacketSent(e) => self.packet_sent(&e.packet, at),
-            Event::PacketDelivered(e) => {
-                self.packet_update(&e.message_id, [("delivery_status", json!("delivered"))]);
-            }
-            Event::PacketAcknowledged(e) => {
-                self.packet_update(&e.message_id, [("delivery_status", json!("acknowledged"))]);
-            }
-            Event::PacketFailed(e) => self.packet_update(
-                &e.message_id,
-                [
-                    ("delivery_status", json!("failed")),
-                    ("failure_reason", json!(e.reason)),
-                    ("retry_count", json!(e.retry_count)),
-                ],
-            ),
+            Event::PacketDelivered(e) => self.packet_update(&e.message_id, |p| {
+                p.delivery_status = DeliveryStatus::Delivered;
+            }),
+            Event::PacketAcknowledged(e) => self.packet_update(&e.message_id, |p| {
+                p.delivery_status = DeliveryStatus::Acknowledged;
+            }),
+            Event::PacketFailed(e) => self.packet_update(&e.message_id, |p| {
+                p.delivery_status = DeliveryStatus::Failed;
+                p.failure_reason = Some(e.reason.clone());
+                p.retry_count = Some(e.retry_count);
+            }),
             Event::PacketRetried(e) => {
-                self.packet_update(&e.message_id, [("retry_count", json!(e.attempt))]);
+                self.packet_update(&e.message_id, |p| p.retry_count = Some(e.attempt));
             }
-            Event::WorkStatusChanged(e) => {
-                self.packet_update(&e.message_id, [("work_status", json!(e.new))]);
+            Event::WorkStatusChanged(e) => self.packet_update(&e.message_id, |p| {
+                p.work_status = e.new;
                 if let Some(to) = &e.assigned_to {
-                    self.packet_update(&e.message_id, [("assigned_to", json!(to))]);
+                    p.assigned_to = Some(to.clone());
                 }
-            }
+            }),
             Event::PriorityChanged(e) => {
-                self.packet_update(&e.message_id, [("priority", json!(e.new))]);
+                self.packet_update(&e.message_id, |p| p.priority = e.new);
             }
             Event::ThreadOpened(e) => {
                 self.thread(&e.thread_id, &e.subject, &e.opened_by, at);
@@ -207,20 +206,20 @@ impl GraphView {
         }
     }
 
-    fn link(&mut self, rel_type: RelType, from: &str, to: &str, properties: Properties) -> String {
+    /// Adds (or replaces) the relationship of this type from `from` to `to`.
+    fn link(&mut self, rel_type: RelType, from: &str, to: &str, properties: Properties) {
         let id = rel_type.rel_id(from, to);
         self.touched_rels.mark(&id, self.relationships.len());
         self.relationships.insert(
             id.clone(),
             Relationship {
-                id: id.clone(),
+                id,
                 rel_type,
                 from: from.to_owned(),
                 to: to.to_owned(),
                 properties,
             },
         );
-        id
     }
 
     /// Volk lifecycle events own the Volk's properties: they create the node if a
@@ -254,29 +253,10 @@ impl GraphView {
     }
 
     fn packet_sent(&mut self, p: &Packet, at: DateTime<Utc>) {
-        let key = p.message_id.to_string();
-        let id = NodeLabel::Packet.node_id(&key);
-        if self.nodes.contains_key(&id) {
+        if self.packet_at.contains_key(&p.message_id) {
             return; // sent twice: the first one counts
         }
-        self.create(
-            &id,
-            NodeLabel::Packet,
-            props([
-                ("message_id", Value::String(key)),
-                ("from_agent", json!(p.from_agent)),
-                ("to_agent", json!(p.to_agent)),
-                ("thread_id", json!(p.thread_id)),
-                ("subject", json!(p.subject)),
-                ("priority", json!(p.priority)),
-                ("delivery_status", json!(p.delivery_status)),
-                ("work_status", json!(p.work_status)),
-                ("protocol_version", json!(p.protocol_version)),
-                ("created_at", json!(p.created_at)),
-                ("sent_at", json!(at)),
-                ("in_reply_to", json!(p.in_reply_to.map(|u| u.to_string()))),
-            ]),
-        );
+        let record = PacketRecord::new(p, at);
         let from = self.volk(&p.from_agent);
         let to = self.volk(&p.to_agent);
         let thread = self.thread(&p.thread_id, &p.subject, &p.from_agent, at);
@@ -290,21 +270,9 @@ impl GraphView {
                 }
             }
         }
-        *self.thread_packets.entry(thread.clone()).or_default() += 1;
-        let mut rels = vec![
-            self.link(RelType::SentBy, &id, &from, Properties::new()),
-            self.link(RelType::SentTo, &id, &to, Properties::new()),
-            self.link(RelType::InThread, &id, &thread, Properties::new()),
-        ];
-        let session = p
-            .metadata
-            .0
-            .get("session_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        if let Some(session) = session {
-            let session = self.session(&session);
-            rels.push(self.link(RelType::InSession, &id, &session, Properties::new()));
+        *self.thread_packets.entry(thread).or_default() += 1;
+        if let Some(session) = &record.session_id {
+            self.session(session);
         }
         // The Volk -> Volk edge counts every packet ever sent between the two: counted
         // in place once it exists (it is the same edge for every packet of the pair).
@@ -316,74 +284,52 @@ impl GraphView {
         } else {
             self.link(RelType::SentTo, &from, &to, props([("packets", json!(1))]));
         }
-        self.packets.push_back(Kept { node: id, rels });
+        self.window_rels += record.relationship_count();
+        let ordinal = self.evicted_packets + self.packets.len() as u64;
+        self.packet_at.insert(record.message_id, ordinal);
+        self.packets.push_back(record);
         while self.packets.len() > MAX_PACKETS {
-            if let Some(old) = self.packets.pop_front() {
-                self.evict(&old);
-                self.evicted_packets += 1;
-            }
+            let Some(old) = self.packets.pop_front() else {
+                break;
+            };
+            self.evicted_packets += 1;
+            self.packet_at.remove(&old.message_id);
+            self.window_rels -= old.relationship_count();
+            self.release_thread(&old.thread());
         }
     }
 
-    fn packet_update<const N: usize>(&mut self, message_id: &Uuid, values: [(&str, Value); N]) {
-        let id = NodeLabel::Packet.node_id(&message_id.to_string());
-        self.set(&id, values);
+    /// Changes the kept packet `message_id` (nothing if it is not kept).
+    fn packet_update(&mut self, message_id: &Uuid, change: impl FnOnce(&mut PacketRecord)) {
+        let Some(&ordinal) = self.packet_at.get(message_id) else {
+            return;
+        };
+        let index = usize::try_from(ordinal - self.evicted_packets).unwrap_or(usize::MAX);
+        if let Some(record) = self.packets.get_mut(index) {
+            change(record);
+            self.packet_mark.changed(ordinal);
+        }
     }
 
     fn decision(&mut self, d: &DecisionRecorded, at: DateTime<Utc>) {
-        let key = d.decision_id.to_string();
-        let id = NodeLabel::Decision.node_id(&key);
-        if self.nodes.contains_key(&id) {
+        if self.decision_at.contains_key(&d.decision_id) {
             return;
         }
-        self.create(
-            &id,
-            NodeLabel::Decision,
-            props([
-                ("decision_id", Value::String(key)),
-                ("subject_kind", json!(d.subject_kind)),
-                ("subject", json!(d.subject)),
-                ("action", json!(d.action)),
-                ("resource", json!(d.resource)),
-                ("result", json!(d.result)),
-                ("rule_trace", json!(d.rule_trace)),
-                ("articles_applied", json!(d.articles_applied)),
-                ("policy_hash", json!(d.policy_hash)),
-                ("dry_run", json!(d.dry_run)),
-                ("reason", json!(d.reason)),
-                ("recorded_at", json!(at)),
-            ]),
-        );
-        let mut rels = Vec::new();
-        if d.subject_kind == SubjectKind::Volk && !d.subject.is_empty() {
-            let volk = self.volk(&d.subject);
-            rels.push(self.link(RelType::DecidedAbout, &id, &volk, Properties::new()));
+        let record = DecisionRecord::new(d, at);
+        if let Some(volk) = record.about() {
+            self.volk(volk);
+            self.window_rels += 1;
         }
-        self.decisions.push_back(Kept { node: id, rels });
+        let ordinal = self.evicted_decisions + self.decisions.len() as u64;
+        self.decision_at.insert(record.decision_id, ordinal);
+        self.decisions.push_back(record);
         while self.decisions.len() > MAX_DECISIONS {
-            if let Some(old) = self.decisions.pop_front() {
-                self.evict(&old);
-                self.evicted_decisions += 1;
-            }
-        }
-    }
-
-    /// Removes an evicted packet or decision with its relationships. Most of them were
-    /// added since the last commit and never stored (the window turns over in seconds
-    /// under load, commits come every several): those leave nothing to commit.
-    fn evict(&mut self, kept: &Kept) {
-        self.nodes.remove(&kept.node);
-        let stored = self.slots.has_node(&kept.node);
-        self.touched_nodes
-            .removed(&kept.node, stored, self.nodes.len());
-        for rel in &kept.rels {
-            let removed = self.relationships.remove(rel);
-            let stored = self.slots.has_rel(rel);
-            self.touched_rels
-                .removed(rel, stored, self.relationships.len());
-            if let Some(r) = removed.filter(|r| r.rel_type == RelType::InThread) {
-                self.release_thread(&r.to);
-            }
+            let Some(old) = self.decisions.pop_front() else {
+                break;
+            };
+            self.evicted_decisions += 1;
+            self.decision_at.remove(&old.decision_id);
+            self.window_rels -= usize::from(old.about().is_some());
         }
     }
 
@@ -402,19 +348,32 @@ impl GraphView {
         }
     }
 
-    /// Counts each kept packet's thread (after a restore, which stores no counts).
-    /// Returns the thread nodes no kept packet is in.
-    pub(super) fn count_thread_packets(&mut self) -> Vec<String> {
-        let mut counts: hashbrown::HashMap<String, u32, foldhash::fast::RandomState> =
-            Default::default();
-        for kept in &self.packets {
-            for rel in &kept.rels {
-                if let Some(r) = self.relationships.get(rel) {
-                    if r.rel_type == RelType::InThread {
-                        *counts.entry(r.to.clone()).or_default() += 1;
-                    }
-                }
-            }
+    /// Derives the windows' indexes, relationship count and thread counts from the
+    /// records (after a restore, which stores none of them). Returns the thread nodes
+    /// no kept packet is in.
+    pub(super) fn reindex(&mut self) -> Vec<String> {
+        let (packets, decisions) = (self.evicted_packets, self.evicted_decisions);
+        self.packet_at = (packets..)
+            .zip(&self.packets)
+            .map(|(ordinal, p)| (p.message_id, ordinal))
+            .collect();
+        self.decision_at = (decisions..)
+            .zip(&self.decisions)
+            .map(|(ordinal, d)| (d.decision_id, ordinal))
+            .collect();
+        self.window_rels = self
+            .packets
+            .iter()
+            .map(PacketRecord::relationship_count)
+            .sum::<usize>()
+            + self
+                .decisions
+                .iter()
+                .filter(|d| d.about().is_some())
+                .count();
+        let mut counts: super::Map<String, u32> = Default::default();
+        for packet in &self.packets {
+            *counts.entry(packet.thread()).or_default() += 1;
         }
         let idle = self
             .nodes
@@ -425,11 +384,6 @@ impl GraphView {
         self.thread_packets = counts;
         idle
     }
-}
-
-/// A property map from `(name, value)` pairs, built in one go.
-fn props<const N: usize>(values: [(&str, Value); N]) -> Properties {
-    values.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 
 /// Sets property `key`; one already present keeps its key string (no new allocation).

@@ -1,15 +1,20 @@
 //! The graph view's stored form: a head (checkpoint, eviction counts, next slot) and
 //! entries for each node (`n`) and relationship (`r`) under a slot number given at its
-//! first commit, and for each kept packet or decision (`p` or `d`) under its ordinal
-//! (how many were kept before it, evicted ones included), all big-endian. Keys
+//! first commit, and for each kept packet or decision record (`p` or `d`) under its
+//! ordinal (how many were kept before it, evicted ones included), all big-endian. Keys
 //! increase as the graph grows, never random ids (see the thread view's `stored.rs`
 //! for why); slots are rebuilt from the keys on load.
+//!
+//! Earlier versions stored every packet and decision as a node entry with its
+//! relationships, and under `p` / `d` only the ids each brought (`Kept`). Such a store
+//! (its head says so) is read into records and written whole at its next commit.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::{GraphView, Kept, Node, Relationship};
+use super::{GraphView, Node, Relationship};
 use crate::stored::{self, Changes, EntryChange, Saved, StoredEntry, StoredError};
 use crate::Checkpoint;
 
@@ -28,6 +33,10 @@ struct Head {
     /// earlier version keeps every thread, and the idle ones leave when it is loaded.
     #[serde(default)]
     threads_follow_packets: bool,
+    /// Written by versions that store packets and decisions as records; an earlier
+    /// store holds them as nodes and relationships, with `Kept` ids in the queues.
+    #[serde(default)]
+    window_records: bool,
 }
 
 /// The slot of each stored node and relationship (commit bookkeeping, not part of the
@@ -44,11 +53,6 @@ impl Slots {
     /// since).
     pub(super) fn has_node(&self, id: &str) -> bool {
         self.nodes.contains_key(id)
-    }
-
-    /// Whether the store holds relationship `id`.
-    pub(super) fn has_rel(&self, id: &str) -> bool {
-        self.rels.contains_key(id)
     }
 }
 
@@ -88,11 +92,36 @@ fn slotted(
     Ok(())
 }
 
-/// What the store has of a queue of kept nodes: ordinals `evicted..end`.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// What the store has of a queue of kept records: ordinals `evicted..end`, and which
+/// of those changed since (commit bookkeeping: always equal).
+#[derive(Debug, Clone, Default)]
 pub(super) struct QueueMark {
     evicted: Saved,
     end: Saved,
+    changed: Vec<u64>,
+}
+
+impl PartialEq for QueueMark {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl QueueMark {
+    /// Record `ordinal` changed: rewritten at the next commit if the store holds it
+    /// (one not stored yet is written whole anyway). Only records of the window
+    /// change, and repeats are folded away when the list outgrows twice the window, so
+    /// it stays bounded however long between commits.
+    pub(super) fn changed(&mut self, ordinal: u64) {
+        if ordinal < self.end.0 as u64 && self.changed.last() != Some(&ordinal) {
+            self.changed.push(ordinal);
+            if self.changed.len() > 2 * super::MAX_PACKETS.max(super::MAX_DECISIONS) {
+                // Many changes to few records: each needs writing once.
+                self.changed.sort_unstable();
+                self.changed.dedup();
+            }
+        }
+    }
 }
 
 fn ordinal_key(kind: u8, ordinal: u64) -> Vec<u8> {
@@ -104,9 +133,9 @@ fn usize_of(n: u64) -> usize {
 }
 
 /// The queue entries to write and remove since `mark`; every entry when `all`.
-fn queue_changes(
+fn queue_changes<T: Serialize>(
     kind: u8,
-    queue: &VecDeque<Kept>,
+    queue: &VecDeque<T>,
     evicted: u64,
     mark: &mut QueueMark,
     all: bool,
@@ -121,16 +150,24 @@ fn queue_changes(
     for gone in saved_evicted..evicted.min(saved_end) {
         out.push((ordinal_key(kind, gone), None));
     }
-    for ordinal in saved_end.max(evicted)..end {
-        let kept = &queue[usize_of(ordinal - evicted)];
+    let mut changed = std::mem::take(&mut mark.changed);
+    changed.sort_unstable();
+    changed.dedup();
+    // Stored records changed since (those still kept), then the ones not stored yet.
+    let rewrite = changed
+        .into_iter()
+        .filter(|&o| !all && o >= evicted && o < saved_end);
+    for ordinal in rewrite.chain(saved_end.max(evicted)..end) {
+        let record = &queue[usize_of(ordinal - evicted)];
         out.push((
             ordinal_key(kind, ordinal),
-            Some(stored::encode("kept", kept)?),
+            Some(stored::encode("kept", record)?),
         ));
     }
     *mark = QueueMark {
         evicted: Saved(usize_of(evicted)),
         end: Saved(usize_of(end)),
+        changed: Vec::new(),
     };
     Ok(())
 }
@@ -139,7 +176,7 @@ impl GraphView {
     pub(super) fn changes(&mut self, all: bool) -> Result<Changes, StoredError> {
         let (mut nodes, lost_nodes) = self.touched_nodes.take();
         let (mut rels, lost_rels) = self.touched_rels.take();
-        let all = all || lost_nodes || lost_rels;
+        let all = all || lost_nodes || lost_rels || std::mem::take(&mut self.rewrite_all);
         if all {
             // The store is replaced: every entry gets a fresh slot.
             self.slots = Slots::default();
@@ -185,6 +222,7 @@ impl GraphView {
                 evicted_decisions: self.evicted_decisions,
                 next_slot: self.slots.next,
                 threads_follow_packets: true,
+                window_records: true,
             },
         )?;
         let (packets, decisions) = (self.evicted_packets, self.evicted_decisions);
@@ -230,37 +268,51 @@ impl GraphView {
             Ok(u64::from_be_bytes(bytes))
         };
         let bad = |reason: String| StoredError::entry("graph view", reason);
+        let (mut kept_packets, mut kept_decisions) = (VecDeque::new(), VecDeque::new());
         for (key, value) in entries {
-            let (queue, first) = match key.split_first() {
+            match key.split_first() {
                 Some((&NODE, _)) => {
                     let node: Node = stored::decode("node", &value)?;
                     view.slots.nodes.insert(node.id.clone(), slot_of(&key)?);
                     view.nodes.insert(node.id.clone(), node);
-                    continue;
                 }
                 Some((&REL, _)) => {
                     let rel: Relationship = stored::decode("relationship", &value)?;
                     view.slots.rels.insert(rel.id.clone(), slot_of(&key)?);
                     view.relationships.insert(rel.id.clone(), rel);
-                    continue;
                 }
-                Some((&PACKET, _)) => (&mut view.packets, view.evicted_packets),
-                Some((&DECISION, _)) => (&mut view.decisions, view.evicted_decisions),
+                Some((&PACKET, ordinal)) if head.window_records => {
+                    next_in_queue(&mut view.packets, view.evicted_packets, ordinal, &value)?;
+                }
+                Some((&DECISION, ordinal)) if head.window_records => {
+                    let first = view.evicted_decisions;
+                    next_in_queue(&mut view.decisions, first, ordinal, &value)?;
+                }
+                Some((&PACKET, ordinal)) => {
+                    next_in_queue(&mut kept_packets, view.evicted_packets, ordinal, &value)?;
+                }
+                Some((&DECISION, ordinal)) => {
+                    let first = view.evicted_decisions;
+                    next_in_queue(&mut kept_decisions, first, ordinal, &value)?;
+                }
                 _ => return Err(bad(format!("unknown key {key:?}"))),
-            };
-            let expected = first + queue.len() as u64;
-            if key[1..] != expected.to_be_bytes() {
-                return Err(bad(format!("kept entry #{expected} is missing")));
             }
-            queue.push_back(stored::decode("kept", &value)?);
+        }
+        if !head.window_records {
+            // An earlier form: its kept packets and decisions become records, and the
+            // next commit replaces the form.
+            view.take_legacy_windows(kept_packets, kept_decisions)
+                .map_err(bad)?;
+            view.rewrite_all = true;
         }
         let mark = |evicted: u64, len: usize| QueueMark {
             evicted: Saved(usize_of(evicted)),
             end: Saved(usize_of(evicted) + len),
+            changed: Vec::new(),
         };
         view.packet_mark = mark(view.evicted_packets, view.packets.len());
         view.decision_mark = mark(view.evicted_decisions, view.decisions.len());
-        let idle = view.count_thread_packets();
+        let idle = view.reindex();
         if !head.threads_follow_packets {
             // Stored before threads followed their packets: let the idle ones go now,
             // as a fold of the log by this version would have.
@@ -271,4 +323,23 @@ impl GraphView {
         }
         Ok(view)
     }
+}
+
+/// Appends the entry of `ordinal` (its key after the kind byte) to `queue`, whose first
+/// entry is ordinal `first`: entries come in key order, so each must be the next.
+fn next_in_queue<T: DeserializeOwned>(
+    queue: &mut VecDeque<T>,
+    first: u64,
+    ordinal: &[u8],
+    value: &[u8],
+) -> Result<(), StoredError> {
+    let expected = first + queue.len() as u64;
+    if ordinal != expected.to_be_bytes() {
+        return Err(StoredError::entry(
+            "graph view",
+            format!("kept entry #{expected} is missing"),
+        ));
+    }
+    queue.push_back(stored::decode("kept", value)?);
+    Ok(())
 }

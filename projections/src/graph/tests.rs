@@ -62,7 +62,7 @@ fn decided(seq: u64, id: u128, kind: SubjectKind, subject: &str) -> Envelope {
     )
 }
 
-fn ids<'a>(it: impl Iterator<Item = &'a Node>) -> Vec<String> {
+fn ids<'a>(it: impl Iterator<Item = std::borrow::Cow<'a, Node>>) -> Vec<String> {
     it.map(|n| n.id.clone()).collect()
 }
 
@@ -140,7 +140,7 @@ fn volks_packets_threads_sessions_and_decisions_become_nodes_and_relationships()
         Some(json!(1))
     );
     // Relationship JSON carries source, target, type and properties (REQ-014-159).
-    let rel = serde_json::to_value(decided[0]).expect("json");
+    let rel = serde_json::to_value(&decided[0]).expect("json");
     assert_eq!(rel["type"], "DECIDED_ABOUT");
     assert!(rel["from"].is_string() && rel["to"].is_string() && rel["properties"].is_object());
 }
@@ -450,9 +450,9 @@ fn readers_list_nodes_and_relationships_in_id_order_whatever_the_hash_order() {
         nodes.windows(2).all(|w| w[0] < w[1]),
         "nodes not in id order"
     );
-    let rels: Vec<&str> = a
+    let rels: Vec<String> = a
         .relationships(&RelQuery::default())
-        .map(|r| r.id.as_str())
+        .map(|r| r.id.clone())
         .collect();
     assert!(rels.len() > 600, "{} relationships", rels.len());
     assert!(

@@ -158,10 +158,8 @@ fn a_store_from_before_lets_its_idle_threads_go_when_loaded() {
     shelf.commit(&mut view, true, usize::MAX);
     // This version keeps a thread opened without packets.
     assert!(shelf.restore::<GraphView>().node("thread:t-bare").is_some());
-    // A head as earlier versions wrote it (no `threads_follow_packets`).
-    let (checkpoint, packets, decisions, next, _): (Checkpoint, u64, u64, u64, bool) =
-        rmp_serde::from_slice(&shelf.head).expect("head");
-    shelf.head = rmp_serde::to_vec(&(checkpoint, packets, decisions, next)).expect("encodes");
+    // The store an earlier version wrote (no `threads_follow_packets`).
+    let mut shelf = super::legacy_tests::earlier_store(&view, false);
     let mut old: GraphView = shelf.restore();
     assert!(old.node("thread:t-bare").is_none(), "idle thread kept");
     assert!(old.node("thread:t-1").is_some());

@@ -126,7 +126,7 @@ pub async fn nodes(call: Call) -> RpcResult {
         properties: p.properties,
     };
     let graph = views.graph.read();
-    let found: Vec<Value> = graph.nodes(&query).map(node_json).collect();
+    let found: Vec<Value> = graph.nodes(&query).map(|n| node_json(&n)).collect();
     Ok(page(
         "nodes",
         found,
@@ -174,7 +174,7 @@ pub async fn relationships(call: Call) -> RpcResult {
         properties: p.properties,
     };
     let graph = views.graph.read();
-    let found: Vec<Value> = graph.relationships(&query).map(rel_json).collect();
+    let found: Vec<Value> = graph.relationships(&query).map(|r| rel_json(&r)).collect();
     Ok(page(
         "relationships",
         found,

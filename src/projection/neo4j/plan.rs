@@ -8,6 +8,7 @@
 //! statements twice leaves the database as after once. Property values Neo4j cannot
 //! store (maps, lists of mixed or nested values) are stored as JSON text.
 
+use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
@@ -63,10 +64,11 @@ impl Written {
 /// What changed in the view since [`Written`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Changes<'a> {
-    /// New or changed nodes.
-    pub nodes: Vec<&'a Node>,
+    /// New or changed nodes (packets and decisions written out by the view, the
+    /// others lent).
+    pub nodes: Vec<Cow<'a, Node>>,
     /// New or changed relationships.
-    pub rels: Vec<&'a Relationship>,
+    pub rels: Vec<Cow<'a, Relationship>>,
     /// Nodes written before and gone from the view now (evicted).
     pub removed_nodes: Vec<String>,
     /// Relationships written before and gone from the view now.
