@@ -39,7 +39,7 @@ OUT=${OUT:-$T/out}; mkdir -p "$OUT"
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  rm -rf "$T/sled" "$T/sled-fanout" "$T/js" "$T/kafka"
+  rm -rf "$T/sled" "$T/sled-fanout" "$T/sled-fanoutpkt" "$T/js" "$T/kafka"
 }
 trap cleanup EXIT
 
@@ -81,6 +81,14 @@ stop "$UP_PID"
 start_up sled-fanout --data-dir "$T/sled-fanout"
 URL="ws://127.0.0.1:$UP_PORT/"
 run sled fanout fanout "$URL" --subs "$SUBS" --rate "$RATE" --secs "$SECS"
+stop "$UP_PID"
+# The same with subscribers filtered to `packet_sent`: one frame per packet, as NATS's
+# subscribers get (unfiltered, each packet also brings its new thread's `thread_opened`
+# and its later transitions).
+start_up sled-fanoutpkt --data-dir "$T/sled-fanoutpkt"
+URL="ws://127.0.0.1:$UP_PORT/"
+run sled fanoutpkt fanout "$URL" --subs "$SUBS" --rate "$RATE" --secs "$SECS" \
+  --filters '{"event_type":"packet_sent"}'
 stop "$UP_PID"
 
 # --- NATS JetStream, the same fan-out shape ---
@@ -132,6 +140,12 @@ row "deliveries/s" "$(get sled-fanout deliveries_per_s)" "$(get js-fanout delive
 row "missing deliveries" "$(get sled-fanout missing)" "$(get js-fanout missing)" "0"
 row "delivery p50 ms" "$(get sled-fanout delivery_p50_ms)" "$(get js-fanout delivery_p50_ms)" ""
 row "delivery p99 ms" "$(get sled-fanout delivery_p99_ms)" "$(get js-fanout delivery_p99_ms)" "< 50, <= nats"
+row "frames/s (every event)" "$(get sled-fanout frames_per_s)" "$(get js-fanout frames_per_s)" ""
+row "filtered to packet_sent:" "" "" ""
+row "  accepted sends/s" "$(get sled-fanoutpkt accepted_per_s)" "$(get js-fanout accepted_per_s)" "$RATE"
+row "  deliveries/s" "$(get sled-fanoutpkt deliveries_per_s)" "$(get js-fanout deliveries_per_s)" ">= nats"
+row "  missing deliveries" "$(get sled-fanoutpkt missing)" "$(get js-fanout missing)" "0"
+row "  delivery p99 ms" "$(get sled-fanoutpkt delivery_p99_ms)" "$(get js-fanout delivery_p99_ms)" "< 50, <= nats"
 echo
 row "round trips, pipelining" "sled" "kafka" "target"
 row "gateway.ping p50/p99 ms" "$(get sled-rtt ping_p50_ms)/$(get sled-rtt ping_p99_ms)" "$(get kafka-rtt ping_p50_ms)/$(get kafka-rtt ping_p99_ms)" ""

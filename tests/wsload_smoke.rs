@@ -80,7 +80,7 @@ async fn every_mode_reports_its_figures_with_no_errors() {
         window: 64,
         drain_secs: 30,
     };
-    let fan = orch::fanout(&url, &url, TOKEN, &load)
+    let fan = orch::fanout(&url, &url, TOKEN, &load, &serde_json::json!({}))
         .await
         .expect("fanout runs");
     assert_eq!(fan.get("errors"), Some("0"), "{fan}");
@@ -88,6 +88,18 @@ async fn every_mode_reports_its_figures_with_no_errors() {
     assert!(number(&fan, "accepted") > 0.0, "{fan}");
     assert_eq!(fan.get("deliveries"), fan.get("expected"), "{fan}");
     assert!(number(&fan, "delivery_p99_ms") >= number(&fan, "delivery_p50_ms"));
+    // Unfiltered, each packet comes with its thread's `thread_opened` (a new thread
+    // per send) and later transitions: more frames than packets.
+    assert!(number(&fan, "frames") > number(&fan, "deliveries"), "{fan}");
+
+    // Filtered to `packet_sent`, one frame per packet, like a NATS subscriber's.
+    let packets = serde_json::json!({"event_type": "packet_sent"});
+    let fan = orch::fanout(&url, &url, TOKEN, &load, &packets)
+        .await
+        .expect("filtered fanout runs");
+    assert_eq!(fan.get("missing"), Some("0"), "{fan}");
+    assert_eq!(fan.get("deliveries"), fan.get("expected"), "{fan}");
+    assert_eq!(fan.get("frames"), fan.get("deliveries"), "{fan}");
     stop(stack).await;
 }
 

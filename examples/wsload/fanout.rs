@@ -169,6 +169,7 @@ pub fn summarize(
         .unwrap_or_default();
     let missing: u64 = tallies.iter().map(|t| accepted.missing_from(&t.seen)).sum();
     let deliveries: u64 = tallies.iter().map(|t| t.latency_us.len() as u64).sum();
+    let frames: u64 = tallies.iter().map(|t| t.frames).sum();
     let last_ns = tallies.iter().map(|t| t.last_ns).max().unwrap_or(0);
     let span_s = (last_ns.saturating_sub(pacer.start_ns()) as f64 / 1e9).max(window_secs);
     let mut latency: Vec<u32> = tallies
@@ -197,7 +198,8 @@ pub fn summarize(
             "deliveries_per_s",
             format!("{:.0}", deliveries as f64 / span_s),
         )
-        .put("frames", tallies.iter().map(|t| t.frames).sum::<u64>())
+        .put("frames", frames)
+        .put("frames_per_s", format!("{:.0}", frames as f64 / span_s))
         .put("delivery_p50_ms", ms(percentile(&latency, 0.50) as u64))
         .put("delivery_p99_ms", ms(percentile(&latency, 0.99) as u64))
         .put(

@@ -90,6 +90,11 @@ enum Mode {
         /// The operator token.
         #[arg(long, env = "GATEWAY_TOKEN", hide_env_values = true)]
         token: String,
+        /// The subscribers' `cxp.subscribe` filters, a JSON object. `{}` (the spec's
+        /// shape) delivers every `cxp.traffic` event, several per packet;
+        /// `{"event_type":"packet_sent"}` one per packet.
+        #[arg(long, default_value = "{}", value_parser = json_object)]
+        filters: serde_json::Value,
         #[command(flatten)]
         load: FanoutArgs,
     },
@@ -116,6 +121,15 @@ enum Mode {
         #[command(flatten)]
         load: FanoutArgs,
     },
+}
+
+/// A command-line JSON object (`--filters`).
+fn json_object(text: &str) -> Result<serde_json::Value, String> {
+    match serde_json::from_str(text) {
+        Ok(v @ serde_json::Value::Object(_)) => Ok(v),
+        Ok(_) => Err("must be a JSON object, e.g. {\"event_type\":\"packet_sent\"}".into()),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
 }
 
 #[tokio::main]
@@ -151,12 +165,13 @@ async fn main() -> anyhow::Result<()> {
             url,
             publish_url,
             token,
+            filters,
             load,
         } => {
             let publisher = publish_url.as_deref().unwrap_or(&url);
             (
                 "fanout",
-                orch::fanout(&url, publisher, &token, &load).await?,
+                orch::fanout(&url, publisher, &token, &load, &filters).await?,
             )
         }
         Mode::JsFanout { url, load } => ("js-fanout", nats::js_fanout(&url, &load).await?),

@@ -272,7 +272,7 @@ pub async fn pipe(
     Ok(r)
 }
 
-/// One subscriber: `cxp.subscribe` with no filter, then every frame tallied until stop.
+/// One subscriber (already subscribed): every frame tallied until stop.
 async fn subscriber(
     mut ws: Ws,
     clock: Clock,
@@ -304,21 +304,27 @@ async fn subscriber(
 
 /// One publisher at `args.rate` `cxp.send`/s on `publish_url`, `args.subs`
 /// `cxp.subscribe` subscribers on `url` (the same gateway, or another one on the same
-/// log).
+/// log), each subscribed with `filters` (`{}`: every `cxp.traffic` event — a new
+/// thread's `thread_opened`, `packet_sent`, the later transitions; `{"event_type":
+/// "packet_sent"}`: one frame per packet, as a NATS subscriber gets).
 pub async fn fanout(
     url: &str,
     publish_url: &str,
     token: &str,
     args: &FanoutArgs,
+    filters: &serde_json::Value,
 ) -> anyhow::Result<Report> {
     let clock = Clock::start();
     let (progress, stop_tx, stop_rx) = fanout::shared();
     let mut subs = Vec::new();
+    let sub = serde_json::json!({
+        "jsonrpc": "2.0", "id": "sub", "method": "cxp.subscribe",
+        "params": {"filters": filters},
+    })
+    .to_string();
     for _ in 0..args.subs {
         let mut ws = connect(url, token).await?;
-        let sub =
-            r#"{"jsonrpc":"2.0","id":"sub","method":"cxp.subscribe","params":{"filters":{}}}"#;
-        if let Err(e) = call(&mut ws, "sub", sub.to_string()).await? {
+        if let Err(e) = call(&mut ws, "sub", sub.clone()).await? {
             bail!("cxp.subscribe refused: {e}");
         }
         subs.push(tokio::spawn(subscriber(
