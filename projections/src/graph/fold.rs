@@ -304,8 +304,10 @@ impl GraphView {
         let Some(&ordinal) = self.packet_at.get(message_id) else {
             return;
         };
-        let index = usize::try_from(ordinal - self.evicted_packets).unwrap_or(usize::MAX);
-        if let Some(record) = self.packets.get_mut(index) {
+        let index = ordinal
+            .checked_sub(self.evicted_packets)
+            .and_then(|i| usize::try_from(i).ok());
+        if let Some(record) = index.and_then(|i| self.packets.get_mut(i)) {
             change(record);
             self.packet_mark.changed(ordinal);
         }
