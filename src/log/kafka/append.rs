@@ -220,7 +220,9 @@ impl KafkaLog {
             // The append itself is durable: a follower that lags is reported, not
             // turned into a failure a caller would retry (and so duplicate).
             if let Err(e) = self.wait_for_end(stream, &state, last + 1).await {
-                tracing::warn!(%stream, error = %e, "appended, but this process has not read the records before it yet");
+                // Where the follower stopped says which record it is missing.
+                let read_to = state.follower.end();
+                tracing::warn!(%stream, appended_offset = last, read_to, error = %e, "appended, but this process has not read the records before it yet");
             }
         }
         match first {

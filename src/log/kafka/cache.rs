@@ -28,6 +28,21 @@ impl Cache {
         self.floor + self.records.len() as u64
     }
 
+    /// Drops the records from `offset` on (fault injection: see `Follower::forget_from`).
+    pub(super) fn truncate(&mut self, offset: u64) {
+        let keep = usize::try_from(offset.saturating_sub(self.floor)).unwrap_or(usize::MAX);
+        while self.records.len() > keep {
+            if let Some(gone) = self.records.pop_back() {
+                self.bytes -= gone.value.len();
+            }
+        }
+    }
+
+    /// Acknowledged records kept aside until the gap before them is filled.
+    pub(super) fn waiting(&self) -> usize {
+        self.pending.len()
+    }
+
     fn push(&mut self, record: Fetched) {
         if record.offset == 0 {
             self.head = Some(record.clone());

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
@@ -38,6 +38,10 @@ use super::quiet::{is_end_of_partition, Quiet};
 const FETCH_WAIT_MS: u32 = 5;
 /// How long one poll of the consumer blocks (bounds how late the thread sees `stop`).
 const POLL: Duration = Duration::from_millis(100);
+/// How long a topic's end may stay put while records beyond it wait (this process's
+/// own appends, acknowledged) before the consumer is sent back to re-read from the end.
+/// Another process's record normally arrives within one fetch interval of ours.
+const GAP_PATIENCE: Duration = Duration::from_millis(500);
 
 /// What [`Follower::read`] found.
 pub(super) enum CacheRead {
@@ -102,26 +106,30 @@ impl Followers {
     }
 
     /// Follows partition 0 of `topic` from the end of `cache` (the topic as read up to
-    /// its end by the opener). The topics already followed keep their positions
-    /// (re-assigned at their caches' ends).
+    /// its end by the opener), added to the assignment on its own: the topics already
+    /// followed are not touched. (Re-assigning every topic at its cache's end, as this
+    /// once did, could lose records of a busy topic: its fetch went on from where it
+    /// was while the records between the cache's end and there, fetched but not yet
+    /// consumed, were dropped with the old assignment — and the cache waited for them
+    /// for good. `follow` below re-reads such a gap should one open anyway.)
     pub(super) fn follow(&self, topic: &str, cache: Cache) -> Result<Follower, KafkaError> {
         let _assigning = self.hub.assigning.lock().unwrap_or_else(|p| p.into_inner());
+        let end = cache.end();
         let shared = Arc::new(Shared {
-            end: watch::Sender::new(cache.end()),
+            end: watch::Sender::new(end),
             cache: Mutex::new(cache),
         });
         let mut topics = self.hub.topics.write().unwrap_or_else(|p| p.into_inner());
         topics.insert(topic.to_owned(), shared.clone());
         let mut assignment = TopicPartitionList::new();
-        for (name, followed) in topics.iter() {
-            let end = i64::try_from(followed.cache().end()).unwrap_or(i64::MAX);
-            assignment.add_partition_offset(name, 0, Offset::Offset(end))?;
-        }
-        let assigned = self.hub.consumer.assign(&assignment);
+        let offset = Offset::Offset(i64::try_from(end).unwrap_or(i64::MAX));
+        assignment.add_partition_offset(topic, 0, offset)?;
+        let assigned = self.hub.consumer.incremental_assign(&assignment);
         if assigned.is_err() {
             topics.remove(topic);
         }
         assigned?;
+        tracing::debug!(topic, from = end, "kafka follower: following");
         Ok(Follower { shared })
     }
 }
@@ -151,6 +159,17 @@ impl Follower {
     /// The epoch marker at offset 0, once read or written.
     pub(super) fn head(&self) -> Option<Fetched> {
         self.shared.cache().head.clone()
+    }
+
+    /// Forgets the cached records from `offset` on, as if the consumer, already past
+    /// them, had never delivered them (see [`super::KafkaLog::forget_followed_from`]).
+    pub(super) fn forget_from(&self, offset: u64) {
+        let end = {
+            let mut cache = self.shared.cache();
+            cache.truncate(offset);
+            cache.end()
+        };
+        self.shared.end.send_replace(end);
     }
 
     /// Enters records this process appended, as acknowledged by the broker.
@@ -188,9 +207,12 @@ impl Follower {
     }
 }
 
-/// The consumer's loop: consume, cache, publish the ends, until stopped.
+/// The consumer's loop: consume, cache, publish the ends, until stopped; now and then
+/// re-read the gaps that keep records aside ([`Gaps`]).
 fn follow(hub: &Hub) {
+    let mut gaps = Gaps::default();
     while !hub.stop.load(Ordering::Acquire) {
+        gaps.check(hub);
         match hub.consumer.poll(POLL) {
             None => {}
             // Not signalled (`enable.partition.eof` is off); harmless if it were.
@@ -216,4 +238,70 @@ fn follow(hub: &Hub) {
         }
     }
     tracing::debug!("kafka follower stopped");
+}
+
+/// Gaps the follower watches: a topic whose cache keeps acknowledged records aside
+/// (beyond its end) while the end does not move. The records before them were
+/// appended by another process and the consumer should have delivered them; if the
+/// end stays put for [`GAP_PATIENCE`], the consumer is sent back to the end to read
+/// them again (logged). Without this, a record the consumer never delivered held back
+/// every later read of the topic — the kernel waited out its request timeout on each
+/// append (`docs/performance.md`, "A gap the follower waited on").
+#[derive(Default)]
+struct Gaps {
+    /// Per topic: the end it was stuck at, and since when.
+    stuck: HashMap<String, (u64, Instant)>,
+    checked: Option<Instant>,
+}
+
+impl Gaps {
+    fn check(&mut self, hub: &Hub) {
+        let now = Instant::now();
+        if self.checked.is_some_and(|at| now.duration_since(at) < POLL) {
+            return;
+        }
+        self.checked = Some(now);
+        let mut reread = Vec::new();
+        {
+            let topics = hub.topics.read().unwrap_or_else(|p| p.into_inner());
+            self.stuck.retain(|topic, _| topics.contains_key(topic));
+            for (topic, shared) in topics.iter() {
+                let (end, waiting) = {
+                    let cache = shared.cache();
+                    (cache.end(), cache.waiting())
+                };
+                if waiting == 0 {
+                    self.stuck.remove(topic);
+                    continue;
+                }
+                match self.stuck.get(topic) {
+                    Some(&(at, since)) if at == end => {
+                        if now.duration_since(since) >= GAP_PATIENCE {
+                            reread.push((topic.clone(), end, waiting));
+                        }
+                    }
+                    _ => {
+                        self.stuck.insert(topic.clone(), (end, now));
+                    }
+                }
+            }
+        }
+        // The topics lock is let go first: `follow` takes the assignment lock, then it.
+        let _assigning = hub.assigning.lock().unwrap_or_else(|p| p.into_inner());
+        for (topic, end, waiting) in reread {
+            let offset = Offset::Offset(i64::try_from(end).unwrap_or(i64::MAX));
+            match hub.consumer.seek(&topic, 0, offset, POLL) {
+                Ok(()) => tracing::warn!(
+                    topic = %topic,
+                    end,
+                    waiting,
+                    "kafka follower: records before this process's own did not arrive; reading the topic again from its end"
+                ),
+                Err(e) => {
+                    tracing::warn!(topic = %topic, end, error = %e, "kafka follower: cannot re-read a gap; retrying");
+                }
+            }
+            self.stuck.insert(topic, (end, now));
+        }
+    }
 }

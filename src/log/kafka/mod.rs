@@ -106,6 +106,17 @@ pub struct KafkaLog {
 }
 
 impl KafkaLog {
+    /// Fault injection for tests: this process's follower of `stream` forgets the
+    /// records from `offset` on while its consumer stays past them — what a consumer
+    /// that skipped records leaves behind. The follower must notice the gap before its
+    /// next append of `stream` waits out the request timeout, and read them again. Not
+    /// for use outside tests.
+    #[doc(hidden)]
+    pub async fn forget_followed_from(&self, stream: Stream, offset: u64) -> Result<(), LogError> {
+        self.state(stream).await?.follower.forget_from(offset);
+        Ok(())
+    }
+
     /// Connects to `config`'s brokers (the backend must be [`Backend::Kafka`](crate::log::config::Backend::Kafka);
     /// otherwise `brokers` is taken as given). Topics are created lazily on first use.
     pub fn connect(brokers: &str, config: &LogConfig) -> Result<Self, LogError> {
