@@ -8,7 +8,7 @@ use orchestrata_schemas::events::{Envelope, Event, Stream};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::window::{props, DecisionRecord, PacketRecord};
+use super::window::{position, props, DecisionRecord, PacketRecord};
 use super::{
     GraphView, Node, NodeLabel, Properties, RelType, Relationship, MAX_DECISIONS, MAX_PACKETS,
 };
@@ -304,9 +304,7 @@ impl GraphView {
         let Some(&ordinal) = self.packet_at.get(message_id) else {
             return;
         };
-        let index = ordinal
-            .checked_sub(self.evicted_packets)
-            .and_then(|i| usize::try_from(i).ok());
+        let index = position(ordinal, self.evicted_packets);
         if let Some(record) = index.and_then(|i| self.packets.get_mut(i)) {
             change(record);
             self.packet_mark.changed(ordinal);

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use uuid::Uuid;
 
-use super::window::{DecisionRecord, PacketRecord};
+use super::window::{position, DecisionRecord, PacketRecord};
 use super::{GraphView, Node, NodeLabel, NodeQuery, RelQuery, RelType, Relationship};
 
 /// The id `key` of a packet or decision, if it is a UUID written as the view writes
@@ -40,15 +40,14 @@ impl GraphView {
     /// The kept packet `packet:<key>`.
     fn kept_packet(&self, key: &str) -> Option<&PacketRecord> {
         let ordinal = *self.packet_at.get(&canonical_uuid(key)?)?;
-        self.packets
-            .get(usize::try_from(ordinal.checked_sub(self.evicted_packets)?).ok()?)
+        self.packets.get(position(ordinal, self.evicted_packets)?)
     }
 
     /// The kept decision `decision:<key>`.
     fn kept_decision(&self, key: &str) -> Option<&DecisionRecord> {
         let ordinal = *self.decision_at.get(&canonical_uuid(key)?)?;
         self.decisions
-            .get(usize::try_from(ordinal.checked_sub(self.evicted_decisions)?).ok()?)
+            .get(position(ordinal, self.evicted_decisions)?)
     }
 
     /// The node with this id.
@@ -115,13 +114,14 @@ impl GraphView {
             .collect();
         if window_may_match(query, &PACKET_RELS, NodeLabel::Packet) {
             // One packet's when the query names it, else every packet's.
-            let one = query.from.as_deref().map(|from| {
-                from.strip_prefix("packet:")
-                    .and_then(|key| self.kept_packet(key))
-                    .into_iter()
-                    .collect::<Vec<_>>()
-            });
-            let records: Vec<&PacketRecord> = one.unwrap_or_else(|| self.packets.iter().collect());
+            let named = query
+                .from
+                .as_deref()
+                .and_then(|f| f.strip_prefix("packet:"));
+            let records: Vec<&PacketRecord> = match named {
+                Some(key) => self.kept_packet(key).into_iter().collect(),
+                None => self.packets.iter().collect(),
+            };
             for record in records {
                 let rels = record.relationships().into_iter();
                 found.extend(rels.filter(|r| query.matches(r)).map(Cow::Owned));

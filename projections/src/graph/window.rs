@@ -237,6 +237,12 @@ impl DecisionRecord {
     }
 }
 
+/// Where the item of ordinal `ordinal` sits in a window whose first kept item has
+/// ordinal `first` (`None` for one evicted before it).
+pub(super) fn position(ordinal: u64, first: u64) -> Option<usize> {
+    usize::try_from(ordinal.checked_sub(first)?).ok()
+}
+
 /// A relationship without properties.
 fn bare(rel_type: RelType, from: &str, to: String) -> Relationship {
     Relationship {
