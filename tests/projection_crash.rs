@@ -56,13 +56,16 @@ async fn views_after_sigkill_mid_fold_equal_a_clean_rebuild() {
         let line = line.expect("read progress");
         if let Some(seq) = line.strip_prefix("progress cxp.traffic ") {
             seen = seq.parse::<u64>().expect("sequence");
-            if seen >= 3000 {
+            // A third of the way: the thread view folds on while its commits are
+            // written, so its progress runs ahead of what the store holds; by here
+            // several commits have landed, and most of the fold is still to come.
+            if seen >= 20_000 {
                 break;
             }
         }
     }
     assert!(
-        seen >= 3000,
+        seen >= 20_000,
         "the runner made progress before the kill (stderr: {:?})",
         child.stderr.take().map(|mut e| {
             let mut s = String::new();

@@ -68,6 +68,14 @@ impl Shelf {
     /// them, and tells the view they are stored, so it may let all but `keep_hot` go.
     pub fn commit<V: crate::View>(&mut self, view: &mut V, all: bool, keep_hot: usize) {
         let changes = view.take_changes(all).unwrap();
+        self.write(changes, all);
+        view.committed(keep_hot);
+    }
+
+    /// Stores what a commit took (`all`: the commit was asked to write the view
+    /// whole). A runner that folds while storing applies events between the take and
+    /// this write, reading let-go entries from the shelf as it was before it.
+    pub fn write(&mut self, changes: crate::stored::Changes, all: bool) {
         if all || changes.full {
             self.entries.clear();
         }
@@ -78,7 +86,6 @@ impl Shelf {
                 None => self.entries.remove(&key),
             };
         }
-        view.committed(keep_hot);
     }
 
     /// What a runner does before applying `chunk`: hands back the let-go entries the

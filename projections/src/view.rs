@@ -103,6 +103,15 @@ pub trait View: Default + Serialize + DeserializeOwned + Send + Sync + 'static {
     /// rather than writing it whole — which a view that let entries go could not do.
     const RETAKES_UNCOMMITTED: bool = false;
 
+    /// Whether the view may fold on while its commit is written: the changes
+    /// [`take_changes`](View::take_changes) handed out are the commit in flight, what
+    /// changes after it stays marked for the next one, and
+    /// [`committed`](View::committed) forgets only what was taken and lets go only of
+    /// entries the store holds as they are. A runner then keeps applying events while
+    /// the store writes (readers waiting for a sequence are not held up by a commit);
+    /// for any other view it stops folding until the commit is stored.
+    const FOLDS_WHILE_STORING: bool = false;
+
     /// A restore that takes the stored entries one at a time, in key order, and keeps
     /// at most about `keep_hot` of those the view lets go of in memory while it reads
     /// (a runner's start: a large store is never held whole). The view it finishes

@@ -33,6 +33,7 @@
 //! ```
 
 mod chunks;
+mod commit;
 mod error;
 mod handle;
 pub mod neo4j;

@@ -12,6 +12,7 @@ use orchestrata_projections::{
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
+use super::commit::{self, Commits, InFlight};
 use super::rebuild::stream_epochs;
 use super::{ProjectionError, ViewHandle, ViewStore};
 use crate::log::EventLog;
@@ -132,13 +133,18 @@ pub async fn spawn_view<V: View>(
     };
     let (stop, stopped) = oneshot::channel();
     let fold = Fold {
+        commits: Commits {
+            view: view.clone(),
+            store: store.clone(),
+            epochs: Arc::new(epochs),
+            keep_hot: config.hot_entries,
+            full,
+            last_cost: Duration::ZERO,
+        },
         view,
         store,
-        epochs: Arc::new(epochs),
         config,
         progress: progress_tx,
-        last_commit_cost: Duration::ZERO,
-        full,
     };
     let task = tokio::spawn(fold.run(select_all(tails), stopped));
     Ok(RunningView {
@@ -151,13 +157,9 @@ pub async fn spawn_view<V: View>(
 struct Fold<V> {
     view: Arc<RwLock<V>>,
     store: ViewStore,
-    epochs: Arc<std::collections::BTreeMap<orchestrata_schemas::events::Stream, String>>,
     config: RunnerConfig,
     progress: watch::Sender<Checkpoint>,
-    last_commit_cost: Duration,
-    /// The next commit writes the whole view (replacing an earlier form, or after a
-    /// commit that failed: the changes it took are not in the store).
-    full: bool,
+    commits: Commits<V>,
 }
 
 impl<V: View> Fold<V> {
@@ -171,29 +173,44 @@ impl<V: View> Fold<V> {
         let mut last_commit = Instant::now();
         // Set when the view asks to be committed at once (View::needs_commit).
         let mut urgent = false;
+        // A commit whose store write runs while this task folds on (only for a view
+        // that folds while storing; see `commit.rs`).
+        let mut in_flight: Option<InFlight> = None;
         loop {
             // Commit when the batch is full or old, but never more often than
             // COMMIT_SPACING times the cost of the last commit (large views commit less
             // often, not slower) — unless the view asks for it now.
             let due = first_pending.map(|t| t + self.config.batch_interval);
-            let spaced = last_commit + self.last_commit_cost * COMMIT_SPACING;
+            let spaced = last_commit + self.commits.last_cost * COMMIT_SPACING;
             if pending > 0
+                && in_flight.is_none()
                 && (urgent
                     || (pending >= self.config.batch_events
                         || due.is_some_and(|d| Instant::now() >= d))
                         && Instant::now() >= spaced)
             {
-                self.commit().await?;
+                if V::FOLDS_WHILE_STORING {
+                    in_flight = Some(self.commits.start());
+                } else {
+                    self.commits.commit().await?;
+                    last_commit = Instant::now();
+                }
                 pending = 0;
                 first_pending = None;
-                last_commit = Instant::now();
                 urgent = false;
                 continue;
             }
-            let wake = due.map(|d| d.max(spaced));
+            // While a commit is in flight the next waits for it, not for a timer.
+            let wake = due.map(|d| d.max(spaced)).filter(|_| in_flight.is_none());
             tokio::select! {
                 _ = &mut stopped => break,
                 _ = sleep_until(wake) => {}
+                written = commit::written(&mut in_flight) => {
+                    if let Some(flight) = in_flight.take() {
+                        self.commits.confirm(flight.started, written).await?;
+                        last_commit = Instant::now();
+                    }
+                }
                 next = events.next() => {
                     let Some(first) = next else { break };
                     let mut chunk = vec![first.map_err(|source| ProjectionError::Log { view: V::NAME, source })?];
@@ -224,8 +241,11 @@ impl<V: View> Fold<V> {
                 }
             }
         }
+        if let Some(flight) = in_flight.take() {
+            self.commits.finish(flight).await?;
+        }
         if pending > 0 {
-            self.commit().await?;
+            self.commits.commit().await?;
         }
         Ok(())
     }
@@ -254,44 +274,6 @@ impl<V: View> Fold<V> {
                     .warm(entries)
             },
         )
-    }
-
-    async fn commit(&mut self) -> Result<(), ProjectionError> {
-        let started = Instant::now();
-        let view = self.view.clone();
-        let store = self.store.clone();
-        let epochs = self.epochs.clone();
-        let full = self.full;
-        let keep_hot = self.config.hot_entries;
-        // Whatever happens below, the changes are taken: until a commit succeeds, the
-        // next one must be full — unless the view takes them again itself.
-        self.full = full || !V::RETAKES_UNCOMMITTED;
-        tokio::task::spawn_blocking(move || {
-            let (changes, checkpoint) = {
-                let mut view = view.write().unwrap_or_else(|p| p.into_inner());
-                let changes = view
-                    .take_changes(full)
-                    .map_err(|e| ProjectionError::Store {
-                        path: store.path().display().to_string(),
-                        reason: e.to_string(),
-                    })?;
-                (changes, view.checkpoint().clone())
-            };
-            store.commit(V::NAME, &changes, &checkpoint, &epochs, full)?;
-            view.write()
-                .unwrap_or_else(|p| p.into_inner())
-                .committed(keep_hot);
-            Ok::<(), ProjectionError>(())
-        })
-        .await
-        .map_err(|e| ProjectionError::Task {
-            view: V::NAME,
-            reason: e.to_string(),
-        })??;
-        self.full = false;
-        self.last_commit_cost = started.elapsed();
-        tracing::debug!(view = %V::NAME, cost_ms = self.last_commit_cost.as_millis() as u64, "view committed");
-        Ok(())
     }
 }
 

@@ -40,8 +40,8 @@ impl ThreadView {
             keep_hot
         };
         self.kept = Saved(keep_hot);
-        self.threads.forget_changes();
-        self.packets.forget_changes();
+        self.threads.stored();
+        self.packets.stored();
         self.cold_packets.settle();
         self.cold_threads.settle();
         for p in self.packets.evict(keep_hot) {

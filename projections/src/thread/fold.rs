@@ -46,6 +46,11 @@ impl View for ThreadView {
 
     const RETAKES_UNCOMMITTED: bool = true;
 
+    // The tables keep what a commit took apart from what changed since
+    // (`table.rs`), and index rows are written for what the commit took
+    // (`rows.rs`): answers to `cxp.send` wait for this view, not for its commits.
+    const FOLDS_WHILE_STORING: bool = true;
+
     fn committed(&mut self, keep_hot: usize) {
         self.let_go(keep_hot);
     }

@@ -43,6 +43,11 @@ pub(super) struct Table<V> {
     /// Positions changed (or possibly changed: handed out by `get_mut`) since the
     /// last commit took them.
     dirty: Dirty,
+    /// Positions the commit in flight took (ascending), forgotten once the store
+    /// confirms it ([`Table::stored`]) and taken again by the next commit if it
+    /// failed. Kept apart from `dirty` so that the view may fold on while its commit
+    /// is written: what changes meanwhile stays marked for the next one.
+    flight: Vec<u32>,
     /// Per position, the sequence of the last event that touched the entry: which
     /// entries [`Table::evict`] keeps. Bookkeeping, not part of the value.
     stamps: Vec<u64>,
@@ -64,6 +69,7 @@ impl<V> Default for Table<V> {
             index: HashTable::new(),
             sorted: OnceLock::new(),
             dirty: Dirty::default(),
+            flight: Vec::new(),
             stamps: Vec::new(),
             now: 0,
         }
@@ -163,50 +169,80 @@ impl<V: Keyed> Table<V> {
         self.now = sequence;
     }
 
-    /// The entries changed since the changes were last forgotten, each once (every
-    /// entry when `all`): what a commit writes. They stay marked until
-    /// [`forget_changes`](Self::forget_changes), so a commit that fails is taken again.
+    /// What a commit writes, each entry once: the entries changed since the last
+    /// commit took them, with those a commit that failed had taken (every entry when
+    /// `all`). They are the commit in flight until [`stored`](Self::stored) confirms
+    /// it; entries changed after this call stay marked for the next commit.
     pub(super) fn changed(&mut self, all: bool) -> Vec<&V> {
+        let mut taken = std::mem::take(&mut self.flight);
+        taken.extend(self.dirty.take());
         if all {
+            self.flight = (0..self.entries.len()).map(position).collect();
             return self.entries.iter().collect();
         }
-        self.dirty
-            .peek()
-            .into_iter()
-            .filter_map(|i| self.entries.get(i as usize))
+        taken.sort_unstable();
+        taken.dedup();
+        self.flight = taken;
+        self.flight
+            .iter()
+            .filter_map(|&i| self.entries.get(i as usize))
             .collect()
     }
 
+    /// The commit in flight is stored: what it took is forgotten.
+    pub(super) fn stored(&mut self) {
+        self.flight = Vec::new();
+    }
+
     /// Lets go of every entry but the `keep` touched most recently (ties: the later
-    /// inserted stays) and hands them out. Only a table with no change marked lets
-    /// anything go (positions move); it is called right after a commit.
+    /// inserted stays) and hands them out. Only a table with no commit in flight lets
+    /// anything go (it is called right after a commit is stored); an entry changed
+    /// since that commit took its changes stays whatever its age, since the store does
+    /// not hold it as it is.
     pub(super) fn evict(&mut self, keep: usize) -> Vec<V> {
         let len = self.entries.len();
-        if len <= keep || !self.dirty.is_empty() {
+        if len <= keep || !self.flight.is_empty() {
             return Vec::new();
         }
+        let marked = self.dirty.take();
         let mut order: Vec<u32> = (0..len).map(position).collect();
         order.sort_unstable_by_key(|&i| (self.stamps[i as usize], i));
         let mut going = vec![false; len];
         for &i in &order[..len - keep] {
             going[i as usize] = true;
         }
-        let entries = std::mem::replace(&mut self.entries, Vec::with_capacity(keep));
-        let stamps = std::mem::replace(&mut self.stamps, Vec::with_capacity(keep));
-        self.index = HashTable::with_capacity(keep);
+        for &i in &marked {
+            if let Some(g) = going.get_mut(i as usize) {
+                *g = false;
+            }
+        }
+        let kept_len = len - going.iter().filter(|g| **g).count();
+        let entries = std::mem::replace(&mut self.entries, Vec::with_capacity(kept_len));
+        let stamps = std::mem::replace(&mut self.stamps, Vec::with_capacity(kept_len));
+        self.index = HashTable::with_capacity(kept_len);
         self.sorted = OnceLock::new();
-        let mut gone = Vec::with_capacity(len - keep);
-        for ((entry, stamp), going) in entries.into_iter().zip(stamps).zip(going) {
+        // Where each kept entry lands: the marks follow their entries.
+        let mut moved = vec![u32::MAX; len];
+        let mut gone = Vec::with_capacity(len - kept_len);
+        for (old, ((entry, stamp), going)) in entries.into_iter().zip(stamps).zip(going).enumerate()
+        {
             if going {
                 gone.push(entry);
                 continue;
             }
             let at = position(self.entries.len());
+            moved[old] = at;
             let kept = &self.entries;
             self.index
                 .insert_unique(hash(entry.key()), at, |&i| hash(kept[i as usize].key()));
             self.entries.push(entry);
             self.stamps.push(stamp);
+        }
+        let kept = self.entries.len();
+        for i in marked {
+            if let Some(&at) = moved.get(i as usize) {
+                self.dirty.mark(at, kept);
+            }
         }
         gone
     }
@@ -214,6 +250,7 @@ impl<V: Keyed> Table<V> {
     /// Forgets every change (a table just restored from its store has none).
     pub(super) fn forget_changes(&mut self) {
         self.dirty.clear();
+        self.flight = Vec::new();
     }
 
     /// Every entry in key order (what a `BTreeMap` would give).
@@ -245,6 +282,7 @@ impl<V: Clone> Clone for Table<V> {
             index: self.index.clone(),
             sorted: self.sorted.clone(),
             dirty: self.dirty.clone(),
+            flight: self.flight.clone(),
             stamps: self.stamps.clone(),
             now: self.now,
         }
@@ -377,5 +415,40 @@ mod tests {
         assert_ne!(other, table, "different entries are not equal");
         let bad = serde_json::from_str::<Table<Row>>("[1, 2]");
         assert!(bad.is_err(), "a list is not a table");
+    }
+
+    // ISSUE-15: a commit in flight forgets only what it took; an entry changed
+    // meanwhile stays marked, is not let go of, and keeps its mark where it moves.
+    #[test]
+    fn a_commit_in_flight_forgets_only_what_it_took() {
+        let mut table = Table::default();
+        for (i, id) in ["a", "b", "c", "d"].into_iter().enumerate() {
+            table.at(u64::try_from(i).unwrap_or(0));
+            table.insert(row(id, 0));
+        }
+        let taken: Vec<&str> = table.changed(false).iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(taken, ["a", "b", "c", "d"]);
+        // Folded while the commit is written: the oldest entry changes.
+        table.at(9);
+        if let Some(r) = table.get_mut("a") {
+            r.n = 5;
+        }
+        assert!(
+            table.evict(1).is_empty(),
+            "nothing leaves while a commit is in flight"
+        );
+        table.stored();
+        // Keep none: all go but "a", changed after the take (the store lacks it).
+        let gone: Vec<String> = table.evict(0).into_iter().map(|r| r.id).collect();
+        assert_eq!(gone, ["b", "c", "d"]);
+        assert_eq!(table.get("a").map(|r| r.n), Some(5));
+        let next: Vec<&str> = table.changed(false).iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(
+            next,
+            ["a"],
+            "the change made during the commit is the next one's"
+        );
+        table.stored();
+        assert!(table.changed(false).is_empty());
     }
 }
