@@ -305,6 +305,11 @@ impl View for PacketIndex {
 
     const RETAKES_UNCOMMITTED: bool = true;
 
+    // Entries never change once written, and a commit forgets (and lets go of) only
+    // the Volk names and packets it took: the gateway's topic filters wait for this
+    // view, not for its commits.
+    const FOLDS_WHILE_STORING: bool = true;
+
     fn committed(&mut self, keep_hot: usize) {
         let (volks, fresh) = std::mem::take(&mut self.taken);
         // Without a take since (a view just loaded), nothing new was stored.

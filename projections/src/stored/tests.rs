@@ -287,7 +287,8 @@ proptest! {
         every_view(&events, &commits, &restarts);
     }
 
-    // ISSUE-15: the thread view folds on while its commit is written.
+    // ISSUE-15: the thread view and the packet index fold on while their commits
+    // are written.
     #[test]
     fn folding_while_a_commit_is_written_restores_the_folded_view(
         seed in 0u64..1_000,
@@ -296,5 +297,6 @@ proptest! {
     ) {
         let events = Workload::new(seed).envelopes(1_500);
         folded_while_storing_equals_folded::<ThreadView>(&events, &takes, lag);
+        folded_while_storing_equals_folded::<PacketIndex>(&events, &takes, lag);
     }
 }
