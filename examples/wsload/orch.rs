@@ -90,7 +90,8 @@ async fn call(
 }
 
 /// Round trips one at a time on one connection, `gateway.ping` and `cxp.send`
-/// alternating (so both meet the same server state): p50/p99 of each, in ms.
+/// alternating (so both meet the same server state): p50/p99 of each, and the
+/// send's p99.9 and maximum (the tail a stall leaves), in ms.
 pub async fn rtt(url: &str, token: &str, count: usize) -> anyhow::Result<Report> {
     let mut ws = connect(url, token).await?;
     let (mut ping, mut send) = (Trips::default(), Trips::default());
@@ -108,6 +109,8 @@ pub async fn rtt(url: &str, token: &str, count: usize) -> anyhow::Result<Report>
         .put("ping_p99_ms", ms(ping.percentile(0.99)))
         .put("send_p50_ms", ms(send_p50))
         .put("send_p99_ms", ms(send.percentile(0.99)))
+        .put("send_p999_ms", ms(send.percentile(0.999)))
+        .put("send_max_ms", ms(send.percentile(1.0)))
         .put(
             "send_over_ping_p50",
             format!("{:.2}", send_p50 as f64 / ping_p50.max(1) as f64),
