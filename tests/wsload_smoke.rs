@@ -66,6 +66,9 @@ async fn every_mode_reports_its_figures_with_no_errors() {
     for key in ["ping_p50_ms", "ping_p99_ms", "send_p50_ms", "send_p99_ms"] {
         assert!(number(&rtt, key) > 0.0, "{key} in\n{rtt}");
     }
+    // The tail is ordered: p99 <= p99.9 <= max (benches/beside.sh reads the last two).
+    let tail = ["send_p99_ms", "send_p999_ms", "send_max_ms"].map(|k| number(&rtt, k));
+    assert!(tail[0] <= tail[1] && tail[1] <= tail[2], "{rtt}");
 
     let pipe = orch::pipe(&url, TOKEN, 2, 1, 16, 0)
         .await
