@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Builds compared through the public API: alternating rounds of `wsload pipe`, a fresh
-# `orchestrata up` (sled, default fsync) per round and per build, so that a machine
-# whose speed drifts (this one's drifted by a quarter within an hour) slows both builds
-# alike. Reports acknowledged sends/s and the server's CPU per acknowledged send.
+# Builds compared through the public API: alternating rounds, a fresh `orchestrata up`
+# (sled, default fsync) per round and per build, so that a machine whose speed drifts
+# (this one's drifted by a quarter within an hour) slows both builds alike.
 #
 #   benches/ab.sh BIN_A BIN_B [BIN_C ...]
+#
+# MODE=pipe (default): `wsload pipe`; reports acknowledged sends/s and the server's
+#   CPU per acknowledged send.
+# MODE=beside: `wsload pipe` pipelining as background load (CONNS, default 4 here, and
+#   WINDOW, 16) and `wsload rtt` one at a time beside it from its own connection
+#   (COUNT round trips, 3000); reports `cxp.send` p50, p99, p99.9 and max. What a
+#   stall on the write path (a view's commit, a renewal) costs a client shows there,
+#   not in throughput.
 #
 # Knobs (environment): ROUNDS (4), CONNS (1), SECS (20), WSLOAD (the wsload example,
 # default $CARGO_TARGET_DIR/release/examples/wsload), INBOX (kernel.inbox_capacity,
@@ -14,14 +21,24 @@
 # max_clients and the per-client rate limit are raised, as in benches/frontdoor.sh.
 set -uo pipefail
 
-[ $# -ge 2 ] || { sed -n '2,13p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,21p' "$0"; exit 2; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ROUNDS=${ROUNDS:-4}; CONNS=${CONNS:-1}; SECS=${SECS:-20}; INBOX=${INBOX:-100000000}
+MODE=${MODE:-pipe}
+case "$MODE" in
+  pipe) CONNS=${CONNS:-1} ;;
+  beside) CONNS=${CONNS:-4}; WINDOW=${WINDOW:-16}; COUNT=${COUNT:-3000} ;;
+  *) echo "MODE is pipe or beside, not $MODE"; exit 2 ;;
+esac
+ROUNDS=${ROUNDS:-4}; SECS=${SECS:-20}; INBOX=${INBOX:-100000000}
 W=$(realpath "${WSLOAD:-${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/wsload}") || exit 2
 T=$(mktemp -d /tmp/ab.XXXXXX)
 OUT=${OUT:-$T/out}; mkdir -p "$OUT"
-UP_PID=""
-cleanup() { [ -n "$UP_PID" ] && kill "$UP_PID" 2>/dev/null; rm -rf "$T/data"; }
+UP_PID=""; LOAD_PID=""
+cleanup() {
+  [ -n "$LOAD_PID" ] && kill "$LOAD_PID" 2>/dev/null
+  [ -n "$UP_PID" ] && kill "$UP_PID" 2>/dev/null
+  rm -rf "$T/data"
+}
 trap cleanup EXIT
 
 port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
@@ -30,7 +47,37 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 export GATEWAY_TOKEN="ab-$RANDOM$RANDOM"
 
+# One pipelining round against the server on port $1: its figures, and the sums.
 declare -A sum_rate sum_cpu
+pipe_round() {
+  local t0 t1 out rate errors cpu_us
+  t0=$(ticks "$UP_PID")
+  out=$("$W" pipe "ws://127.0.0.1:$1/" --conns "$CONNS" --secs "$SECS" 2>"$OUT/wsload-$name-$r.err")
+  t1=$(ticks "$UP_PID")
+  rate=$(sed -n 's/^acked_per_s=//p' <<<"$out")
+  errors=$(sed -n 's/^errors=//p' <<<"$out")
+  [ -n "$rate" ] && [ "$rate" -gt 0 ] || { echo "$name round $r: no sends acknowledged ($out)"; return 1; }
+  cpu_us=$(( (t1 - t0) * 1000000 / hz / (rate * SECS) ))
+  echo "round=$r build=$name acked_per_s=$rate errors=$errors server_cpu_us_per_send=$cpu_us"
+  sum_rate[$name]=$(( ${sum_rate[$name]:-0} + rate ))
+  sum_cpu[$name]=$(( ${sum_cpu[$name]:-0} + cpu_us ))
+}
+
+# One lone client's round trips beside pipelining load, against the server on port $1.
+beside_round() {
+  local out
+  # Long enough to outlast the measured round trips; stopped once they are done.
+  "$W" pipe "ws://127.0.0.1:$1/" --conns "$CONNS" --window "$WINDOW" --secs 600 \
+    >"$OUT/load-$name-$r.out" 2>&1 &
+  LOAD_PID=$!
+  sleep 3
+  out=$("$W" rtt "ws://127.0.0.1:$1/" --count "$COUNT" 2>"$OUT/rtt-$name-$r.err")
+  kill "$LOAD_PID" 2>/dev/null; wait "$LOAD_PID" 2>/dev/null; LOAD_PID=""
+  pick() { sed -n "s/^$1=//p" <<<"$out"; }
+  [ -n "$(pick send_p50_ms)" ] || { echo "$name round $r: no round trips ($out)"; return 1; }
+  echo "round=$r build=$name send_p50_ms=$(pick send_p50_ms) send_p99_ms=$(pick send_p99_ms) send_p999_ms=$(pick send_p999_ms) send_max_ms=$(pick send_max_ms) errors=$(pick errors)"
+}
+
 for r in $(seq 1 "$ROUNDS"); do
   for bin in "$@"; do
     name=$(basename "$bin")
@@ -41,19 +88,12 @@ for r in $(seq 1 "$ROUNDS"); do
       "$bin" up --data-dir "$T/data" --listen "127.0.0.1:$p" >"$OUT/up-$name-$r.log" 2>&1 &
     UP_PID=$!
     wait_health "$p" || { echo "$name did not start; see $OUT/up-$name-$r.log"; exit 2; }
-    t0=$(ticks "$UP_PID")
-    out=$("$W" pipe "ws://127.0.0.1:$p/" --conns "$CONNS" --secs "$SECS" 2>"$OUT/wsload-$name-$r.err")
-    t1=$(ticks "$UP_PID")
+    "${MODE}_round" "$p"; ok=$?
     kill -INT "$UP_PID"; wait "$UP_PID" 2>/dev/null; UP_PID=""
-    rate=$(sed -n 's/^acked_per_s=//p' <<<"$out")
-    errors=$(sed -n 's/^errors=//p' <<<"$out")
-    [ -n "$rate" ] && [ "$rate" -gt 0 ] || { echo "$name round $r: no sends acknowledged ($out)"; exit 1; }
-    cpu_us=$(( (t1 - t0) * 1000000 / hz / (rate * SECS) ))
-    echo "round=$r build=$name acked_per_s=$rate errors=$errors server_cpu_us_per_send=$cpu_us"
-    sum_rate[$name]=$(( ${sum_rate[$name]:-0} + rate ))
-    sum_cpu[$name]=$(( ${sum_cpu[$name]:-0} + cpu_us ))
+    [ "$ok" -eq 0 ] || exit 1
   done
 done
+[ "$MODE" = pipe ] || exit 0
 for bin in "$@"; do
   name=$(basename "$bin")
   echo "mean build=$name acked_per_s=$(( sum_rate[$name] / ROUNDS )) server_cpu_us_per_send=$(( sum_cpu[$name] / ROUNDS ))"

@@ -66,7 +66,7 @@ async fn every_mode_reports_its_figures_with_no_errors() {
     for key in ["ping_p50_ms", "ping_p99_ms", "send_p50_ms", "send_p99_ms"] {
         assert!(number(&rtt, key) > 0.0, "{key} in\n{rtt}");
     }
-    // The tail is ordered: p99 <= p99.9 <= max (benches/beside.sh reads the last two).
+    // The tail is ordered: p99 <= p99.9 <= max (`benches/ab.sh` MODE=beside reads them).
     let tail = ["send_p99_ms", "send_p999_ms", "send_max_ms"].map(|k| number(&rtt, k));
     assert!(tail[0] <= tail[1] && tail[1] <= tail[2], "{rtt}");
 
