@@ -23,6 +23,7 @@ use orchestrata::gateway::schema::ResultSchemas;
 use orchestrata::gateway::{self, RunningGateway, Services};
 use orchestrata::governance::{Governance, GovernanceConfig};
 use orchestrata::projection::Projections;
+use orchestrata_schemas::events::Stream;
 use serde_json::{json, Value};
 use support::ws::{self, Ws, ADMIN_TOKEN, TOKEN};
 
@@ -33,7 +34,7 @@ struct Stack {
     running: RunningGateway,
     kernel: orchestrata::kernel::Kernel,
     log: Arc<dyn orchestrata::log::EventLog>,
-    _projections: Projections,
+    projections: Projections,
     _dir: tempfile::TempDir,
 }
 
@@ -95,7 +96,7 @@ async fn stack() -> Stack {
         running,
         kernel,
         log,
-        _projections: projections,
+        projections,
         _dir: dir,
     }
 }
@@ -410,8 +411,23 @@ async fn cxp_send_status_is_the_contract_enum_and_cxp_status_follows_delivery() 
     let thread = sent["thread_id"].as_str().expect("thread").to_owned();
     let message = sent["message_id"].as_str().expect("message").to_owned();
     // The recipient reads its inbox (the Postman delivers) and acknowledges: the
-    // thread's status follows, with every transition in log order.
-    stack.kernel.inbox("U:Cx", 10).await.expect("inbox of U:Cx");
+    // thread's status follows, with every transition in log order. The delivery is
+    // the kernel's, not a gateway call that waits for the thread view: the view
+    // shows it once it has folded it (the sled log answers an appender before it
+    // wakes the views' tails).
+    let inbox = stack.kernel.inbox("U:Cx", 10).await.expect("inbox of U:Cx");
+    let delivered = inbox
+        .events
+        .iter()
+        .map(|e| e.sequence)
+        .max()
+        .expect("a delivery appended");
+    stack
+        .projections
+        .threads()
+        .wait_for(Stream::CxpTraffic, delivered, Duration::from_secs(5))
+        .await
+        .expect("the thread view folds the delivery");
     let status = c.ok("cxp.status", json!({"thread_id": thread})).await;
     assert_eq!(status["delivery_status"], "delivered", "{status}");
     c.ok("cxp.ack", json!({"message_id": message})).await;
