@@ -134,15 +134,13 @@ pub async fn spawn_view<V: View>(
     let (stop, stopped) = oneshot::channel();
     let fold = Fold {
         commits: Commits {
-            view: view.clone(),
-            store: store.clone(),
+            view,
+            store,
             epochs: Arc::new(epochs),
             keep_hot: config.hot_entries,
             full,
             last_cost: Duration::ZERO,
         },
-        view,
-        store,
         config,
         progress: progress_tx,
     };
@@ -154,9 +152,8 @@ pub async fn spawn_view<V: View>(
     })
 }
 
+/// A running view's task: the view and its store are its commits' (`commit.rs`).
 struct Fold<V> {
-    view: Arc<RwLock<V>>,
-    store: ViewStore,
     config: RunnerConfig,
     progress: watch::Sender<Checkpoint>,
     commits: Commits<V>,
@@ -223,7 +220,7 @@ impl<V: View> Fold<V> {
                     let applied = chunk.len();
                     self.warm(&chunk)?;
                     let checkpoint = {
-                        let mut view = self.view.write().unwrap_or_else(|p| p.into_inner());
+                        let mut view = self.commits.view.write().unwrap_or_else(|p| p.into_inner());
                         for envelope in chunk {
                             // Moved in when no other tail holds it; folded by
                             // reference when it is shared.
@@ -260,15 +257,16 @@ impl<V: View> Fold<V> {
         chunk: &[Arc<orchestrata_schemas::events::Envelope>],
     ) -> Result<(), ProjectionError> {
         read_back::<V>(
-            &self.store,
+            &self.commits.store,
             |keys| {
-                let view = self.view.read().unwrap_or_else(|p| p.into_inner());
+                let view = self.commits.view.read().unwrap_or_else(|p| p.into_inner());
                 for envelope in chunk {
                     view.cold_keys(envelope, keys);
                 }
             },
             |entries| {
-                self.view
+                self.commits
+                    .view
                     .write()
                     .unwrap_or_else(|p| p.into_inner())
                     .warm(entries)
