@@ -172,6 +172,65 @@ async fn the_engine_is_renewed_under_load_without_losing_a_decision() {
     assert_eq!(report.checked, decisions + 1);
 }
 
+// ISSUE-15
+#[tokio::test]
+async fn a_renewal_compiles_packet_facts_only_where_a_goal_has_read_them() {
+    let env = sled_env().await;
+    register(&env.log, "U:Ox", None).await;
+    register(&env.log, "U:Vz", None).await;
+    let config = GovernanceConfig {
+        // Every packet stays visible: what waits is exactly what was sent.
+        fact_window: Some(10_000),
+        // ~1,000 decisions' worth: a renewal after each round of decisions below.
+        engine_renew_mb: 1,
+        ..Default::default()
+    };
+    let g = governance_with(&env, config).await;
+    // Decisions that read no packet facts (the default policy's cxp.send) until the
+    // engine takes a renewal (its budget falls back to 0), then none until the fresh
+    // machine serves (so no second renewal is asked for meanwhile), then one, so the
+    // serving machine has published what waits in it.
+    let renew = |times: u64| {
+        let g = &g;
+        async move {
+            let ask = Request::volk("U:Ox", "cxp.send", "U:Vz");
+            let mut spent = g.engine_spent();
+            for _ in 0..100_000 {
+                let j = g.judge(&ask).await;
+                assert_eq!(j.outcome.map(|o| o.result), Ok(Allow));
+                if g.engine_spent() < spent {
+                    break;
+                }
+                spent = g.engine_spent();
+            }
+            assert!(wait_for(|| g.engine_renewals() >= times).await);
+            assert_eq!(g.engine_renewals(), times, "renewed");
+            assert!(g.judge(&ask).await.outcome.is_ok());
+        }
+    };
+    for _ in 0..300 {
+        send(&env.log, packet("U:Ox", "U:Vz", "t1", "task", "s1")).await;
+    }
+    renew(1).await;
+    assert_eq!(
+        g.waiting_packets(),
+        300,
+        "no goal read packet facts: the renewed machine left them waiting"
+    );
+    // A read of packet facts compiles them; from then on renewals compile ahead.
+    let shown = g.packets_where(PacketField::Sender, "U:Ox").await.unwrap();
+    assert_eq!(shown.len(), 300);
+    assert_eq!(g.waiting_packets(), 0);
+    renew(2).await;
+    assert_eq!(
+        g.waiting_packets(),
+        0,
+        "a goal read packet facts: the renewed machine compiled the window before serving"
+    );
+    let shown = g.packets_where(PacketField::Sender, "U:Ox").await.unwrap();
+    assert_eq!(shown.len(), 300);
+}
+
 /// Polls `done` for up to 60 s (a renewal loads on another thread).
 async fn wait_for(done: impl Fn() -> bool) -> bool {
     for _ in 0..600 {

@@ -83,6 +83,11 @@ pub(super) struct Health {
     /// Packets whose changes wait in the serving machine (`pending.rs`), as of the
     /// last job.
     pub(super) waiting: AtomicUsize,
+    /// A goal on some machine of this engine may have read packet facts (as of the
+    /// last renewal asked for): renewals then compile the packet window ahead
+    /// (`renewal.rs`). It never goes back: a server whose policy reads packets now
+    /// and then should not meet a window's worth of compiling at its next read.
+    pub(super) packets_read: AtomicBool,
 }
 
 /// Stack of the engine thread: 64 MiB of address space, touched only as deep as a

@@ -102,6 +102,9 @@ pub struct Evaluator {
     /// Packets compiled alone for a read that named them while others wait: each has a
     /// `cxp_fresh/3` marker, and its later changes are applied at once.
     fresh: HashSet<String>,
+    /// Whether a goal may have read packet facts on this machine: a decision that
+    /// read them, or any query (see [`Evaluator::packets_read`]).
+    packets_read: bool,
 }
 
 /// The error a decision answers when it read packet facts while changes waited.
@@ -211,6 +214,7 @@ impl Evaluator {
             stale: false,
             flushed_cost: 0,
             fresh: HashSet::new(),
+            packets_read: false,
         })
     }
 
@@ -331,8 +335,14 @@ impl Evaluator {
         for _ in 0..BY_ID_RERUNS {
             match self.decide_now(request)? {
                 Run::Done(outcome) => return Ok(outcome),
-                Run::Stale(Some(id)) => self.compile_one(&id)?,
-                Run::Stale(None) => break,
+                Run::Stale(Some(id)) => {
+                    self.packets_read = true;
+                    self.compile_one(&id)?;
+                }
+                Run::Stale(None) => {
+                    self.packets_read = true;
+                    break;
+                }
             }
         }
         self.flush_counted()?;
@@ -400,6 +410,14 @@ impl Evaluator {
         }))
     }
 
+    /// Whether a goal may have read packet facts on this machine since it was built:
+    /// a decision that read them, or any query. A renewal compiles the packet window
+    /// ahead only for a server where this ever held (see `renewal.rs`); where the
+    /// policy never reads packets, their facts are never compiled at all.
+    pub fn packets_read(&self) -> bool {
+        self.packets_read
+    }
+
     /// Runs any goal and returns the first answer's bindings rendered as text
     /// (`None` if it failed). For tests and operators querying the facts.
     pub fn query(
@@ -407,6 +425,7 @@ impl Evaluator {
         goal: &str,
     ) -> Result<Option<BTreeMap<String, String>>, GovernanceError> {
         // Any goal may read packet facts: apply what waits first.
+        self.packets_read = true;
         if !self.pending.is_empty() {
             self.flush_counted()?;
         }

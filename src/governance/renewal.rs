@@ -26,6 +26,15 @@
 //!
 //! A successor that fails (load error, panic, thread gone) is dropped and the serving
 //! machine stays; a policy load during a renewal cancels it.
+//!
+//! The successor compiles the packet window before it serves only on a server where a
+//! goal has read packet facts (a decision that read them, or any query): there, the
+//! next read would otherwise compile the whole window while every decision waits.
+//! Where the policy never reads packets (the default policy's decisions do not), their
+//! facts wait in the successor as they did in the serving machine (`pending.rs`), and
+//! a renewal costs a machine build and the Volk and session facts only. Compiling the
+//! window there took about a second of a core per renewal, a renewal every ~10 s
+//! under one pipelining connection (`docs/performance.md`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -61,13 +70,26 @@ pub(super) struct Successor {
 }
 
 impl Successor {
-    /// Starts the thread that builds the fresh machine.
-    pub(super) fn start(policy: Policy, facts: Vec<Fact>, inference_limit: u64) -> Self {
+    /// Starts the thread that builds the fresh machine; `compile`: whether it compiles
+    /// the packet facts it loads before it serves (see the module docs).
+    pub(super) fn start(
+        policy: Policy,
+        facts: Vec<Fact>,
+        inference_limit: u64,
+        compile: bool,
+    ) -> Self {
         let (forward, forwarded) = mpsc::channel();
         let (ready_tx, ready) = mpsc::channel();
         let (handover, handed) = mpsc::channel();
-        let spawned = engine_thread()
-            .spawn(move || successor(policy, facts, inference_limit, forwarded, ready_tx, handed));
+        let spawned = engine_thread().spawn(move || {
+            let seed = Seed {
+                policy,
+                facts,
+                inference_limit,
+                compile,
+            };
+            successor(seed, forwarded, ready_tx, handed)
+        });
         let stage = match spawned {
             Ok(_) => Stage::Loading,
             Err(e) => {
@@ -133,22 +155,39 @@ fn apply(ev: &mut Evaluator, job: Forwarded) -> Result<(), GovernanceError> {
     }
 }
 
-/// The successor thread: build, load, catch up, say so, wait for the seat, apply the
-/// rest, serve.
-fn successor(
+/// What a successor builds its machine from.
+struct Seed {
     policy: Policy,
     facts: Vec<Fact>,
     inference_limit: u64,
+    /// Compile the packet facts before serving (a server whose goals read them).
+    compile: bool,
+}
+
+/// The successor thread: build, load, catch up, say so, wait for the seat, apply the
+/// rest, serve.
+fn successor(
+    seed: Seed,
     forwarded: mpsc::Receiver<Forwarded>,
     ready: mpsc::Sender<Result<(), String>>,
     handed: mpsc::Receiver<Seat>,
 ) {
+    let Seed {
+        policy,
+        facts,
+        inference_limit,
+        compile,
+    } = seed;
     let built = catch_unwind(AssertUnwindSafe(|| {
         let mut ev = Evaluator::load(&policy, inference_limit)?;
         ev.load_facts(&facts)?;
-        // Compiled here, off the serving thread: a renewal must not hand the first
-        // read of packet facts a window's worth of compiling (`pending.rs`).
-        ev.compile_waiting()?;
+        // Compiled here, off the serving thread, where goals read packet facts: a
+        // renewal must not hand their next read a window's worth of compiling
+        // (`pending.rs`). Where none ever did, the packets wait as they did in the
+        // serving machine, and are never compiled unless a goal reads them.
+        if compile {
+            ev.compile_waiting()?;
+        }
         // What arrived while loading (the serving thread goes on forwarding).
         loop {
             match forwarded.try_recv() {

@@ -107,8 +107,16 @@ impl Worker {
                 // One at a time: a renewal under way already reclaims what this one
                 // would (replacing it could starve renewals when they come faster
                 // than a machine loads).
-                if renewal.is_none() && !self.broken && self.current.is_some() {
-                    *renewal = Some(Successor::start(*policy, facts, self.seat.inference_limit));
+                if renewal.is_none() && !self.broken {
+                    if let Some(ev) = &self.current {
+                        let health = &self.seat.health;
+                        if ev.packets_read() {
+                            health.packets_read.store(true, Ordering::Release);
+                        }
+                        let compile = health.packets_read.load(Ordering::Acquire);
+                        let limit = self.seat.inference_limit;
+                        *renewal = Some(Successor::start(*policy, facts, limit, compile));
+                    }
                 }
             }
             Job::Load(policy, facts, reply) => {
