@@ -84,7 +84,7 @@ pub(super) struct Health {
     /// last job.
     pub(super) waiting: AtomicUsize,
     /// A goal on some machine of this engine may have read packet facts (as of the
-    /// last renewal asked for): renewals then compile the packet window ahead
+    /// last job): renewals then compile the packet window ahead
     /// (`renewal.rs`). It never goes back: a server whose policy reads packets now
     /// and then should not meet a window's worth of compiling at its next read.
     pub(super) packets_read: AtomicBool,

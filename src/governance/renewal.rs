@@ -33,7 +33,7 @@
 //! Where the policy never reads packets (the default policy's decisions do not), their
 //! facts wait in the successor as they did in the serving machine (`pending.rs`), and
 //! a renewal costs a machine build and the Volk and session facts only. Compiling the
-//! window there took about a second of a core per renewal, a renewal every ~10 s
+//! window there took most of a second of a core per renewal, a renewal every ~12 s
 //! under one pipelining connection (`docs/performance.md`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

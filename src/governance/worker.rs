@@ -107,16 +107,10 @@ impl Worker {
                 // One at a time: a renewal under way already reclaims what this one
                 // would (replacing it could starve renewals when they come faster
                 // than a machine loads).
-                if renewal.is_none() && !self.broken {
-                    if let Some(ev) = &self.current {
-                        let health = &self.seat.health;
-                        if ev.packets_read() {
-                            health.packets_read.store(true, Ordering::Release);
-                        }
-                        let compile = health.packets_read.load(Ordering::Acquire);
-                        let limit = self.seat.inference_limit;
-                        *renewal = Some(Successor::start(*policy, facts, limit, compile));
-                    }
+                if renewal.is_none() && !self.broken && self.current.is_some() {
+                    let compile = self.seat.health.packets_read.load(Ordering::Acquire);
+                    let limit = self.seat.inference_limit;
+                    *renewal = Some(Successor::start(*policy, facts, limit, compile));
                 }
             }
             Job::Load(policy, facts, reply) => {
@@ -165,6 +159,11 @@ impl Worker {
         }
         let waiting = self.current.as_ref().map_or(0, Evaluator::waiting_packets);
         self.seat.health.waiting.store(waiting, Ordering::Release);
+        // Noted after every job, so a policy load or a restart that replaces the
+        // machine does not forget it.
+        if self.current.as_ref().is_some_and(Evaluator::packets_read) {
+            self.seat.health.packets_read.store(true, Ordering::Release);
+        }
         false
     }
 
