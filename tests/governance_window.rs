@@ -11,7 +11,8 @@ use std::collections::BTreeSet;
 use governance_support::*;
 use orchestrata::governance::audit::{self, AuditLog};
 use orchestrata::governance::{
-    Evaluator, FactsView, GovernanceConfig, PacketField, Policy, Request, DEFAULT_INFERENCE_LIMIT,
+    Evaluator, FactsView, Governance, GovernanceConfig, PacketField, Policy, Request,
+    DEFAULT_INFERENCE_LIMIT,
 };
 use orchestrata_schemas::events::types::DecisionResult::{Allow, Deny};
 use uuid::Uuid;
@@ -115,16 +116,8 @@ fn id_term(id: Uuid) -> String {
 // REQ-014-032
 #[tokio::test]
 async fn the_engine_is_renewed_under_load_without_losing_a_decision() {
-    let env = sled_env().await;
-    register(&env.log, "U:Ox", None).await;
-    register(&env.log, "U:Vz", None).await;
-    let config = GovernanceConfig {
-        fact_window: Some(100),
-        // ~250 asserted clauses' worth: several renewals over the sends below.
-        engine_renew_mb: 1,
-        ..Default::default()
-    };
-    let g = governance_with(&env, config).await;
+    // 1 MB, ~250 asserted clauses' worth: several renewals over the sends below.
+    let (env, g) = renewing_every_mb(100).await;
     assert_eq!(g.engine_renewals(), 0);
     let mut first = None;
     let mut last = None;
@@ -175,17 +168,9 @@ async fn the_engine_is_renewed_under_load_without_losing_a_decision() {
 // ISSUE-15
 #[tokio::test]
 async fn a_renewal_compiles_packet_facts_only_where_a_goal_has_read_them() {
-    let env = sled_env().await;
-    register(&env.log, "U:Ox", None).await;
-    register(&env.log, "U:Vz", None).await;
-    let config = GovernanceConfig {
-        // Every packet stays visible: what waits is exactly what was sent.
-        fact_window: Some(10_000),
-        // ~1,000 decisions' worth: a renewal after each round of decisions below.
-        engine_renew_mb: 1,
-        ..Default::default()
-    };
-    let g = governance_with(&env, config).await;
+    // Every packet stays visible (what waits is exactly what was sent); 1 MB, ~1,000
+    // decisions' worth: a renewal after each round of decisions below.
+    let (env, g) = renewing_every_mb(10_000).await;
     // Decisions that read no packet facts (the default policy's cxp.send) until the
     // engine takes a renewal (its budget falls back to 0), then none until the fresh
     // machine serves (so no second renewal is asked for meanwhile), then one, so the
@@ -234,6 +219,21 @@ async fn a_renewal_compiles_packet_facts_only_where_a_goal_has_read_them() {
     );
     let shown = g.packets_where(PacketField::Sender, "U:Ox").await.unwrap();
     assert_eq!(shown.len(), 100);
+}
+
+/// U:Ox and U:Vz on a fresh log, and governance over it with a packet window of
+/// `window` that asks for a renewal after every estimated megabyte.
+async fn renewing_every_mb(window: u64) -> (Env, Governance) {
+    let env = sled_env().await;
+    register(&env.log, "U:Ox", None).await;
+    register(&env.log, "U:Vz", None).await;
+    let config = GovernanceConfig {
+        fact_window: Some(window),
+        engine_renew_mb: 1,
+        ..Default::default()
+    };
+    let g = governance_with(&env, config).await;
+    (env, g)
 }
 
 /// Polls `done` for up to 60 s (a renewal loads on another thread).
