@@ -10,6 +10,7 @@
 //! - Retention deletes the oldest keys; the newest event of a stream is always kept, so
 //!   the next sequence can be recovered from the tree after a restart.
 
+mod durable;
 mod record;
 mod writer;
 
@@ -93,10 +94,13 @@ impl SledLog {
             None => {
                 let epoch = uuid::Uuid::new_v4().to_string();
                 meta.insert(EPOCH_KEY, epoch.as_bytes()).map_err(sled_err)?;
-                db.flush().map_err(sled_err)?;
                 epoch
             }
         };
+        // The epoch just written, if new, and whatever an earlier process left unsynced.
+        let mut durable =
+            durable::DurableFlush::open(&path).map_err(|e| LogError::sled(&path, e.into()))?;
+        durable.flush(&db).map_err(sled_err)?;
         let mut streams = HashMap::new();
         let mut slots = HashMap::new();
         for stream in Stream::ALL {
@@ -116,7 +120,7 @@ impl SledLog {
             );
             streams.insert(stream, StreamState { tree, visible });
         }
-        let writer = Writer::start(db, path.clone(), fsync, slots)?;
+        let writer = Writer::start(db, durable, path.clone(), fsync, slots)?;
         Ok(SledLog {
             inner: Arc::new(Inner {
                 path,

@@ -39,6 +39,7 @@ use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::Transactional;
 use tokio::sync::{oneshot, watch};
 
+use super::durable::DurableFlush;
 use super::{now_ms, record};
 use crate::log::config::FsyncPolicy;
 use crate::log::LogError;
@@ -88,6 +89,7 @@ impl Writer {
     /// Starts the writer thread of `db` with the streams' trees and next sequences.
     pub(super) fn start(
         db: sled::Db,
+        durable: DurableFlush,
         path: PathBuf,
         policy: FsyncPolicy,
         streams: HashMap<Stream, StreamSlot>,
@@ -100,6 +102,7 @@ impl Writer {
                 .spawn(move || {
                     GroupCommit {
                         db,
+                        durable,
                         path,
                         policy,
                         streams,
@@ -196,6 +199,8 @@ struct Pending {
 /// The writer thread's state.
 struct GroupCommit {
     db: sled::Db,
+    /// sled's flush made durable (`durable.rs`): every flush goes through it.
+    durable: DurableFlush,
     path: PathBuf,
     policy: FsyncPolicy,
     streams: HashMap<Stream, StreamSlot>,
@@ -222,7 +227,7 @@ impl GroupCommit {
             self.commit(group);
         }
         if self.unflushed > 0 {
-            if let Err(e) = self.db.flush() {
+            if let Err(e) = self.durable.flush(&self.db) {
                 tracing::error!(path = %self.path.display(), error = %e, "final sled flush failed");
             }
         }
@@ -249,7 +254,7 @@ impl GroupCommit {
     }
 
     fn flush(&mut self) -> Result<(), sled::Error> {
-        self.db.flush()?;
+        self.durable.flush(&self.db)?;
         self.unflushed = 0;
         self.dirty_since = None;
         Ok(())
