@@ -288,6 +288,38 @@ async fn a_checkpoint_kept_with_another_window_is_folded_again() {
     g.stop_engine();
 }
 
+// ISSUE-15
+#[tokio::test]
+async fn a_damaged_checkpoint_is_folded_from_the_log_instead_of_refusing_to_start() {
+    let env = sled_env().await;
+    register(&env.log, "U:Ox", None).await;
+    register(&env.log, "U:Vz", None).await;
+    for _ in 0..120 {
+        send(&env.log, packet("U:Ox", "U:Vz", "t1", "task", "s1")).await;
+    }
+    let checkpoint = env.dir.path().join("facts.json");
+    let config = || GovernanceConfig {
+        checkpoint: Some(checkpoint.clone()),
+        ..Default::default()
+    };
+    let g = governance_with(&env, config()).await;
+    g.checkpoint().await.unwrap();
+    g.stop_engine();
+    assert!(!env.dir.path().join("facts.tmp").exists(), "renamed into place");
+    // What a machine that lost the checkpoint's last write may leave.
+    let written = std::fs::read(&checkpoint).unwrap();
+    for damaged in [Vec::new(), written[..written.len() / 2].to_vec(), b"{}".to_vec()] {
+        std::fs::write(&checkpoint, &damaged).unwrap();
+        let g = governance_with(&env, config()).await;
+        let shown = g.packets_where(PacketField::Sender, "U:Ox").await.unwrap();
+        assert_eq!(shown.len(), 120, "the facts were folded from the log");
+        // The budget still counts every send of the session.
+        let ask = Request::volk("U:Ox", "cxp.send", "U:Vz").with("session", "s1");
+        assert_eq!(g.decide(ask).await.unwrap().result, Deny);
+        g.stop_engine();
+    }
+}
+
 // REQ-004-US-002-021
 // REQ-004-INTG-001
 #[tokio::test]

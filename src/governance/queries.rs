@@ -27,7 +27,10 @@ pub enum PacketField {
 }
 
 impl Governance {
-    /// Writes the facts view and its positions to the configured checkpoint file.
+    /// Writes the facts view and its positions to the configured checkpoint file:
+    /// a temporary file, synced, renamed over the checkpoint, and the directory synced,
+    /// so a crash leaves the old checkpoint or the new one (and a damaged one is folded
+    /// from the log instead, see [`load_checkpoint`]).
     pub async fn checkpoint(&self) -> Result<(), GovernanceError> {
         let Some(path) = &self.inner.config.checkpoint else {
             return Ok(());
@@ -39,8 +42,15 @@ impl Governance {
         };
         let json = serde_json::to_vec(&*facts).map_err(|e| err(e.to_string()))?;
         let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, json).map_err(|e| err(e.to_string()))?;
-        std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))
+        write_synced(&tmp, &json).map_err(|e| err(e.to_string()))?;
+        std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| err(e.to_string()))
     }
 
     /// Per fact stream, how many events the facts view has folded.
@@ -126,11 +136,16 @@ pub(super) async fn load_checkpoint(
             })
         }
     };
-    let view: FactsView =
-        serde_json::from_slice(&bytes).map_err(|e| GovernanceError::Checkpoint {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
+    // A checkpoint is derived from the log: one that does not parse (a disk that lost
+    // its last write, an edit by hand) is folded from the log instead of keeping the
+    // server from starting.
+    let view: FactsView = match serde_json::from_slice(&bytes) {
+        Ok(view) => view,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "governance checkpoint unreadable; folding the facts from the log");
+            return Ok(fresh());
+        }
+    };
     // Another window shows other packets: fold again with this one.
     if view.window() != window {
         return Ok(fresh());
@@ -144,4 +159,12 @@ pub(super) async fn load_checkpoint(
         }
     }
     Ok(view)
+}
+
+/// Writes `bytes` to a new file at `path` and syncs it before returning.
+fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path)?;
+    file.write_all(bytes)?;
+    file.sync_data()
 }
