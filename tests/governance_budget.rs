@@ -152,12 +152,7 @@ fn the_send_count_equals_the_packet_scan_through_resends_moves_reloads_and_reset
 // REQ-005-FR4-001
 #[tokio::test]
 async fn the_send_count_survives_a_restart_from_the_checkpoint_and_a_rebuild() {
-    let env = sled_env().await;
-    register(&env.log, "U:Ox", None).await;
-    register(&env.log, "U:Vz", None).await;
-    for _ in 0..99 {
-        send(&env.log, packet("U:Ox", "U:Vz", "t1", "task", "s1")).await;
-    }
+    let env = ox_and_vz_with_sends(99).await;
     let checkpoint = env.dir.path().join("facts.json");
     let config = GovernanceConfig {
         checkpoint: Some(checkpoint.clone()),

@@ -224,9 +224,7 @@ async fn a_renewal_compiles_packet_facts_only_where_a_goal_has_read_them() {
 /// U:Ox and U:Vz on a fresh log, and governance over it with a packet window of
 /// `window` that asks for a renewal after every estimated megabyte.
 async fn renewing_every_mb(window: u64) -> (Env, Governance) {
-    let env = sled_env().await;
-    register(&env.log, "U:Ox", None).await;
-    register(&env.log, "U:Vz", None).await;
+    let env = ox_and_vz_with_sends(0).await;
     let config = GovernanceConfig {
         fact_window: Some(window),
         engine_renew_mb: 1,
@@ -250,12 +248,7 @@ async fn wait_for(done: impl Fn() -> bool) -> bool {
 // REQ-004-INTG-001
 #[tokio::test]
 async fn a_checkpoint_kept_with_another_window_is_folded_again() {
-    let env = sled_env().await;
-    register(&env.log, "U:Ox", None).await;
-    register(&env.log, "U:Vz", None).await;
-    for _ in 0..300 {
-        send(&env.log, packet("U:Ox", "U:Vz", "t1", "task", "s1")).await;
-    }
+    let env = ox_and_vz_with_sends(300).await;
     let checkpoint = env.dir.path().join("facts.json");
     let with = |window| GovernanceConfig {
         checkpoint: Some(checkpoint.clone()),
@@ -291,12 +284,7 @@ async fn a_checkpoint_kept_with_another_window_is_folded_again() {
 // ISSUE-15
 #[tokio::test]
 async fn a_damaged_checkpoint_is_folded_from_the_log_instead_of_refusing_to_start() {
-    let env = sled_env().await;
-    register(&env.log, "U:Ox", None).await;
-    register(&env.log, "U:Vz", None).await;
-    for _ in 0..120 {
-        send(&env.log, packet("U:Ox", "U:Vz", "t1", "task", "s1")).await;
-    }
+    let env = ox_and_vz_with_sends(120).await;
     let checkpoint = env.dir.path().join("facts.json");
     let config = || GovernanceConfig {
         checkpoint: Some(checkpoint.clone()),
@@ -305,10 +293,17 @@ async fn a_damaged_checkpoint_is_folded_from_the_log_instead_of_refusing_to_star
     let g = governance_with(&env, config()).await;
     g.checkpoint().await.unwrap();
     g.stop_engine();
-    assert!(!env.dir.path().join("facts.tmp").exists(), "renamed into place");
+    assert!(
+        !env.dir.path().join("facts.tmp").exists(),
+        "renamed into place"
+    );
     // What a machine that lost the checkpoint's last write may leave.
     let written = std::fs::read(&checkpoint).unwrap();
-    for damaged in [Vec::new(), written[..written.len() / 2].to_vec(), b"{}".to_vec()] {
+    for damaged in [
+        Vec::new(),
+        written[..written.len() / 2].to_vec(),
+        b"{}".to_vec(),
+    ] {
         std::fs::write(&checkpoint, &damaged).unwrap();
         let g = governance_with(&env, config()).await;
         let shown = g.packets_where(PacketField::Sender, "U:Ox").await.unwrap();

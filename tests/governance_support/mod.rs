@@ -132,6 +132,18 @@ pub async fn send(log: &Arc<dyn EventLog>, p: Packet) -> Uuid {
     id
 }
 
+/// A fresh sled log with U:Ox and U:Vz registered and `sends` task packets from U:Ox
+/// to U:Vz in thread `t1`, session `s1`.
+pub async fn ox_and_vz_with_sends(sends: usize) -> Env {
+    let env = sled_env().await;
+    register(&env.log, "U:Ox", None).await;
+    register(&env.log, "U:Vz", None).await;
+    for _ in 0..sends {
+        send(&env.log, packet("U:Ox", "U:Vz", "t1", "task", "s1")).await;
+    }
+    env
+}
+
 /// A policy directory with one file.
 pub fn policy_dir(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
