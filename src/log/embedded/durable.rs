@@ -77,7 +77,7 @@ impl DurableFlush {
             let entry = entry?;
             let name = entry.file_name();
             if !self.synced.contains(&name) {
-                match File::open(entry.path()) {
+                match std::fs::OpenOptions::new().write(true).open(entry.path()) {
                     Ok(file) => file.sync_data()?,
                     // Removed by sled's own clean-up since the listing: nothing to keep.
                     Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
