@@ -209,8 +209,9 @@ async fn cache_serves_repeat_decisions_and_is_invalidated_by_a_policy_reload() {
     let second = g.decide(ask()).await.unwrap();
     assert!(second.cached);
     assert_eq!(second.result, Deny);
-    // fact-dependent actions are never cached
-    let send = || Request::volk("U:Ox", "cxp.send", "U:Vz");
+    // a decision that read traffic facts (a send in a session reads its send count)
+    // is never cached (sessionless sends: tests/governance_reuse.rs)
+    let send = || Request::volk("U:Ox", "cxp.send", "U:Vz").with("session", "s1");
     g.decide(send()).await.unwrap();
     assert!(!g.decide(send()).await.unwrap().cached);
     // promote dashboard to operator: the reload empties the cache

@@ -180,6 +180,14 @@ cacheable('gateway.access').
 cacheable('gateway.execute').
 cacheable('gateway.subscribe').
 
+%% A send's decision reads the sender's and recipient's roster facts, the context's
+%% session and subject, and, only when it names a session, the session's send count
+%% (a traffic fact). The engine notes traffic reads, so it reuses a decision that
+%% made none until a roster fact changes: a send outside a session, after the first
+%% of its kind, is not evaluated again (src/governance/evaluator/reuse.rs). Any key
+%% the send clauses read must be listed here.
+cacheable_with('cxp.send', [session, subject]).
+
 %% rule_category(Name/Arity, Category) groups predicates for governance.rules.
 rule_category(decide/5, permission).
 rule_category(verdict/2, permission).

@@ -45,6 +45,9 @@ pub struct Metrics {
     /// Packets whose fact changes wait to be compiled into the serving machine
     /// (`governance/pending.rs`): what the next read of packet facts will compile.
     pub governance_waiting_packets: IntGauge,
+    /// Decisions answered without the engine since start: `cacheable_with/2` actions
+    /// reused while the roster held (`governance/roster_cache.rs`).
+    pub governance_decisions_reused: IntGauge,
     /// Decisions the decision index holds, and how many of them with their body in
     /// memory (the others are read from the view store when asked for).
     pub decisions_indexed: IntGauge,
@@ -177,6 +180,11 @@ impl Metrics {
         )?;
         registry.register(Box::new(governance_engine_bytes.clone()))?;
         registry.register(Box::new(governance_waiting_packets.clone()))?;
+        let governance_decisions_reused = IntGauge::new(
+            "orchestrata_governance_decisions_reused",
+            "Decisions answered without the engine since start, reused while the roster held",
+        )?;
+        registry.register(Box::new(governance_decisions_reused.clone()))?;
         let decisions_indexed = IntGauge::new(
             "orchestrata_projection_decisions",
             "Decisions the decision index holds",
@@ -235,6 +243,7 @@ impl Metrics {
             governance_renewals,
             governance_engine_bytes,
             governance_waiting_packets,
+            governance_decisions_reused,
             decisions_indexed,
             decision_bodies_in_memory,
             packets_in_memory,

@@ -424,6 +424,9 @@ async fn metrics_text(
         gw.metrics
             .governance_waiting_packets
             .set(gauge(governance.waiting_packets() as u64));
+        gw.metrics
+            .governance_decisions_reused
+            .set(gauge(governance.decisions_reused()));
     }
     (
         StatusCode::OK,

@@ -18,6 +18,9 @@ use super::term::{quote_atom, render, term_list, term_text};
 use super::GovernanceError;
 
 mod apply;
+mod reuse;
+
+use reuse::{Cacheable, RosterCacheable};
 
 const PRELUDE: &str = include_str!("prelude.pl");
 
@@ -52,38 +55,6 @@ orchestrata_head_info(H, L, clause(N, A, L)) :-
     ).
 "#;
 
-/// The actions the policy declares `cacheable/1`, read once at load.
-enum Cacheable {
-    All,
-    Actions(std::collections::HashSet<String>),
-}
-
-impl Cacheable {
-    fn read(machine: &mut Machine) -> Self {
-        match run_caught(machine, "findall(A, catch(cacheable(A), _, fail), As)") {
-            Ok(Some(b)) => {
-                let items = b
-                    .get("As")
-                    .and_then(term_list)
-                    .map(<[Term]>::to_vec)
-                    .unwrap_or_default();
-                if items.iter().any(|t| matches!(t, Term::Var(_))) {
-                    return Cacheable::All;
-                }
-                Cacheable::Actions(items.iter().filter_map(term_text).collect())
-            }
-            _ => Cacheable::Actions(Default::default()),
-        }
-    }
-
-    fn is_cacheable(&self, action: &str) -> bool {
-        match self {
-            Cacheable::All => true,
-            Cacheable::Actions(set) => set.contains(action),
-        }
-    }
-}
-
 /// A machine with a policy loaded.
 ///
 /// Packet fact changes are compiled when a goal reads packet facts, not when they
@@ -91,6 +62,7 @@ impl Cacheable {
 pub struct Evaluator {
     machine: Machine,
     cacheable: Cacheable,
+    roster_cacheable: RosterCacheable,
     policy: Policy,
     rules: Vec<RuleInfo>,
     pending: PendingPackets,
@@ -205,9 +177,11 @@ impl Evaluator {
         )
         .map_err(GovernanceError::Prolog)?;
         let cacheable = Cacheable::read(&mut machine);
+        let roster_cacheable = RosterCacheable::read(&mut machine, policy);
         Ok(Evaluator {
             machine,
             cacheable,
+            roster_cacheable,
             policy: policy.clone(),
             rules,
             pending: PendingPackets::default(),
@@ -365,11 +339,11 @@ impl Evaluator {
             Answer::Error(e) => return Err(GovernanceError::Prolog(e)),
             Answer::True | Answer::False => None,
         };
-        let (result, trace, articles) = match out {
-            Some(Term::Compound(f, args)) if f == "ok" && args.len() == 3 => {
+        let (result, trace, articles, traffic) = match out {
+            Some(Term::Compound(f, args)) if f == "ok" && args.len() == 4 => {
                 let mut args = args.into_iter();
-                match (args.next(), args.next(), args.next()) {
-                    (Some(r), Some(t), Some(a)) => (r, t, a),
+                match (args.next(), args.next(), args.next(), args.next()) {
+                    (Some(r), Some(t), Some(a), Some(read)) => (r, t, a, read),
                     _ => return Err(GovernanceError::Prolog("decide/5 failed".into())),
                 }
             }
@@ -402,11 +376,19 @@ impl Evaluator {
                 )))
             }
         };
+        // Reusable while the roster holds only if no traffic fact was read (anything
+        // but a plain 0 counts as read).
+        let read_traffic = term_text(&traffic).as_deref() != Some("0");
+        let roster_keys = match read_traffic {
+            true => None,
+            false => self.roster_cacheable.keys(&request.action).cloned(),
+        };
         Ok(Run::Done(Outcome {
             result,
             trace: list(&trace),
             articles: list(&articles),
             cacheable: self.cacheable.is_cacheable(&request.action),
+            roster_keys,
         }))
     }
 

@@ -28,6 +28,7 @@ mod queries;
 mod record;
 mod renewal;
 mod request;
+mod roster_cache;
 mod rules;
 mod service;
 mod step;

@@ -36,6 +36,7 @@
 %% the atom table").
 cxp_packet(id(A, B, C), From, To, Thread, Subject, Ts, Priority, D, W, Version, Payload,
            Session) :-
+    '$traffic_read',
     '$fresh'(A, B, C),
     cxp_packet_base(A, B, C, Seq, From, To, Thread, Subject, Ts, Priority, Version, Payload,
                     Session, D0, DT0, W0, WT0),
@@ -44,12 +45,14 @@ cxp_packet(id(A, B, C), From, To, Thread, Subject, Ts, Priority, D, W, Version, 
     '$packet_status'(A, B, C, w, W0-WT0, W, _).
 
 cxp_delivery_status(id(A, B, C), S, T) :-
+    '$traffic_read',
     '$fresh'(A, B, C),
     cxp_packet_base(A, B, C, Seq, _, _, _, _, _, _, _, _, _, S0, T0, _, _),
     '$in_window'(Seq),
     '$packet_status'(A, B, C, d, S0-T0, S, T).
 
 cxp_work_status(id(A, B, C), S, T) :-
+    '$traffic_read',
     '$fresh'(A, B, C),
     cxp_packet_base(A, B, C, Seq, _, _, _, _, _, _, _, _, _, _, _, S0, T0),
     '$in_window'(Seq),
@@ -72,6 +75,12 @@ cxp_work_status(id(A, B, C), S, T) :-
     throw(orchestrata_stale_facts).
 
 '$set_stale'(S) :- bb_put(orchestrata_stale, S).
+
+%% Every read of traffic facts (the three packet predicates above and cxp_sends/3)
+%% notes itself, kept through backtracking and failure: a decision that read none
+%% depends on no traffic fact, which lets the engine reuse it while the roster holds
+%% (cacheable_with/2, src/governance/roster_cache.rs).
+'$traffic_read' :- '$store_global_var'(orchestrata_traffic_read, 1).
 
 %% '$caught'(Goal, E): runs Goal, binding E to anything it throws (the engine's fact
 %% upkeep, operators' queries and the loader run through it). A catch/3 written in a
@@ -106,6 +115,7 @@ cxp_work_status(id(A, B, C), S, T) :-
 %% enumerate the pairs. The name is built once per pair: building it per update (three
 %% atom_concat/3) was most of an update's ~20 us.
 cxp_sends(V, S, N) :-
+    '$traffic_read',
     cxp_sends_key(V, S, K),
     bb_get(K, N),
     N > 0.
@@ -156,7 +166,8 @@ ctx(Context, Key, Value) :-
     memberchk(Key-Value, Context).
 
 %% The engine's entry point, '$od'(Subject, Action, Resource, Context, Out):
-%%   Out = ok(Result, TraceReversed, ArticlesReversed) or error(E).
+%%   Out = ok(Result, TraceReversed, ArticlesReversed, TrafficRead) or error(E), where
+%%   TrafficRead is 1 if the decision read traffic facts, else 0.
 %% Its goal text is parsed for every uncached decision and scryer's reader costs
 %% about 0.07 us per character, so the name and the single output variable are short,
 %% the inference limit is a fact set at load (orchestrata_inference_limit/1), and
@@ -166,13 +177,17 @@ ctx(Context, Key, Value) :-
 
 '$od'(S, A, R, C, Out) :-
     '$store_global_var'(orchestrata_stale_read, 0),
+    '$store_global_var'(orchestrata_traffic_read, 0),
     catch(orchestrata_decide(S, A, R, C, Out0), E, Out0 = error(E)),
     !,
     %% A read of stale packet facts, even one a policy's own catch/3 swallowed.
     '$fetch_global_var'(orchestrata_stale_read, Read),
-    (   Read == 0
-    ->  Out = Out0
-    ;   Out = error(orchestrata_stale_facts(Read))
+    '$fetch_global_var'(orchestrata_traffic_read, Traffic),
+    (   Read \== 0
+    ->  Out = error(orchestrata_stale_facts(Read))
+    ;   Out0 = ok(Result, Trace, Articles)
+    ->  Out = ok(Result, Trace, Articles, Traffic)
+    ;   Out = Out0
     ).
 
 orchestrata_decide(S, A, R, C, ok(Result, Trace, Articles)) :-

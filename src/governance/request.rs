@@ -225,6 +225,11 @@ pub struct Outcome {
     pub articles: Vec<String>,
     /// Whether the policy declared the action `cacheable/1`.
     pub cacheable: bool,
+    /// The context keys the decision depends on, when the policy declared the action
+    /// `cacheable_with/2` and the decision read no traffic fact: it may then be reused
+    /// for the same subject, resource and values of these keys until a roster fact
+    /// changes (`roster_cache.rs`). `None`: not reusable that way.
+    pub roster_keys: Option<std::sync::Arc<[String]>>,
 }
 
 /// A recorded decision.

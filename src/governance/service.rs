@@ -25,6 +25,7 @@ use super::evaluator::DEFAULT_INFERENCE_LIMIT;
 use super::facts::{FactsView, FACT_STREAMS};
 use super::policy::Policy;
 use super::request::{Decision, Outcome, RecordedQuery, Request};
+use super::roster_cache::{touches_roster, RosterCache};
 use super::rules::{filter_rules, RuleInfo};
 use super::GovernanceError;
 use crate::log::{EventLog, Pager};
@@ -80,6 +81,9 @@ pub(super) struct Inner {
     pub(super) engine: Engine,
     pub(super) config: GovernanceConfig,
     pub(super) cache: Mutex<LruCache<CacheKey, Outcome>>,
+    /// Decisions reused while the roster holds (`roster_cache.rs`); read and
+    /// invalidated under the `facts` lock.
+    pub(super) roster: Mutex<RosterCache>,
     pub(super) policy: RwLock<Option<Policy>>,
     pub(super) rules: RwLock<Vec<RuleInfo>>,
     pub(super) facts: tokio::sync::Mutex<FactsView>,
@@ -164,6 +168,7 @@ impl Governance {
                 engine,
                 config,
                 cache: Mutex::new(LruCache::new(capacity)),
+                roster: Mutex::new(RosterCache::new(capacity.get())),
                 policy: RwLock::new(None),
                 rules: RwLock::new(Vec::new()),
                 facts: tokio::sync::Mutex::new(facts),
@@ -187,13 +192,15 @@ impl Governance {
     /// emptied (REQ-014-104) and a `policy loaded` event records its hash and text. On
     /// failure the current policy stays in force and the error names file and line.
     pub async fn load_policy(&self, policy: Policy) -> Result<String, GovernanceError> {
+        // The facts lock is held until the new policy is the one in force and the
+        // caches are empty: a decision asked under the lock then sees the hash of the
+        // machine that answers it (`roster_cache.rs`).
         let facts = self.inner.facts.lock().await;
         let rules = self
             .inner
             .engine
             .load(policy.clone(), facts.facts())
             .await?;
-        drop(facts);
         let hash = policy.hash().to_owned();
         let event = PolicyLoaded {
             policy_hash: hash.clone(),
@@ -210,6 +217,8 @@ impl Governance {
         if let Ok(mut cache) = self.inner.cache.lock() {
             cache.clear();
         }
+        self.roster_cache(RosterCache::policy_replaced);
+        drop(facts);
         self.append(EventRecord::new(
             "governance",
             hash.clone(),
@@ -306,16 +315,39 @@ impl Governance {
                 };
             }
         }
-        let (facts_at, facts_window, submitted) = {
+        let (policy_hash, facts_at, facts_window, submitted, generation) = {
             let mut facts = self.inner.facts.lock().await;
             if catch_up && self.inner.config.sync_before_decide {
                 if let Err(e) = self.catch_up(&mut facts).await {
                     tracing::warn!(error = %e, "governance facts could not catch up with the log");
                 }
             }
+            // Read again under the lock: the hash of the machine that answers.
+            let policy_hash = self.policy_hash().unwrap_or_else(|| "none".into());
+            let (hit, generation) = match use_cache {
+                true => self.reusable(&policy_hash, request),
+                false => (None, None),
+            };
+            if let Some(outcome) = hit {
+                return Judgment {
+                    outcome: Ok(outcome),
+                    error_kind: None,
+                    cached: true,
+                    policy_hash,
+                    facts_at: facts.positions.clone(),
+                    facts_window: facts.window(),
+                    latency: started.elapsed(),
+                };
+            }
             let submitted = self.inner.engine.submit(request.clone());
             self.renew_if_due(&facts);
-            (facts.positions.clone(), facts.window(), submitted)
+            (
+                policy_hash,
+                facts.positions.clone(),
+                facts.window(),
+                submitted,
+                generation,
+            )
         };
         let dropped =
             || GovernanceError::EngineUnavailable("the engine dropped the request".into());
@@ -352,6 +384,9 @@ impl Governance {
                     if let Ok(mut cache) = self.inner.cache.lock() {
                         cache.put(key, outcome.clone());
                     }
+                }
+                if let Some(generation) = generation {
+                    self.roster_cache(|c| c.put(&policy_hash, request, generation, &outcome));
                 }
                 Judgment {
                     outcome: Ok(outcome),
@@ -410,6 +445,9 @@ impl Governance {
                         .insert(stream.as_str().to_owned(), envelope.epoch.clone());
                 }
                 if to_engine && !changes.is_empty() {
+                    if touches_roster(&changes) {
+                        self.roster_cache(RosterCache::invalidate);
+                    }
                     // Queued ahead of any later decision on the same channel.
                     if let Err(e) = self.inner.engine.apply_nowait(changes) {
                         tracing::warn!(error = %e, "facts not applied: engine unavailable");
@@ -477,6 +515,9 @@ impl Governance {
             return;
         }
         self.inner.restarted_for.store(failures, Ordering::Release);
+        // The machine is rebuilt from the facts view: what it held before may have
+        // differed, so nothing it answered is reused.
+        self.roster_cache(RosterCache::invalidate);
         let policy = self.inner.policy.read().ok().and_then(|p| p.clone());
         let Some(policy) = policy else {
             return;

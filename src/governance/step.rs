@@ -124,6 +124,9 @@ impl Governance {
         // Queued under the facts lock, so a renewal's snapshot (taken under it) and
         // the changes queued before it never overlap (see `renewal.rs`).
         if !changes.is_empty() {
+            if super::roster_cache::touches_roster(&changes) {
+                self.roster_cache(super::roster_cache::RosterCache::invalidate);
+            }
             if let Err(e) = self.inner.engine.apply_nowait(changes) {
                 tracing::warn!(error = %e, "facts not applied: engine unavailable");
             }
@@ -162,6 +165,9 @@ impl Governance {
         let mut facts = self.inner.facts.lock().await;
         let mut fresh = FactsView::with_window(self.inner.config.fact_window);
         self.fold_log(&mut fresh, false).await?;
+        // Whatever the reset does, the reusable answers were taken on facts that may
+        // not have landed.
+        self.roster_cache(super::roster_cache::RosterCache::invalidate);
         self.inner.engine.reset(fresh.facts()).await?;
         *facts = fresh;
         Ok(())
