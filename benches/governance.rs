@@ -28,9 +28,16 @@ use orchestrata_schemas::events::volk_lifecycle::VolkRegistered;
 use orchestrata_schemas::events::{Envelope, EventRecord, Stream};
 
 fn uncached() -> Request {
-    // cxp.send is not cacheable (it reads traffic facts): every call runs the policy,
-    // down the whole allow path (identity, budget count, hierarchy, ownership).
+    // A send in a session reads its send count (a traffic fact), so it is never
+    // reused: every call runs the policy, down the whole allow path (identity, budget
+    // count, hierarchy, ownership).
     Request::volk("U:Ox", "cxp.send", "U:Ar").with("session", "s1")
+}
+
+/// A send outside a session: reads roster facts only, so after the first call it is
+/// answered from the roster cache (`cacheable_with/2`).
+fn reused() -> Request {
+    Request::volk("U:Ox", "cxp.send", "U:Ar").with("subject", "task")
 }
 
 /// The default policy, or the one in `ORCHESTRATA_BENCH_POLICY_DIR`.
@@ -113,8 +120,10 @@ fn latency(c: &mut Criterion) {
         .and_then(|s| s.parse().ok())
         .unwrap_or(5_000);
     let (mut machine, mut engine, mut hit) = (Vec::new(), Vec::new(), Vec::new());
+    let mut roster_hit = Vec::new();
     rt.block_on(async {
         g.judge(&cached()).await;
+        g.judge(&reused()).await;
         for _ in 0..samples {
             let t = Instant::now();
             let _ = ev.decide(&uncached());
@@ -124,12 +133,16 @@ fn latency(c: &mut Criterion) {
             let j = g.judge(&cached()).await;
             assert!(j.cached);
             hit.push(j.latency);
+            let j = g.judge(&reused()).await;
+            assert!(j.cached);
+            roster_hit.push(j.latency);
         }
     });
     for (name, samples) in [
         ("machine uncached", machine),
         ("engine uncached", engine),
         ("cached", hit),
+        ("reused while the roster holds", roster_hit),
     ] {
         let (p50, p99) = percentiles(samples);
         eprintln!("governance {name}: p50 {p50:?} p99 {p99:?}");
@@ -144,6 +157,9 @@ fn latency(c: &mut Criterion) {
     });
     group.bench_function("judge_cached", |b| {
         b.iter(|| rt.block_on(g.judge(&cached())))
+    });
+    group.bench_function("judge_reused_roster", |b| {
+        b.iter(|| rt.block_on(g.judge(&reused())))
     });
     group.throughput(Throughput::Elements(1));
     group.bench_function("decide_recorded_sled", |b| {

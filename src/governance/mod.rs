@@ -11,7 +11,7 @@
 //! - [`term`]: escaping outside input into inert Prolog atoms.
 //!
 //! `docs/governance.md` describes the policy conventions (`decide/5`, `rule/1`,
-//! `article/1`, `cacheable/1`, `rule_category/2`).
+//! `article/1`, `cacheable/1`, `cacheable_with/2`, `rule_category/2`).
 
 pub mod audit;
 mod engine;
