@@ -32,6 +32,11 @@ use lru::LruCache;
 use super::facts::{Fact, FactChange};
 use super::request::{Outcome, Request};
 
+/// Longest key an answer is kept under. Aliases, session ids and route subjects are
+/// short; a request carrying kilobytes in them is decided by the engine every time,
+/// so the cache stays within about `capacity` KiB whatever clients send.
+const MAX_KEY_BYTES: usize = 1024;
+
 /// The reusable decisions of the current roster generation.
 pub(super) struct RosterCache {
     generation: u64,
@@ -110,6 +115,9 @@ impl RosterCache {
         let Some(key) = entry_key(policy_hash, request, keys) else {
             return;
         };
+        if key.len() > MAX_KEY_BYTES {
+            return;
+        }
         self.keys.insert(
             request.action.clone(),
             (policy_hash.to_owned(), keys.clone()),
@@ -183,5 +191,84 @@ impl super::Governance {
             Some(outcome) => (Some(outcome), None),
             None => (None, Some(c.generation())),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use orchestrata_schemas::events::types::DecisionResult;
+
+    use super::*;
+
+    fn reusable(keys: &[&str]) -> Outcome {
+        Outcome {
+            result: DecisionResult::Allow,
+            trace: vec!["send_allowed".into()],
+            articles: Vec::new(),
+            cacheable: false,
+            roster_keys: Some(keys.iter().map(|k| (*k).to_owned()).collect()),
+        }
+    }
+
+    fn send() -> Request {
+        Request::volk("U:Ox", "cxp.send", "U:Vz").with("thread", "t1")
+    }
+
+    // ISSUE-15
+    #[test]
+    fn an_answer_asked_before_the_roster_moved_is_not_kept() {
+        let mut cache = RosterCache::new(8);
+        let asked = cache.generation();
+        cache.invalidate();
+        cache.put("h", &send(), asked, &reusable(&["session"]));
+        assert_eq!(cache.get("h", &send()), None);
+        cache.put("h", &send(), cache.generation(), &reusable(&["session"]));
+        assert!(cache.get("h", &send()).is_some());
+        assert_eq!(cache.get("other policy", &send()), None);
+        assert_eq!(cache.hits(), 1);
+    }
+
+    // ISSUE-15
+    #[test]
+    fn declared_keys_tell_requests_apart_and_others_do_not() {
+        let mut cache = RosterCache::new(8);
+        let at = cache.generation();
+        cache.put("h", &send(), at, &reusable(&["session"]));
+        // An undeclared key (the thread) does not matter.
+        assert!(cache.get("h", &send().with("thread", "t2")).is_some());
+        // A declared key absent differs from one present, even as null.
+        assert_eq!(cache.get("h", &send().with("session", "s1")), None);
+        assert_eq!(
+            cache.get("h", &send().with("session", serde_json::Value::Null)),
+            None
+        );
+        // Not reusable, not kept; an oversized key, not kept.
+        let mut plain = reusable(&[]);
+        plain.roster_keys = None;
+        let other = Request::volk("U:Ox", "cxp.send", "U:Qa");
+        cache.put("h", &other, at, &plain);
+        assert_eq!(cache.get("h", &other), None);
+        let huge = Request::volk("U:Ox", "cxp.send", &"x".repeat(MAX_KEY_BYTES));
+        cache.put("h", &huge, at, &reusable(&["session"]));
+        assert_eq!(cache.get("h", &huge), None);
+    }
+
+    // ISSUE-15
+    #[test]
+    fn only_roster_facts_touch_the_roster() {
+        let volk = |s: &str| Fact::VolkStatus("U:Vz".into(), s.into());
+        assert!(touches_roster(&[FactChange::Retract(volk("active"))]));
+        assert!(touches_roster(&[FactChange::Assert(Fact::Session(
+            "s1".into(),
+            "p".into(),
+            "closed".into(),
+            "U:Ox".into()
+        ))]));
+        let traffic = [
+            FactChange::Assert(Fact::Sends("U:Ox".into(), "s1".into(), 3)),
+            FactChange::Assert(Fact::Floor(7)),
+            FactChange::Retract(Fact::DeliveryStatus("m".into(), "queued".into(), 1)),
+        ];
+        assert!(!touches_roster(&traffic));
     }
 }
