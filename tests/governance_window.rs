@@ -174,11 +174,13 @@ async fn a_renewal_compiles_packet_facts_only_where_a_goal_has_read_them() {
     // Decisions that read no packet facts (the default policy's cxp.send) until the
     // engine takes a renewal (its budget falls back to 0), then none until the fresh
     // machine serves (so no second renewal is asked for meanwhile), then one, so the
-    // serving machine has published what waits in it.
+    // serving machine has published what waits in it. In a session of its own: the
+    // send count it reads (not a packet fact) keeps it from being reused, so each one
+    // runs on the machine.
     let renew = |times: u64| {
         let g = &g;
         async move {
-            let ask = Request::volk("U:Ox", "cxp.send", "U:Vz");
+            let ask = Request::volk("U:Ox", "cxp.send", "U:Vz").with("session", "s9");
             let mut spent = g.engine_spent();
             for _ in 0..100_000 {
                 let j = g.judge(&ask).await;
