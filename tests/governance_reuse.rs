@@ -54,9 +54,7 @@ fn outcome(
 // ISSUE-15
 #[tokio::test]
 async fn a_send_outside_a_session_is_reused_only_until_the_roster_changes() {
-    let env = sled_env().await;
-    register(&env.log, "U:Ox", None).await;
-    register(&env.log, "U:Vz", None).await;
+    let env = ox_and_vz_with_sends(0).await;
     let g = governance(&env).await;
 
     let first = g.decide(send_to("U:Vz", "task", "t1")).await.unwrap();
@@ -133,9 +131,7 @@ async fn a_send_in_a_session_reads_its_count_and_is_never_reused() {
 // ISSUE-15
 #[tokio::test]
 async fn a_policy_load_ends_reuse_and_a_policy_naming_internal_facts_gets_none() {
-    let env = sled_env().await;
-    register(&env.log, "U:Ox", None).await;
-    register(&env.log, "U:Vz", None).await;
+    let env = ox_and_vz_with_sends(0).await;
     let g = governance(&env).await;
     for cached in [false, true] {
         let d = g.decide(send_to("U:Vz", "task", "t1")).await.unwrap();
@@ -175,9 +171,7 @@ async fn a_policy_load_ends_reuse_and_a_policy_naming_internal_facts_gets_none()
 // ISSUE-15
 #[tokio::test]
 async fn a_reused_decision_is_recorded_with_its_facts_positions_and_audit_verifies_it() {
-    let env = sled_env().await;
-    register(&env.log, "U:Ox", None).await;
-    register(&env.log, "U:Vz", None).await;
+    let env = ox_and_vz_with_sends(0).await;
     let g = governance(&env).await;
     let mut reused = Vec::new();
     for round in 0..3u64 {

@@ -30,7 +30,7 @@ impl Governance {
     /// Writes the facts view and its positions to the configured checkpoint file:
     /// a temporary file, synced, renamed over the checkpoint, and the directory synced,
     /// so a crash leaves the old checkpoint or the new one (and a damaged one is folded
-    /// from the log instead, see [`load_checkpoint`]).
+    /// from the log instead, see `load_checkpoint`).
     pub async fn checkpoint(&self) -> Result<(), GovernanceError> {
         let Some(path) = &self.inner.config.checkpoint else {
             return Ok(());

@@ -120,6 +120,27 @@ pub struct Judgment {
 }
 
 impl Judgment {
+    /// An answer served from a cache, asked at `started`: by the policy-only cache with
+    /// no positions (it depends on no fact), by the roster cache with the positions of
+    /// the moment it was served.
+    fn cached(
+        outcome: Outcome,
+        policy_hash: String,
+        facts_at: BTreeMap<String, u64>,
+        facts_window: Option<u64>,
+        started: Instant,
+    ) -> Self {
+        Judgment {
+            outcome: Ok(outcome),
+            error_kind: None,
+            cached: true,
+            policy_hash,
+            facts_at,
+            facts_window,
+            latency: started.elapsed(),
+        }
+    }
+
     /// What `request` asked and what this judgment saw — goal, context, fact positions
     /// and window, error kind: the record that lets `audit verify` ask again.
     pub fn recorded_query(&self, request: &Request) -> RecordedQuery {
@@ -304,15 +325,7 @@ impl Governance {
                 .ok()
                 .and_then(|mut c| c.get(&key).cloned());
             if let Some(outcome) = hit {
-                return Judgment {
-                    outcome: Ok(outcome),
-                    error_kind: None,
-                    cached: true,
-                    policy_hash,
-                    facts_at: BTreeMap::new(),
-                    facts_window: None,
-                    latency: started.elapsed(),
-                };
+                return Judgment::cached(outcome, policy_hash, BTreeMap::new(), None, started);
             }
         }
         let (policy_hash, facts_at, facts_window, submitted, generation) = {
@@ -329,15 +342,8 @@ impl Governance {
                 false => (None, None),
             };
             if let Some(outcome) = hit {
-                return Judgment {
-                    outcome: Ok(outcome),
-                    error_kind: None,
-                    cached: true,
-                    policy_hash,
-                    facts_at: facts.positions.clone(),
-                    facts_window: facts.window(),
-                    latency: started.elapsed(),
-                };
+                let (at, window) = (facts.positions.clone(), facts.window());
+                return Judgment::cached(outcome, policy_hash, at, window, started);
             }
             let submitted = self.inner.engine.submit(request.clone());
             self.renew_if_due(&facts);
