@@ -14,6 +14,7 @@
 //! `article/1`, `cacheable/1`, `cacheable_with/2`, `rule_category/2`).
 
 pub mod audit;
+mod config;
 mod engine;
 mod error;
 mod evaluator;
@@ -21,6 +22,7 @@ mod fact_goals;
 mod fact_terms;
 mod fact_window;
 mod facts;
+mod judgment;
 pub mod kernel;
 mod pending;
 mod policy;
@@ -35,13 +37,15 @@ mod step;
 pub mod term;
 mod worker;
 
+pub use config::GovernanceConfig;
 pub use engine::Engine;
 pub use error::GovernanceError;
 pub use evaluator::{Evaluator, DEFAULT_INFERENCE_LIMIT};
 pub use fact_window::DEFAULT_FACT_WINDOW;
 pub use facts::{Fact, FactChange, FactsView, PacketFact, FACT_STREAMS};
+pub use judgment::Judgment;
 pub use policy::{hash_text, Policy, PolicyFile};
 pub use queries::PacketField;
 pub use request::{Decision, Outcome, RecordedQuery, Request};
 pub use rules::{filter_rules, RuleInfo};
-pub use service::{Governance, GovernanceConfig, Judgment};
+pub use service::Governance;

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
@@ -20,59 +20,16 @@ use lru::LruCache;
 use orchestrata_schemas::events::governance::PolicyLoaded;
 use orchestrata_schemas::events::EventRecord;
 
+use super::config::GovernanceConfig;
 use super::engine::{poll_reply, Engine, Polled, REPLY_SPIN};
-use super::evaluator::DEFAULT_INFERENCE_LIMIT;
 use super::facts::{FactsView, FACT_STREAMS};
+use super::judgment::Judgment;
 use super::policy::Policy;
-use super::request::{Decision, Outcome, RecordedQuery, Request};
+use super::request::{Decision, Outcome, Request};
 use super::roster_cache::{touches_roster, RosterCache};
 use super::rules::{filter_rules, RuleInfo};
 use super::GovernanceError;
 use crate::log::{EventLog, Pager};
-
-/// Default of [`GovernanceConfig::engine_renew_mb`].
-pub const DEFAULT_ENGINE_RENEW_MB: u64 = 128;
-
-/// How governance runs.
-#[derive(Debug, Clone)]
-pub struct GovernanceConfig {
-    /// Directory of `.pl` files; `None` uses the default policy built into the binary.
-    pub policy_dir: Option<PathBuf>,
-    /// File keeping the facts view and its positions between runs (`None`: rebuild
-    /// from the log on start).
-    pub checkpoint: Option<PathBuf>,
-    /// Decision cache capacity (entries).
-    pub cache_capacity: usize,
-    /// How long a decision may take before it fails closed.
-    pub timeout: Duration,
-    /// Prolog inferences a decision may spend.
-    pub inference_limit: u64,
-    /// Fold new fact events from the log before every uncached decision, so a
-    /// decision sees every event appended before it was asked.
-    pub sync_before_decide: bool,
-    /// How many of the most recent packets policies see (`None`: every packet; see
-    /// `fact_window.rs`).
-    pub fact_window: Option<u64>,
-    /// Estimated memory (MiB) the engine's machine may take on from asserts and
-    /// queries before it is replaced by a fresh one holding only the current facts
-    /// (0: never; see `renewal.rs`).
-    pub engine_renew_mb: u64,
-}
-
-impl Default for GovernanceConfig {
-    fn default() -> Self {
-        GovernanceConfig {
-            policy_dir: None,
-            checkpoint: None,
-            cache_capacity: 10_000,
-            timeout: Duration::from_secs(2),
-            inference_limit: DEFAULT_INFERENCE_LIMIT,
-            sync_before_decide: true,
-            fact_window: Some(super::DEFAULT_FACT_WINDOW),
-            engine_renew_mb: DEFAULT_ENGINE_RENEW_MB,
-        }
-    }
-}
 
 type CacheKey = (String, String);
 
@@ -98,63 +55,6 @@ pub(super) struct Inner {
 #[derive(Clone)]
 pub struct Governance {
     pub(super) inner: Arc<Inner>,
-}
-
-/// An evaluation before it is recorded (see [`Governance::judge`]).
-#[derive(Debug, Clone)]
-pub struct Judgment {
-    /// The policy's answer, or why there is none.
-    pub outcome: Result<Outcome, String>,
-    /// `prolog` or `engine` when `outcome` is an error.
-    pub error_kind: Option<String>,
-    /// Served from the cache.
-    pub cached: bool,
-    /// Hash of the policy consulted (`none` if no policy is loaded).
-    pub policy_hash: String,
-    /// Fact positions the evaluation saw.
-    pub facts_at: BTreeMap<String, u64>,
-    /// The packet window of the facts it saw (`None`: every packet).
-    pub facts_window: Option<u64>,
-    /// Evaluation time.
-    pub latency: Duration,
-}
-
-impl Judgment {
-    /// An answer served from a cache, asked at `started`: by the policy-only cache with
-    /// no positions (it depends on no fact), by the roster cache with the positions of
-    /// the moment it was served.
-    fn cached(
-        outcome: Outcome,
-        policy_hash: String,
-        facts_at: BTreeMap<String, u64>,
-        facts_window: Option<u64>,
-        started: Instant,
-    ) -> Self {
-        Judgment {
-            outcome: Ok(outcome),
-            error_kind: None,
-            cached: true,
-            policy_hash,
-            facts_at,
-            facts_window,
-            latency: started.elapsed(),
-        }
-    }
-
-    /// What `request` asked and what this judgment saw — goal, context, fact positions
-    /// and window, error kind: the record that lets `audit verify` ask again.
-    pub fn recorded_query(&self, request: &Request) -> RecordedQuery {
-        RecordedQuery {
-            goal: request.goal_text(),
-            subject_kind: request.subject_kind,
-            context: request.context.clone(),
-            facts_at: self.facts_at.clone(),
-            fact_window: self.facts_window,
-            error_kind: self.error_kind.clone(),
-            asked_action: None,
-            asked_resource: None,
-        }
-    }
 }
 
 impl Governance {

@@ -25,8 +25,9 @@ use orchestrata_schemas::events::{EventRecord, Stream};
 use uuid::Uuid;
 
 use super::facts::{FactsView, FACT_STREAMS};
+use super::judgment::Judgment;
 use super::request::{Decision, Request};
-use super::service::{Governance, Judgment};
+use super::service::Governance;
 use super::GovernanceError;
 
 /// A decision taken inside the writer's batch, with the event that records it.
