@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::request::{Outcome, RecordedQuery, Request};
 
-/// An evaluation before it is recorded (see [`Governance::judge`]).
+/// An evaluation before it is recorded (see [`Governance::judge`](super::Governance::judge)).
 #[derive(Debug, Clone)]
 pub struct Judgment {
     /// The policy's answer, or why there is none.
