@@ -379,9 +379,10 @@ impl Evaluator {
         // Reusable while the roster holds only if no traffic fact was read (anything
         // but a plain 0 counts as read).
         let read_traffic = term_text(&traffic).as_deref() != Some("0");
-        let roster_keys = match read_traffic {
-            true => None,
-            false => self.roster_cacheable.keys(&request.action).cloned(),
+        let roster_keys = if read_traffic {
+            None
+        } else {
+            self.roster_cacheable.keys(&request.action).cloned()
         };
         Ok(Run::Done(Outcome {
             result,

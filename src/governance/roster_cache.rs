@@ -127,7 +127,7 @@ impl RosterCache {
 }
 
 /// Whether any of `changes` is a roster fact's.
-pub(super) fn touches_roster(changes: &[FactChange]) -> bool {
+fn touches_roster(changes: &[FactChange]) -> bool {
     changes.iter().any(|c| {
         let (FactChange::Assert(f) | FactChange::Retract(f)) = c;
         matches!(
@@ -171,6 +171,14 @@ impl super::Governance {
             }
         };
         f(&mut cache)
+    }
+
+    /// Called under the facts lock with fact changes about to be queued for the
+    /// engine: any roster fact among them ends every reuse so far.
+    pub(super) fn note_fact_changes(&self, changes: &[FactChange]) {
+        if touches_roster(changes) {
+            self.roster_cache(RosterCache::invalidate);
+        }
     }
 
     /// Decisions answered from the roster cache since start, without the engine

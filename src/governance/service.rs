@@ -26,7 +26,7 @@ use super::facts::{FactsView, FACT_STREAMS};
 use super::judgment::Judgment;
 use super::policy::Policy;
 use super::request::{Decision, Outcome, Request};
-use super::roster_cache::{touches_roster, RosterCache};
+use super::roster_cache::RosterCache;
 use super::rules::{filter_rules, RuleInfo};
 use super::GovernanceError;
 use crate::log::{EventLog, Pager};
@@ -351,9 +351,7 @@ impl Governance {
                         .insert(stream.as_str().to_owned(), envelope.epoch.clone());
                 }
                 if to_engine && !changes.is_empty() {
-                    if touches_roster(&changes) {
-                        self.roster_cache(RosterCache::invalidate);
-                    }
+                    self.note_fact_changes(&changes);
                     // Queued ahead of any later decision on the same channel.
                     if let Err(e) = self.inner.engine.apply_nowait(changes) {
                         tracing::warn!(error = %e, "facts not applied: engine unavailable");

@@ -125,9 +125,7 @@ impl Governance {
         // Queued under the facts lock, so a renewal's snapshot (taken under it) and
         // the changes queued before it never overlap (see `renewal.rs`).
         if !changes.is_empty() {
-            if super::roster_cache::touches_roster(&changes) {
-                self.roster_cache(super::roster_cache::RosterCache::invalidate);
-            }
+            self.note_fact_changes(&changes);
             if let Err(e) = self.inner.engine.apply_nowait(changes) {
                 tracing::warn!(error = %e, "facts not applied: engine unavailable");
             }

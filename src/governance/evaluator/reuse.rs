@@ -51,20 +51,11 @@ pub(super) enum Cacheable {
 
 impl Cacheable {
     pub(super) fn read(machine: &mut Machine) -> Self {
-        match run_caught(machine, "findall(A, catch(cacheable(A), _, fail), As)") {
-            Ok(Some(b)) => {
-                let items = b
-                    .get("As")
-                    .and_then(term_list)
-                    .map(<[Term]>::to_vec)
-                    .unwrap_or_default();
-                if items.iter().any(|t| matches!(t, Term::Var(_))) {
-                    return Cacheable::All;
-                }
-                Cacheable::Actions(items.iter().filter_map(term_text).collect())
-            }
-            _ => Cacheable::Actions(Default::default()),
+        let items = declared(machine, "findall(A, catch(cacheable(A), _, fail), As)");
+        if items.iter().any(|t| matches!(t, Term::Var(_))) {
+            return Cacheable::All;
         }
+        Cacheable::Actions(items.iter().filter_map(term_text).collect())
     }
 
     pub(super) fn is_cacheable(&self, action: &str) -> bool {
@@ -84,17 +75,10 @@ pub(super) struct RosterCacheable {
 
 impl RosterCacheable {
     pub(super) fn read(machine: &mut Machine, policy: &Policy) -> Self {
-        let declared = match run_caught(
+        let declared = declared(
             machine,
             "findall(A-K, catch(cacheable_with(A, K), _, fail), As)",
-        ) {
-            Ok(Some(b)) => b
-                .get("As")
-                .and_then(term_list)
-                .map(<[Term]>::to_vec)
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        };
+        );
         if declared.is_empty() {
             return RosterCacheable::default();
         }
@@ -129,6 +113,18 @@ impl RosterCacheable {
     }
 }
 
+/// The list `findall` binds to `As` in `goal` (empty if the goal failed or threw).
+fn declared(machine: &mut Machine, goal: &str) -> Vec<Term> {
+    match run_caught(machine, goal) {
+        Ok(Some(b)) => b
+            .get("As")
+            .and_then(term_list)
+            .map(<[Term]>::to_vec)
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
 /// `Action-Keys` as the action's text and its sorted keys; `None` if either is not
 /// what the declaration needs (an unbound action or key, a key that is not an atom).
 fn declaration(item: &Term) -> Option<(String, Arc<[String]>)> {
@@ -138,9 +134,10 @@ fn declaration(item: &Term) -> Option<(String, Arc<[String]>)> {
     let [action, keys] = args.as_slice() else {
         return None;
     };
-    if f != "-" || matches!(action, Term::Var(_)) {
+    if f != "-" {
         return None;
     }
+    // An unbound action or key has no text.
     let action = term_text(action)?;
     let mut names = Vec::new();
     for key in term_list(keys)? {
