@@ -18,8 +18,10 @@ use super::term::{quote_atom, render, term_list, term_text};
 use super::GovernanceError;
 
 mod apply;
+mod deferred;
 mod reuse;
 
+use deferred::Deferred;
 use reuse::{Cacheable, RosterCacheable};
 
 const PRELUDE: &str = include_str!("prelude.pl");
@@ -66,6 +68,8 @@ pub struct Evaluator {
     policy: Policy,
     rules: Vec<RuleInfo>,
     pending: PendingPackets,
+    /// Counts and the floor not yet set in the machine (`evaluator/deferred.rs`).
+    deferred: Deferred,
     /// Whether the machine's `orchestrata_stale` flag is set (changes wait).
     stale: bool,
     /// Estimated bytes left in the machine by changes applied inside `decide` and
@@ -185,6 +189,7 @@ impl Evaluator {
             policy: policy.clone(),
             rules,
             pending: PendingPackets::default(),
+            deferred: Deferred::default(),
             stale: false,
             flushed_cost: 0,
             fresh: HashSet::new(),
@@ -306,6 +311,7 @@ impl Evaluator {
     /// A decision that read packet facts while changes waited is run again once what
     /// it read is compiled (`pending.rs`): the packet it named, or everything.
     pub fn decide(&mut self, request: &Request) -> Result<Outcome, GovernanceError> {
+        self.settle()?;
         for _ in 0..BY_ID_RERUNS {
             match self.decide_now(request)? {
                 Run::Done(outcome) => return Ok(outcome),
@@ -408,6 +414,7 @@ impl Evaluator {
         goal: &str,
     ) -> Result<Option<BTreeMap<String, String>>, GovernanceError> {
         // Any goal may read packet facts: apply what waits first.
+        self.settle()?;
         self.packets_read = true;
         if !self.pending.is_empty() {
             self.flush_counted()?;

@@ -22,22 +22,27 @@ impl Evaluator {
     /// [`Evaluator::apply`], returning what the goals are estimated to have left in
     /// the machine (bytes; see `renewal.rs`).
     ///
-    /// Packet changes wait (`pending.rs`) unless too many do; the rest run now.
+    /// Packet changes wait (`pending.rs`) unless too many do, counts and the floor
+    /// wait for the next goal (`deferred.rs`); the rest run now.
     pub(in crate::governance) fn apply_measured(
         &mut self,
         changes: Vec<FactChange>,
     ) -> Result<u64, GovernanceError> {
-        let (pending, fresh) = (&mut self.pending, &self.fresh);
+        let (pending, fresh, deferred) = (&mut self.pending, &self.fresh, &mut self.deferred);
         let mut now = Vec::new();
         for change in changes {
             // A packet compiled alone for a read keeps being applied at once.
             if packet_of(&change).is_some_and(|id| fresh.contains(id)) {
                 now.push(change);
-            } else if let Some(change) = pending.offer(change) {
+            } else if let Some(change) = pending.offer(change).and_then(|c| deferred.offer(c)) {
                 now.push(change);
             }
         }
         let mut cost = self.run_changes(&now)?;
+        if self.deferred.full() {
+            let counts = self.deferred.take();
+            cost += self.run_changes(&counts)?;
+        }
         if self.pending.must_apply() {
             cost += self.flush()?;
         } else if !self.pending.is_empty() && !self.stale {
@@ -71,8 +76,19 @@ impl Evaluator {
     /// Compiles every waiting packet change now (a renewal's successor does, before it
     /// serves).
     pub(in crate::governance) fn compile_waiting(&mut self) -> Result<(), GovernanceError> {
+        self.settle()?;
         if !self.pending.is_empty() {
             self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Sets the counts and the floor that wait (`deferred.rs`), before a goal that may
+    /// read them runs.
+    pub(super) fn settle(&mut self) -> Result<(), GovernanceError> {
+        if !self.deferred.is_empty() {
+            let changes = self.deferred.take();
+            self.flushed_cost += self.run_changes(&changes)?;
         }
         Ok(())
     }
@@ -149,6 +165,7 @@ impl Evaluator {
     /// Removes every fact.
     pub fn clear_facts(&mut self) -> Result<(), GovernanceError> {
         self.pending.clear();
+        self.deferred.clear();
         self.stale = false;
         self.fresh.clear();
         let goal = "'$clear_blackboard', retractall(cxp_sends_key(_,_,_)), retractall(cxp_fresh(_,_,_)), \
