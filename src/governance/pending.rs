@@ -7,9 +7,9 @@
 //! decisions never read packet facts: under the default policy a `cxp.send` reads the
 //! Volks, the sessions and the send count (`cxp_sends/3`, a blackboard value, cheap).
 //!
-//! So the engine applies Volk, session, count and floor changes at once and keeps the
-//! packet changes here, folded per packet into their net effect, until something reads
-//! packet facts:
+//! So the engine applies Volk and session changes at once, counts and the floor before
+//! the next goal (`evaluator/deferred.rs`), and keeps the packet changes here, folded
+//! per packet into their net effect, until something reads packet facts:
 //!
 //! - while changes wait, the engine sets the blackboard flag `orchestrata_stale`; the
 //!   prelude's `cxp_packet/12`, `cxp_delivery_status/3` and `cxp_work_status/3` check
