@@ -81,6 +81,7 @@ mod tests {
         Fact::Sends(v.into(), s.into(), n)
     }
 
+    // ISSUE-15
     #[test]
     fn keeps_only_the_latest_value_of_each_count_and_the_floor() {
         let mut d = Deferred::default();
@@ -110,6 +111,23 @@ mod tests {
         assert!(d.is_empty());
     }
 
+    // ISSUE-15
+    #[test]
+    fn is_full_at_the_limit_of_distinct_counts_however_often_one_changes() {
+        let mut d = Deferred::default();
+        for n in 1..=10_000 {
+            d.offer(FactChange::Assert(sends("U:Ox", "none", n)));
+        }
+        assert!(!d.full(), "one count changed 10,000 times is one entry");
+        for i in 1..LIMIT {
+            d.offer(FactChange::Assert(sends(&format!("U:V{i}"), "none", 1)));
+        }
+        assert!(d.full());
+        assert_eq!(d.take().len(), LIMIT);
+        assert!(!d.full());
+    }
+
+    // ISSUE-15
     #[test]
     fn hands_back_every_other_change() {
         let mut d = Deferred::default();
