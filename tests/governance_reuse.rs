@@ -257,3 +257,40 @@ async fn through_the_kernel_a_deregistration_in_the_same_writer_ends_reuse() {
     };
     assert_eq!(trace.last().map(String::as_str), Some("unknown_recipient"));
 }
+
+// An action the policy in force does not declare `cacheable/1` is decided every time;
+// a policy that declares it cacheable caches it at once, whatever the previous policy
+// answered.
+// REQ-014-104
+#[tokio::test]
+async fn the_policy_in_force_decides_what_its_cache_keeps() {
+    let env = sled_env().await;
+    let dir = default_policy_dir_with(&[]);
+    let decide = dir.path().join("decide.pl");
+    let with_cacheable = std::fs::read_to_string(&decide).expect("decide.pl");
+    assert!(with_cacheable.contains("cacheable('gateway.access')."));
+    std::fs::write(
+        &decide,
+        with_cacheable.replace("cacheable('gateway.access').", ""),
+    )
+    .expect("write decide.pl");
+    let g = governance_with(
+        &env,
+        GovernanceConfig {
+            policy_dir: Some(dir.path().into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let ask = || Request::client("ops-admin", "gateway.access", "admin");
+    for _ in 0..3 {
+        let d = g.decide(ask()).await.expect("decide");
+        assert_eq!((d.result, d.cached), (Allow, false));
+    }
+    std::fs::write(&decide, &with_cacheable).expect("write decide.pl");
+    g.load_policy_dir(dir.path()).await.expect("reload");
+    let first = g.decide(ask()).await.expect("decide");
+    assert_eq!((first.result, first.cached), (Allow, false));
+    let second = g.decide(ask()).await.expect("decide");
+    assert_eq!((second.result, second.cached), (Allow, true));
+}

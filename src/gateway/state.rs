@@ -240,13 +240,14 @@ impl Call {
 
     /// Deserializes the params into `T` (-32602 naming serde's complaint).
     pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, RpcError> {
-        let value = if self.params.is_null() {
-            Value::Object(Default::default())
+        // Read through a reference: the params tree is not copied first (it was, for
+        // every call).
+        let parsed = if self.params.is_null() {
+            <T as serde::Deserialize>::deserialize(&Value::Object(serde_json::Map::new()))
         } else {
-            self.params.clone()
+            <T as serde::Deserialize>::deserialize(&self.params)
         };
-        serde_json::from_value(value)
-            .map_err(|e| RpcError::invalid_params("invalid_params", format!("params: {e}")))
+        parsed.map_err(|e| RpcError::invalid_params("invalid_params", format!("params: {e}")))
     }
 
     /// The caller's id.
