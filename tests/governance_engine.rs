@@ -18,14 +18,7 @@ async fn a_prolog_error_fails_closed_uncached_and_recorded() {
         .find(|f| f.name == "decide.pl").unwrap().text
         .replace("%% --- Gateway (spec 014)", "decide(_, 'gateway.execute', boom, _, _) :- !, throw(kaboom).\n%% --- Gateway (spec 014)");
     std::fs::write(dir.path().join("decide.pl"), decide).unwrap();
-    let g = governance_with(
-        &env,
-        GovernanceConfig {
-            policy_dir: Some(dir.path().into()),
-            ..Default::default()
-        },
-    )
-    .await;
+    let g = governance_in(&env, dir.path()).await;
     let boom = || Request::client("ops-admin", "gateway.execute", "boom");
     let d = g.decide(boom()).await.unwrap();
     assert_eq!(d.result, Deny);
@@ -120,14 +113,7 @@ async fn a_decision_slower_than_the_callers_polling_window_is_awaited_and_record
         )
         + "\ncount_down(0) :- !.\ncount_down(N) :- N1 is N - 1, count_down(N1).\n";
     std::fs::write(dir.path().join("decide.pl"), slow).unwrap();
-    let g = governance_with(
-        &env,
-        GovernanceConfig {
-            policy_dir: Some(dir.path().into()),
-            ..Default::default()
-        },
-    )
-    .await;
+    let g = governance_in(&env, dir.path()).await;
     let d = g.decide(Request::volk("U:Ox", "slow", "x")).await.unwrap();
     assert_eq!((d.result, d.error.as_deref()), (Allow, None));
     assert_eq!(d.trace, vec!["slow_but_bounded"]);
@@ -195,14 +181,7 @@ async fn concurrent_decisions_each_get_their_own_answer() {
 async fn cache_serves_repeat_decisions_and_is_invalidated_by_a_policy_reload() {
     let env = sled_env().await;
     let dir = default_policy_dir_with(&[]);
-    let g = governance_with(
-        &env,
-        GovernanceConfig {
-            policy_dir: Some(dir.path().into()),
-            ..Default::default()
-        },
-    )
-    .await;
+    let g = governance_in(&env, dir.path()).await;
     let ask = || Request::client("dashboard", "gateway.execute", "cxp.send");
     let first = g.decide(ask()).await.unwrap();
     assert!(!first.cached);
@@ -386,14 +365,7 @@ async fn a_dry_run_that_hits_a_prolog_error_returns_the_error() {
         .find(|f| f.name == "decide.pl").unwrap().text
         .replace("%% --- Gateway (spec 014)", "decide(_, broken, _, _, R) :- !, atom_length(123456, R), atom_length(R, foo).\n%% --- Gateway (spec 014)");
     let dir = default_policy_dir_with(&[("decide.pl", &decide)]);
-    let g = governance_with(
-        &env,
-        GovernanceConfig {
-            policy_dir: Some(dir.path().into()),
-            ..Default::default()
-        },
-    )
-    .await;
+    let g = governance_in(&env, dir.path()).await;
     let d = g
         .evaluate(Request::volk("U:Ox", "broken", "x"))
         .await

@@ -274,14 +274,7 @@ async fn the_policy_in_force_decides_what_its_cache_keeps() {
         with_cacheable.replace("cacheable('gateway.access').", ""),
     )
     .expect("write decide.pl");
-    let g = governance_with(
-        &env,
-        GovernanceConfig {
-            policy_dir: Some(dir.path().into()),
-            ..Default::default()
-        },
-    )
-    .await;
+    let g = governance_in(&env, dir.path()).await;
     let ask = || Request::client("ops-admin", "gateway.access", "admin");
     for _ in 0..3 {
         let d = g.decide(ask()).await.expect("decide");

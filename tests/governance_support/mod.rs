@@ -60,6 +60,18 @@ pub async fn governance_with(env: &Env, mut config: GovernanceConfig) -> Governa
         .expect("governance starts")
 }
 
+/// Governance over `env`'s log with the policy in `dir`.
+pub async fn governance_in(env: &Env, dir: &std::path::Path) -> Governance {
+    governance_with(
+        env,
+        GovernanceConfig {
+            policy_dir: Some(dir.into()),
+            ..Default::default()
+        },
+    )
+    .await
+}
+
 fn ts() -> chrono::DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 1, 15, 10, 30, 0)
         .single()
