@@ -39,6 +39,9 @@ use super::term::PlTerm;
 /// - a new packet's base carries its statuses as first stored, so a packet sent (and
 ///   queued) costs one `assertz`, not three. Not for a packet sent again under its id:
 ///   its earlier `cxp_status/6` facts stay, so its statuses are appended after them.
+///
+/// Counts and the floor arrive here at most once each: the evaluator keeps only their
+/// latest value until a goal runs (`evaluator/deferred.rs`).
 pub fn goals(changes: &[FactChange]) -> Vec<String> {
     // Linear in the list (a fresh engine loads every fact of the history through here).
     let mut skip = vec![false; changes.len()];
@@ -84,20 +87,6 @@ pub fn goals(changes: &[FactChange]) -> Vec<String> {
                 Entry::Vacant(slot) => {
                     slot.insert(i);
                 }
-            }
-        }
-    }
-    // Counts and the floor are values replaced in place: only the last change counts.
-    let mut replaced: HashSet<Subject<'_>> = HashSet::new();
-    for i in (0..changes.len()).rev() {
-        if skip[i] {
-            continue;
-        }
-        if let FactChange::Assert(f @ (Fact::Sends(..) | Fact::Floor(_)))
-        | FactChange::Retract(f @ (Fact::Sends(..) | Fact::Floor(_))) = &changes[i]
-        {
-            if !replaced.insert(value_subject(f)) {
-                skip[i] = true;
             }
         }
     }
@@ -149,8 +138,6 @@ pub fn goals(changes: &[FactChange]) -> Vec<String> {
 enum Subject<'a> {
     Packet(&'a str),
     Status(char, &'a str),
-    Sends(&'a str, &'a str),
-    Floor,
     Other(&'a Fact),
 }
 
@@ -159,15 +146,6 @@ fn subject(fact: &Fact) -> Subject<'_> {
         Fact::Packet(p) => Subject::Packet(&p.message_id),
         Fact::DeliveryStatus(m, ..) => Subject::Status('d', m),
         Fact::WorkStatus(m, ..) => Subject::Status('w', m),
-        other => Subject::Other(other),
-    }
-}
-
-/// The value a count or the floor replaces (whatever its number).
-fn value_subject(fact: &Fact) -> Subject<'_> {
-    match fact {
-        Fact::Sends(v, s, _) => Subject::Sends(v, s),
-        Fact::Floor(_) => Subject::Floor,
         other => Subject::Other(other),
     }
 }
