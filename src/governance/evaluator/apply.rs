@@ -177,3 +177,31 @@ impl Evaluator {
             .map(|_| ())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::governance::evaluator::DEFAULT_INFERENCE_LIMIT;
+    use crate::governance::policy::Policy;
+
+    fn count(volk: usize) -> FactChange {
+        FactChange::Assert(Fact::Sends(format!("U:V{volk}"), "none".into(), 1))
+    }
+
+    // ISSUE-15: counts wait for the next goal, but no more than the bound of them.
+    #[test]
+    fn counts_past_the_bound_are_set_without_waiting_for_a_goal() {
+        let mut ev =
+            Evaluator::load(&Policy::default_policy(), DEFAULT_INFERENCE_LIMIT).expect("load");
+        let below: Vec<_> = (1..super::super::deferred::LIMIT).map(count).collect();
+        ev.apply(&below).expect("apply");
+        assert!(!ev.deferred.is_empty(), "below the bound they wait");
+        ev.apply(&[count(0)]).expect("apply");
+        assert!(ev.deferred.is_empty(), "at the bound they are set");
+        let n = ev
+            .query("cxp_sends('U:V0', none, N)")
+            .expect("query")
+            .and_then(|b| b.get("N").cloned());
+        assert_eq!(n.as_deref(), Some("1"));
+    }
+}

@@ -21,7 +21,7 @@ use crate::governance::facts::{Fact, FactChange};
 
 /// Distinct counts waiting beyond which they are set at once (bounds the memory a
 /// long run without decisions keeps here; a count is two names and a number).
-const LIMIT: usize = 4_096;
+pub(super) const LIMIT: usize = 4_096;
 
 /// The counts and the floor not yet set in the machine, each at its latest value.
 #[derive(Debug, Default)]
