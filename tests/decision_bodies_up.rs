@@ -1,10 +1,11 @@
 //! The decision index keeps only its newest decisions whole in memory (issue 18, bounded
-//! memory): a default `orchestrata up` (a separate process: sled log, governance,
-//! projections) restarted with `projections.hot_entries` = 4 answers `governance.query`
-//! for every older decision from the view store, exactly as it answered them from
-//! memory, searches bounded by time included (the index keeps the times of old
-//! decisions in the store too, a block of 256 at a time); `/metrics` shows how many
-//! bodies it holds.
+//! memory), and its store keeps no bodies at all (issue 15: they are in the log): a
+//! default `orchestrata up` (a separate process: sled log, governance, projections)
+//! restarted with `projections.hot_entries` = 4 holds no body after the restart and
+//! answers `governance.query` for every older decision by reading its body from the
+//! log, exactly as it answered it from memory, searches bounded by time included (the
+//! index keeps the times of old decisions in the store, a block of 256 at a time);
+//! `/metrics` shows how many bodies it holds.
 
 mod support;
 
@@ -75,11 +76,12 @@ async fn every_decision(ws: &mut Ws) -> Vec<Value> {
     }
 }
 
-// REQ-014-032 REQ-014-036 REQ-014-037 ISSUE-18: a decision whose body left memory is
-// answered by governance.query from the view store, field for field as before, and a
-// time range over decisions whose times left memory matches the same decisions
+// REQ-014-032 REQ-014-036 REQ-014-037 ISSUE-18 ISSUE-15: a decision whose body left
+// memory is answered by governance.query with its body read from the log, field for
+// field as before, and a time range over decisions whose times left memory matches the
+// same decisions
 #[tokio::test]
-async fn old_decisions_are_answered_from_the_store_as_they_were_from_memory() {
+async fn old_decisions_are_answered_from_the_log_as_they_were_from_memory() {
     let data = tempfile::tempdir().expect("temp dir");
     let port = support::free_port();
     let mut up = Up::start(data.path(), port, TOKEN, &[], &[]);
@@ -102,17 +104,18 @@ async fn old_decisions_are_answered_from_the_store_as_they_were_from_memory() {
     let env = [("ORCHESTRATA_PROJECTIONS__HOT_ENTRIES", hot.as_str())];
     let up = Up::start(data.path(), port, TOKEN, &[], &env);
     let mut ws = client(port).await;
-    settle(port, from_memory.len() as u64, Some(HOT)).await;
-    let from_store = every_decision(&mut ws).await;
+    // Restored from summaries: every body stays in the log.
+    settle(port, from_memory.len() as u64, Some(0)).await;
+    let after_restart = every_decision(&mut ws).await;
     for old in &from_memory {
         let id = &old["decision_id"];
-        let now = from_store
+        let now = after_restart
             .iter()
             .find(|d| d["decision_id"] == *id)
             .unwrap_or_else(|| panic!("decision {id} is missing after the restart"));
-        assert_eq!(now, old, "decision {id} read back from the store");
+        assert_eq!(now, old, "decision {id} read back from the log");
     }
-    // Filters read what every decision keeps in memory; the bodies come from the store.
+    // Filters read what every decision keeps in memory; the bodies come from the log.
     let policy = checked_ok(
         &mut ws,
         "governance.query",
@@ -169,9 +172,9 @@ async fn old_decisions_are_answered_from_the_store_as_they_were_from_memory() {
     for _ in 0..5 {
         checked_ok(&mut ws, "cxp.send", support::spec_send()).await;
     }
-    settle(port, from_store.len() as u64 + 10, Some(HOT)).await;
+    settle(port, after_restart.len() as u64 + 10, Some(HOT)).await;
     let later = every_decision(&mut ws).await;
-    assert_eq!(later.len(), from_store.len() + 10);
-    assert_eq!(&later[10..], &from_store[..]);
+    assert_eq!(later.len(), after_restart.len() + 10);
+    assert_eq!(&later[10..], &after_restart[..]);
     drop(up);
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use orchestrata::config::{FsyncPolicy, LogConfig};
 use orchestrata::log::{self, EventLog};
 use orchestrata::projection;
-use orchestrata_projections::{PageRequest, ThreadView};
+use orchestrata_projections::{DecisionIndex, PageRequest, ThreadView};
 use orchestrata_schemas::events::Stream;
 
 mod projection_support;
@@ -124,6 +124,29 @@ async fn rebuild_status_and_show_work_on_a_sled_data_dir() {
         shown["packets"].as_array().map(Vec::len),
         Some(expected.packets.len())
     );
+}
+
+// ISSUE-15: the store keeps no decision bodies (they are in the log), yet `projections
+// show --view decision` prints the whole index, every body included, after a rebuild
+// stored it: what a fold of the log holds
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_whole_decision_index_is_shown_with_its_bodies_from_the_log() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    prepared(dir.path(), 1500).await;
+    let out = orchestrata(
+        &["projections", "rebuild", "--view", "decision"],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = orchestrata(&["projections", "show", "--view", "decision"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let log = open(dir.path()).await;
+    let whole: DecisionIndex = projection::rebuild(log.as_ref(), None, &mut |_| {})
+        .await
+        .expect("rebuild");
+    assert!(whole.len() > 20, "{} decisions", whole.len());
+    assert_eq!(shown, serde_json::to_value(&whole).expect("JSON"));
 }
 
 // REQ-004-US-008-005 REQ-004-INTG-011

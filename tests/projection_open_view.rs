@@ -153,8 +153,8 @@ async fn a_view_opened_with_nothing_stored_folds_the_log() {
 
 // ISSUE-18: `projections show --view decision --id` opens the index with 3 bodies in
 // memory, its store committed two thirds of the way: every decision — held in memory,
-// found among the stored ones, or folded from the log on opening — equals the one a
-// fold of the whole log holds, and an unknown id is none.
+// found among the stored summaries and read from the log, or folded from the log on
+// opening — equals the one a fold of the whole log holds, and an unknown id is none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_is_found_by_its_id_whether_hot_stored_or_folded_on_opening() {
     let Filled {
@@ -182,7 +182,8 @@ async fn a_decision_is_found_by_its_id_whether_hot_stored_or_folded_on_opening()
     for expected in all {
         let want = expected.body.expect("a whole fold holds every body");
         let id = want.decision.decision_id;
-        let found = projection::find_decision(&index, &id)
+        let found = projection::find_decision(&index, log.as_ref(), &id)
+            .await
             .expect("search")
             .unwrap_or_else(|| panic!("decision {id} not found"));
         assert_eq!(
@@ -192,7 +193,8 @@ async fn a_decision_is_found_by_its_id_whether_hot_stored_or_folded_on_opening()
         );
     }
     let unknown = uuid::Uuid::now_v7();
-    assert!(projection::find_decision(&index, &unknown)
+    assert!(projection::find_decision(&index, log.as_ref(), &unknown)
+        .await
         .expect("search")
         .is_none());
 }

@@ -10,11 +10,17 @@
 //! result and dry run, its sequence in a bitmap of sequences (`decision/search.rs`),
 //! and its time in a block whose bounds stay in memory and whose bytes leave it once
 //! stored (`decision/times.rs`). The decision itself (its query text, rule trace,
-//! articles, policy hash: most of a kilobyte) is kept only for the newest decisions. A decision never
-//! changes once recorded, so once a commit has put it in the view store, the runner may
-//! let the body go ([`View::committed`]); a search then answers it as a
-//! [`DecisionRef`] without a body, and the reader fetches the body from the store under
-//! [`DecisionIndex::stored_key`] ([`DecisionIndex::decode_stored`]).
+//! articles, policy hash: most of a kilobyte) is kept only for the newest decisions.
+//!
+//! **The log keeps the bodies; the store keeps what searches filter on.** A decision
+//! never changes once recorded, and its body is already in the log at its sequence.
+//! A commit stores one block of compact summaries (sequence, time, id, subject, action,
+//! principal, result, dry run) for the decisions since the last commit
+//! (`decision/stored.rs`), enough to rebuild every filter on load, never a second copy
+//! of the bodies. Once a commit has stored a decision's summary, the runner may let its
+//! body go ([`View::committed`]); a search then answers it as a [`DecisionRef`] without a
+//! body, and the reader reads the body from the log at that sequence
+//! ([`DecisionEntry::of`]).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -45,6 +51,25 @@ pub struct DecisionEntry {
     /// principal caused, and for those recorded before attribution).
     #[serde(default)]
     pub principal: Option<String>,
+}
+
+impl DecisionEntry {
+    /// The entry `envelope` records, if it is a `decision_recorded`: how the index
+    /// folds one, and how a reader turns the log's event at a [`DecisionRef`]'s sequence
+    /// into the body the index let go of.
+    pub fn of(envelope: &Envelope) -> Option<DecisionEntry> {
+        match &envelope.record.event {
+            Event::DecisionRecorded(d) if envelope.stream == Stream::GovernanceDecisions => {
+                Some(DecisionEntry {
+                    sequence: envelope.sequence,
+                    at: envelope.record.timestamp,
+                    decision: d.clone(),
+                    principal: envelope.record.principal.clone(),
+                })
+            }
+            _ => None,
+        }
+    }
 }
 
 /// A loaded policy.
@@ -82,8 +107,9 @@ pub struct DecisionQuery {
 }
 
 /// A decision as a search or a lookup answers it: its sequence, and its entry when that
-/// is in memory. Without one (`body: None`), read the entry from the view store under
-/// [`DecisionIndex::stored_key`]`(sequence)`.
+/// is in memory. Without one (`body: None`), read the entry from the log: the
+/// `decision_recorded` at `sequence` of `governance.decisions`
+/// ([`DecisionEntry::of`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DecisionRef<'a> {
     /// Sequence of its event (the cursor).
@@ -179,12 +205,9 @@ impl View for DecisionIndex {
         let at = envelope.record.timestamp;
         match &envelope.record.event {
             Event::DecisionRecorded(d) if !self.recent.contains(&d.decision_id) => {
-                self.push(DecisionEntry {
-                    sequence: envelope.sequence,
-                    at,
-                    decision: d.clone(),
-                    principal: envelope.record.principal.clone(),
-                });
+                if let Some(entry) = DecisionEntry::of(envelope) {
+                    self.push(entry);
+                }
             }
             Event::PolicyLoaded(p) if !self.policies.contains_key(&p.policy_hash) => {
                 self.policies.insert(
@@ -206,23 +229,38 @@ impl View for DecisionIndex {
 impl DecisionIndex {
     /// Adds a decision (in log order): its sequence, time and indexes, its body.
     fn push(&mut self, entry: DecisionEntry) {
-        let d = &entry.decision;
+        self.index(&Keys::of(&entry));
+        self.bodies.push_back(entry);
+    }
+
+    /// Adds a decision whose body stays in the log (one read back from a stored
+    /// summary): its sequence, time and indexes. Only the oldest decisions may lack a
+    /// body, so bodies held before it are let go first (a restore holds only stored
+    /// decisions: the log has them all).
+    fn push_cold(&mut self, keys: &Keys<'_>) {
+        self.cold += self.bodies.len();
+        self.bodies.clear();
+        self.index(keys);
+        self.cold += 1;
+    }
+
+    /// Indexes one decision at the next position.
+    fn index(&mut self, k: &Keys<'_>) {
         // Four billion decisions would take this server centuries at its measured rates;
         // past them, positions saturate (searches would miss).
         let position = u32::try_from(self.len()).unwrap_or(u32::MAX);
-        self.recent.push(d.decision_id);
-        self.sequences.insert(entry.sequence);
-        self.times.push(entry.at);
-        index(&mut self.by_subject, &d.subject, position);
-        index(&mut self.by_action, &d.action, position);
-        if let Some(principal) = &entry.principal {
+        self.recent.push(k.decision_id);
+        self.sequences.insert(k.sequence);
+        self.times.push(k.at);
+        index(&mut self.by_subject, k.subject, position);
+        index(&mut self.by_action, k.action, position);
+        if let Some(principal) = k.principal {
             index(&mut self.by_principal, principal, position);
         }
-        self.by_result[result_index(d.result)].insert(position);
-        if d.dry_run {
+        self.by_result[result_index(k.result)].insert(position);
+        if k.dry_run {
             self.dry_runs.insert(position);
         }
-        self.bodies.push_back(entry);
     }
 
     /// Lets go of the bodies of stored decisions older than the newest `keep_hot`, and
@@ -250,7 +288,7 @@ impl DecisionIndex {
 
     /// The decision with this id, among those whose body is in memory: all of them in
     /// a view loaded whole (`projections show`, a rebuild), the newest in a live runner's
-    /// (the others are found by a search, then read from the store). A scan, newest
+    /// (the others are found by a search, then read from the log). A scan, newest
     /// first: no index by id follows the history.
     pub fn decision(&self, decision_id: &Uuid) -> Option<DecisionRef<'_>> {
         let i = self
@@ -270,7 +308,7 @@ impl DecisionIndex {
         self.times.len() == 0
     }
 
-    /// How many decisions have their entry in memory (the rest are read from the store).
+    /// How many decisions have their entry in memory (the rest are read from the log).
     pub fn in_memory(&self) -> usize {
         self.bodies.len()
     }
@@ -288,6 +326,34 @@ impl DecisionIndex {
             .iter()
             .filter_map(|p| all.get(usize::try_from(p).ok()?).copied())
             .collect()
+    }
+}
+
+/// What the index files a decision under: a body's fields, or a stored summary's.
+struct Keys<'a> {
+    sequence: u64,
+    at: DateTime<Utc>,
+    decision_id: Uuid,
+    subject: &'a str,
+    action: &'a str,
+    principal: Option<&'a str>,
+    result: DecisionResult,
+    dry_run: bool,
+}
+
+impl<'a> Keys<'a> {
+    fn of(entry: &'a DecisionEntry) -> Self {
+        let d = &entry.decision;
+        Keys {
+            sequence: entry.sequence,
+            at: entry.at,
+            decision_id: d.decision_id,
+            subject: &d.subject,
+            action: &d.action,
+            principal: entry.principal.as_deref(),
+            result: d.result,
+            dry_run: d.dry_run,
+        }
     }
 }
 

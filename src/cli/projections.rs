@@ -440,14 +440,18 @@ async fn show(args: ShowArgs, log_args: &LogArgs) -> anyhow::Result<()> {
             json!({"volk": volk, "last_activity": view.last_activity(id)})
         }
         (ViewName::Decision, None) => {
-            serde_json::to_value(current::<DecisionIndex>(log, &store, args.as_of).await?)?
+            // The whole index with every body: the store keeps only what searches filter
+            // on (the bodies are in the log), so fold the log.
+            let quiet = &mut |_: Progress| {};
+            let index: DecisionIndex = projection::rebuild(log, args.as_of, quiet).await?;
+            serde_json::to_value(index)?
         }
         (ViewName::Decision, Some(id)) => {
             let decision_id: uuid::Uuid = id
                 .parse()
                 .map_err(|e| anyhow::anyhow!("--id: `{id}` is not a decision id (a UUID): {e}"))?;
             let (index, _scratch) = opened::<DecisionIndex>(log, &store, args.as_of).await?;
-            let found = projection::find_decision(&index, &decision_id)?;
+            let found = projection::find_decision(&index, log, &decision_id).await?;
             serde_json::to_value(found.ok_or_else(|| missing("decision", id))?)?
         }
         (ViewName::Graph, None) => {

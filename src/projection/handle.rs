@@ -3,10 +3,9 @@
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
-use orchestrata_projections::decision::{DecisionEntry, DecisionQuery, StoredTimes};
 use orchestrata_projections::packet::{Lookup, StoredParties};
 use orchestrata_projections::thread::{Held, PacketState, ThreadState};
-use orchestrata_projections::{Checkpoint, DecisionIndex, PacketIndex, ThreadView, View};
+use orchestrata_projections::{Checkpoint, PacketIndex, ThreadView, View};
 use orchestrata_schemas::events::Stream;
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -29,72 +28,6 @@ impl<V> Clone for ViewHandle<V> {
             progress: self.progress.clone(),
             store: self.store.clone(),
         }
-    }
-}
-
-impl ViewHandle<DecisionIndex> {
-    /// The entry of the decision recorded at `sequence`, read from the view store: for a
-    /// [`DecisionRef`](orchestrata_projections::decision::DecisionRef) without a body
-    /// (the index lets bodies go once they are committed). Read it without holding
-    /// [`read`](Self::read)'s guard.
-    pub fn stored_decision(&self, sequence: u64) -> Result<DecisionEntry, ProjectionError> {
-        self.stored(
-            &DecisionIndex::stored_key(sequence),
-            DecisionIndex::decode_stored,
-        )
-    }
-}
-
-impl ViewHandle<DecisionIndex> {
-    /// Decisions matching `query`, newest first: how many match, and the entries from
-    /// the `offset`-th on, at most `limit` of them (`governance.query`). The search runs
-    /// under the view's lock; the blocks of times it needs from the store (a time bound
-    /// in old history), and the bodies the index let go of, are read outside it.
-    pub fn newest(
-        &self,
-        query: &DecisionQuery,
-        offset: usize,
-        limit: usize,
-    ) -> Result<(usize, Vec<DecisionEntry>), ProjectionError> {
-        let mut stored = StoredTimes::default();
-        // Blocks never change once stored, so each round reads only blocks not read
-        // before; a second round is needed only if a commit let more go meanwhile.
-        for _ in 0..4 {
-            let searched = {
-                let index = self.read();
-                index
-                    .newest(query, offset, limit, &stored)
-                    .map(|(total, page)| {
-                        let page: Vec<(u64, Option<DecisionEntry>)> =
-                            page.iter().map(|d| (d.sequence, d.body.cloned())).collect();
-                        (total, page)
-                    })
-            };
-            match searched {
-                Ok((total, page)) => {
-                    let entries = page
-                        .into_iter()
-                        .map(|(sequence, body)| match body {
-                            Some(entry) => Ok(entry),
-                            None => self.stored_decision(sequence),
-                        })
-                        .collect::<Result<Vec<_>, _>>()?;
-                    return Ok((total, entries));
-                }
-                Err(needs) => {
-                    for key in needs.keys {
-                        let bytes = self.store.let_go_entry(DecisionIndex::NAME, &key)?;
-                        stored
-                            .add(&key, &bytes)
-                            .map_err(|e| self.store.corrupt(DecisionIndex::NAME, e.to_string()))?;
-                    }
-                }
-            }
-        }
-        Err(self.store.corrupt(
-            DecisionIndex::NAME,
-            "a decision search kept asking for blocks of times the store was read for".into(),
-        ))
     }
 }
 

@@ -34,6 +34,7 @@
 
 mod chunks;
 mod commit;
+mod decisions;
 mod error;
 mod handle;
 pub mod neo4j;
@@ -43,9 +44,10 @@ mod rebuild_store;
 mod runner;
 mod store;
 
+pub use decisions::find_decision;
 pub use error::ProjectionError;
 pub use handle::ViewHandle;
-pub use offline::{find_decision, open_view, open_view_as_of};
+pub use offline::{open_view, open_view_as_of};
 pub use rebuild::{catch_up, rebuild, stream_epochs, Progress};
 pub use rebuild_store::{rebuild_into_store, rebuild_into_store_with, RebuildBounds};
 pub use runner::{spawn_view, Projections, RunnerConfig, RunningView, DEFAULT_HOT_ENTRIES};

@@ -1,6 +1,6 @@
 //! Views opened from their store for reads outside a runner (`projections show --id`):
 //! [`open_view`] as the log stands now, [`open_view_as_of`] as it stood at a sequence,
-//! and [`find_decision`], a decision found by its id in either.
+//! and [`find_decision`](super::find_decision), a decision found by its id in either.
 //!
 //! [`ViewStore::load`] decodes every stored entry into memory: on a 1.3 M-send history
 //! the thread view took 43 s and 4.2 GB to show one thread, the decision index 14 s
@@ -12,10 +12,8 @@
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
-use orchestrata_projections::decision::DecisionEntry;
-use orchestrata_projections::{DecisionIndex, View, ViewName};
+use orchestrata_projections::View;
 use tokio::sync::watch;
-use uuid::Uuid;
 
 use super::rebuild::{catch_up_reading_back, stream_epochs, Progress};
 use super::rebuild_store::{rebuild_into_store_with, RebuildBounds};
@@ -92,27 +90,5 @@ async fn opened<V: View>(
         view: Arc::new(RwLock::new(view)),
         progress,
         store: store.clone(),
-    })
-}
-
-/// The decision recorded with `decision_id` in `index` (opened by [`open_view`] or
-/// [`open_view_as_of`]), as `projections show --view decision --id` prints it: among
-/// the bodies in memory, else the stored decisions read one at a time until it is
-/// found. No key holds a decision's id, so an old or unknown id costs a scan of the
-/// stored decisions — but never more memory than a runner's.
-pub fn find_decision(
-    index: &ViewHandle<DecisionIndex>,
-    decision_id: &Uuid,
-) -> Result<Option<DecisionEntry>, ProjectionError> {
-    let hot = index
-        .read()
-        .decision(decision_id)
-        .and_then(|d| d.body.cloned());
-    if hot.is_some() {
-        return Ok(hot);
-    }
-    index.store.find_entry(ViewName::Decision, |key, value| {
-        let entry = DecisionIndex::decision_of_entry(key, value).map_err(|e| e.to_string())?;
-        Ok(entry.filter(|e| e.decision.decision_id == *decision_id))
     })
 }

@@ -405,9 +405,7 @@ impl ViewStore {
     }
 
     /// Entry `key` of view `name` as its last commit stored it (a value a view let go
-    /// of, e.g. [`DecisionIndex::stored_key`]); `None` when it is not stored.
-    ///
-    /// [`DecisionIndex::stored_key`]: orchestrata_projections::DecisionIndex::stored_key
+    /// of, e.g. a packet of the thread view); `None` when it is not stored.
     pub fn entry(&self, name: ViewName, key: &[u8]) -> Result<Option<Vec<u8>>, ProjectionError> {
         entries::read(name.as_str(), key, |k| {
             self.get(k).map_err(EntryRead::Store)

@@ -1,11 +1,18 @@
 //! The decision index's stored form: a head (checkpoint, policies, how many blocks of
-//! times are stored), one entry per decision (`d` + its sequence, big-endian, so
-//! entries load in log order) and one per frozen block of times (`t` + its number;
-//! `decision/times.rs`). Decisions and blocks are only ever appended, so a commit
-//! writes those past the last ones the store confirmed
-//! ([`View::committed`](crate::View::committed)); a commit that failed is taken again.
-//! Times and indexes are rebuilt from the decisions on load; the stored blocks are
-//! there for searches to read once memory let them go.
+//! times are stored), one block of summaries per commit (`s` + the first summary's
+//! sequence, big-endian, so blocks load in log order) and one entry per frozen block of
+//! times (`t` + its number; `decision/times.rs`).
+//!
+//! A summary is what a search filters on (sequence, time, id, subject, action,
+//! principal, result, dry run), about a tenth of a body: the bodies stay in the log,
+//! where they already are. Summaries and time blocks are only ever appended, so a
+//! commit writes those past the last ones the store confirmed
+//! ([`View::committed`](crate::View::committed)); a commit that failed is taken again
+//! under the same key. Times and indexes are rebuilt from the summaries on load; the
+//! stored blocks of times are there for searches to read once memory let them go.
+//!
+//! Stores written before summaries hold one entry per decision, its whole body (`d` +
+//! its sequence); they load as they did, and later commits add summary blocks.
 //!
 //! The view serialized whole (how earlier versions stored it, and what `projections
 //! show` prints) is the positional form of [`Whole`]: only a view holding every body
@@ -16,12 +23,82 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
 
+use chrono::{DateTime, Utc};
+use orchestrata_schemas::events::types::DecisionResult;
+
 use super::times::{self, block_key};
-use super::{DecisionEntry, DecisionIndex, PolicyEntry};
+use super::{DecisionEntry, DecisionIndex, Keys, PolicyEntry};
 use crate::stored::{self, Changes, Saved, StoredEntry, StoredError};
 use crate::{Checkpoint, Restorer};
 
+/// A decision's whole body, as stores written before summaries hold them.
 const DECISION: u8 = b'd';
+/// A block of summaries: one per commit.
+const SUMMARIES: u8 = b's';
+
+/// One decision as a commit stores it: what the index files it under. Field for field
+/// [`Summary`], borrowed from the body held in memory.
+#[derive(Serialize)]
+struct SummaryOf<'a> {
+    sequence: u64,
+    at_us: i64,
+    decision_id: Uuid,
+    subject: &'a str,
+    action: &'a str,
+    principal: Option<&'a str>,
+    result: DecisionResult,
+    dry_run: bool,
+}
+
+/// A stored summary read back.
+#[derive(Deserialize)]
+struct Summary {
+    sequence: u64,
+    at_us: i64,
+    decision_id: Uuid,
+    subject: String,
+    action: String,
+    principal: Option<String>,
+    result: DecisionResult,
+    dry_run: bool,
+}
+
+impl<'a> SummaryOf<'a> {
+    fn of(entry: &'a DecisionEntry) -> Self {
+        let k = Keys::of(entry);
+        SummaryOf {
+            sequence: k.sequence,
+            at_us: k.at.timestamp_micros(),
+            decision_id: k.decision_id,
+            subject: k.subject,
+            action: k.action,
+            principal: k.principal,
+            result: k.result,
+            dry_run: k.dry_run,
+        }
+    }
+}
+
+impl Summary {
+    fn keys(&self) -> Result<Keys<'_>, StoredError> {
+        let at = DateTime::<Utc>::from_timestamp_micros(self.at_us).ok_or_else(|| {
+            StoredError::entry(
+                "decision index",
+                format!("decision {} has no valid time", self.sequence),
+            )
+        })?;
+        Ok(Keys {
+            sequence: self.sequence,
+            at,
+            decision_id: self.decision_id,
+            subject: &self.subject,
+            action: &self.action,
+            principal: self.principal.as_deref(),
+            result: self.result,
+            dry_run: self.dry_run,
+        })
+    }
+}
 
 #[derive(Serialize, Deserialize)]
 struct Head {
@@ -53,9 +130,14 @@ impl DecisionIndex {
             });
         }
         let mut entries = Vec::new();
-        for entry in self.bodies.range(from - self.cold..) {
-            let value = stored::encode("decision", entry)?;
-            entries.push((Self::stored_key(entry.sequence), Some(value)));
+        let summaries: Vec<SummaryOf<'_>> = self
+            .bodies
+            .range(from - self.cold..)
+            .map(SummaryOf::of)
+            .collect();
+        if let Some(first) = summaries.first() {
+            let value = stored::encode("decision summaries", &summaries)?;
+            entries.push((summaries_key(first.sequence), Some(value)));
         }
         let blocks_from = if all { 0 } else { self.blocks_saved.0 };
         for block in blocks_from..self.times.frozen() {
@@ -73,27 +155,29 @@ impl DecisionIndex {
         Ok(Changes::tracked(head, entries))
     }
 
-    /// The key under which a commit stores the decision recorded at `sequence` (read it
-    /// back with [`DecisionIndex::decode_stored`]).
-    pub fn stored_key(sequence: u64) -> Vec<u8> {
-        stored::key(DECISION, &sequence.to_be_bytes())
-    }
-
-    /// A decision's entry as a commit stored it.
-    pub fn decode_stored(bytes: &[u8]) -> Result<DecisionEntry, StoredError> {
-        stored::decode("decision", bytes)
-    }
-
-    /// The decision a stored entry `(key, value)` holds; `None` for the index's other
-    /// entries (its blocks of times). For searches that read the stored entries in turn.
-    pub fn decision_of_entry(
+    /// The sequence of decision `decision_id` if the stored entry `(key, value)` names
+    /// it (a block of summaries, or a body an earlier version stored); `None` for
+    /// other decisions and for the index's other entries (its blocks of times). For a
+    /// lookup by id that reads the stored entries in turn, then the body from the log.
+    pub fn sequence_in_entry(
         key: &[u8],
         value: &[u8],
-    ) -> Result<Option<DecisionEntry>, StoredError> {
-        if key.first() != Some(&DECISION) {
-            return Ok(None);
+        decision_id: &Uuid,
+    ) -> Result<Option<u64>, StoredError> {
+        match key.first() {
+            Some(&SUMMARIES) => {
+                let block: Vec<Summary> = stored::decode("decision summaries", value)?;
+                Ok(block
+                    .iter()
+                    .find(|s| s.decision_id == *decision_id)
+                    .map(|s| s.sequence))
+            }
+            Some(&DECISION) => {
+                let body: DecisionEntry = stored::decode("decision", value)?;
+                Ok((body.decision.decision_id == *decision_id).then_some(body.sequence))
+            }
+            _ => Ok(None),
         }
-        Self::decode_stored(value).map(Some)
     }
 
     pub(super) fn restore(head: &[u8], entries: Vec<StoredEntry>) -> Result<Self, StoredError> {
@@ -101,9 +185,15 @@ impl DecisionIndex {
     }
 }
 
-/// The decision index's [`Restorer`]: decisions pushed one at a time; past twice
-/// `keep_hot` (or `keep_hot` + 1,024) bodies in memory, the older ones are let go of as
-/// [`View::committed`](crate::View::committed) would.
+/// The key of the block of summaries whose first decision is at `sequence`.
+fn summaries_key(sequence: u64) -> Vec<u8> {
+    stored::key(SUMMARIES, &sequence.to_be_bytes())
+}
+
+/// The decision index's [`Restorer`]: decisions pushed one at a time, from summaries
+/// without a body (the log has it), from an earlier version's bodies with one; past
+/// twice `keep_hot` (or `keep_hot` + 1,024) bodies in memory, the older ones are let go
+/// of as [`View::committed`](crate::View::committed) would.
 pub(super) struct Restore {
     view: DecisionIndex,
     keep_hot: usize,
@@ -133,14 +223,22 @@ impl Restorer<DecisionIndex> for Restore {
         if key.first() == Some(&times::TIMES) && times::block_of(&key).is_some() {
             return Ok(());
         }
-        if key.first() != Some(&DECISION) {
-            return Err(StoredError::entry(
-                "decision index",
-                format!("unknown key {key:?}"),
-            ));
-        }
         let view = &mut self.view;
-        view.push(DecisionIndex::decode_stored(&value)?);
+        match key.first() {
+            Some(&SUMMARIES) => {
+                let block: Vec<Summary> = stored::decode("decision summaries", &value)?;
+                for summary in &block {
+                    view.push_cold(&summary.keys()?);
+                }
+            }
+            Some(&DECISION) => view.push(stored::decode("decision", &value)?),
+            _ => {
+                return Err(StoredError::entry(
+                    "decision index",
+                    format!("unknown key {key:?}"),
+                ))
+            }
+        }
         // Everything read so far is stored.
         view.saved = Saved(view.len());
         view.taken = view.saved;

@@ -16,14 +16,44 @@ fn json<V: View>(view: &V) -> String {
     serde_json::to_string(view).expect("view serializes")
 }
 
+/// A view as its restore gives the fold back. Every view restores what it folded,
+/// except the decision bodies the decision index leaves in the log: its restore holds
+/// the fold's decisions with every body let go, and cannot be serialized whole.
+trait Restores: View + PartialEq + std::fmt::Debug {
+    fn as_restored(folded: Self) -> Self {
+        folded
+    }
+
+    fn assert_restored(restored: &Self, folded: Self) {
+        assert_eq!(json(restored), json(&folded), "{}", Self::NAME);
+        assert_eq!(*restored, Self::as_restored(folded), "{}", Self::NAME);
+    }
+}
+
+impl Restores for ThreadView {}
+impl Restores for PacketIndex {}
+impl Restores for SessionView {}
+impl Restores for VolkView {}
+impl Restores for GraphView {}
+impl Restores for WorkflowView {}
+
+impl Restores for DecisionIndex {
+    fn as_restored(mut folded: Self) -> Self {
+        folded.take_changes(false).expect("changes");
+        folded.committed(0);
+        folded
+    }
+
+    fn assert_restored(restored: &Self, folded: Self) {
+        assert_eq!(restored.in_memory(), 0, "no body restored");
+        assert_eq!(*restored, Self::as_restored(folded));
+    }
+}
+
 /// Folds `events` committing after each event whose index is in `commits`, restoring
 /// the view from its shelf after each index in `restarts` (and going on from there),
 /// then checks the last restore against a plain fold.
-fn restored_equals_folded<V: View + PartialEq + std::fmt::Debug>(
-    events: &[Envelope],
-    commits: &[usize],
-    restarts: &[usize],
-) {
+fn restored_equals_folded<V: Restores>(events: &[Envelope], commits: &[usize], restarts: &[usize]) {
     let mut shelf = Shelf::default();
     let mut view = V::default();
     shelf.commit(&mut view, true, HOT);
@@ -43,9 +73,7 @@ fn restored_equals_folded<V: View + PartialEq + std::fmt::Debug>(
         }
     }
     shelf.commit(&mut view, false, HOT);
-    let folded: V = crate::fold(events);
-    assert_eq!(json(&shelf.restore::<V>()), json(&folded), "{}", V::NAME);
-    assert_eq!(shelf.restore::<V>(), folded, "{}", V::NAME);
+    V::assert_restored(&shelf.restore::<V>(), crate::fold(events));
 }
 
 /// Folds `events` as a runner does for a view that folds while storing
@@ -54,7 +82,7 @@ fn restored_equals_folded<V: View + PartialEq + std::fmt::Debug>(
 /// it was before the write) before the write lands and the view is told; then checks
 /// the last commit's shelf against a plain fold. Were a change made during a commit
 /// forgotten, or an entry changed meanwhile let go of, the shelf would miss it.
-fn folded_while_storing_equals_folded<V: View + PartialEq + std::fmt::Debug>(
+fn folded_while_storing_equals_folded<V: Restores>(
     events: &[Envelope],
     takes: &[usize],
     lag: usize,
@@ -87,9 +115,7 @@ fn folded_while_storing_equals_folded<V: View + PartialEq + std::fmt::Debug>(
         view.committed(HOT);
     }
     shelf.commit(&mut view, false, HOT);
-    let folded: V = crate::fold(events);
-    assert_eq!(json(&shelf.restore::<V>()), json(&folded), "{}", V::NAME);
-    assert_eq!(shelf.restore::<V>(), folded, "{}", V::NAME);
+    V::assert_restored(&shelf.restore::<V>(), crate::fold(events));
 }
 
 fn every_view(events: &[Envelope], commits: &[usize], restarts: &[usize]) {
@@ -192,7 +218,7 @@ fn the_graph_view_stores_its_evictions() {
 /// (the thread view's `P`, `T`, the packet index's `r`: kind, generation, id), after
 /// every stored row of an earlier generation: ids are random, so within the newest generation they land
 /// anywhere, but only among that generation's pages.
-fn new_keys_come_last<V: View>(events: &[Envelope]) {
+fn new_keys_come_last<V: View>(events: &[Envelope], least: usize) {
     let (before, after) = events.split_at(events.len() / 2);
     let mut view = V::default();
     let mut shelf = Shelf::default();
@@ -227,7 +253,7 @@ fn new_keys_come_last<V: View>(events: &[Envelope]) {
             );
         }
     }
-    assert!(added > 100, "{}: {added} new entries", V::NAME);
+    assert!(added >= least, "{}: {added} new entries", V::NAME);
 }
 
 // Entries are keyed so that new ones land at the end of each view's key space: a
@@ -238,10 +264,11 @@ fn new_keys_come_last<V: View>(events: &[Envelope]) {
 #[test]
 fn new_entries_are_keyed_after_the_stored_ones() {
     let events = Workload::new(17).envelopes(30_000);
-    new_keys_come_last::<ThreadView>(&events);
-    new_keys_come_last::<DecisionIndex>(&events);
-    new_keys_come_last::<PacketIndex>(&events);
-    new_keys_come_last::<GraphView>(&events);
+    new_keys_come_last::<ThreadView>(&events, 100);
+    // One block of summaries per commit.
+    new_keys_come_last::<DecisionIndex>(&events, 1);
+    new_keys_come_last::<PacketIndex>(&events, 100);
+    new_keys_come_last::<GraphView>(&events, 100);
 }
 
 #[test]

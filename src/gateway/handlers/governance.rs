@@ -96,7 +96,8 @@ pub async fn query(call: Call) -> RpcResult {
     };
     let (total, page) = views
         .decisions
-        .newest(&query, p.offset, limit)
+        .newest(&*call.gw.services.log, &query, p.offset, limit)
+        .await
         .map_err(|e| RpcError::internal("projections_unavailable", e))?;
     let page = page
         .iter()
