@@ -329,9 +329,12 @@ impl DecisionIndex {
     }
 }
 
-/// What the index files a decision under: a body's fields, or a stored summary's.
+/// What the index files a decision under: a body's fields, or a stored summary's. A
+/// commit stores them as they are (`decision/stored.rs`), field for field its `Summary`.
+#[derive(Serialize)]
 struct Keys<'a> {
     sequence: u64,
+    #[serde(with = "orchestrata_schemas::events::fields::ts")]
     at: DateTime<Utc>,
     decision_id: Uuid,
     subject: &'a str,

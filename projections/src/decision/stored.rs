@@ -36,25 +36,12 @@ const DECISION: u8 = b'd';
 /// A block of summaries: one per commit.
 const SUMMARIES: u8 = b's';
 
-/// One decision as a commit stores it: what the index files it under. Field for field
-/// [`Summary`], borrowed from the body held in memory.
-#[derive(Serialize)]
-struct SummaryOf<'a> {
-    sequence: u64,
-    at_us: i64,
-    decision_id: Uuid,
-    subject: &'a str,
-    action: &'a str,
-    principal: Option<&'a str>,
-    result: DecisionResult,
-    dry_run: bool,
-}
-
-/// A stored summary read back.
+/// A stored summary read back: field for field the [`Keys`] a commit stored.
 #[derive(Deserialize)]
 struct Summary {
     sequence: u64,
-    at_us: i64,
+    #[serde(with = "orchestrata_schemas::events::fields::ts")]
+    at: DateTime<Utc>,
     decision_id: Uuid,
     subject: String,
     action: String,
@@ -63,40 +50,18 @@ struct Summary {
     dry_run: bool,
 }
 
-impl<'a> SummaryOf<'a> {
-    fn of(entry: &'a DecisionEntry) -> Self {
-        let k = Keys::of(entry);
-        SummaryOf {
-            sequence: k.sequence,
-            at_us: k.at.timestamp_micros(),
-            decision_id: k.decision_id,
-            subject: k.subject,
-            action: k.action,
-            principal: k.principal,
-            result: k.result,
-            dry_run: k.dry_run,
-        }
-    }
-}
-
 impl Summary {
-    fn keys(&self) -> Result<Keys<'_>, StoredError> {
-        let at = DateTime::<Utc>::from_timestamp_micros(self.at_us).ok_or_else(|| {
-            StoredError::entry(
-                "decision index",
-                format!("decision {} has no valid time", self.sequence),
-            )
-        })?;
-        Ok(Keys {
+    fn keys(&self) -> Keys<'_> {
+        Keys {
             sequence: self.sequence,
-            at,
+            at: self.at,
             decision_id: self.decision_id,
             subject: &self.subject,
             action: &self.action,
             principal: self.principal.as_deref(),
             result: self.result,
             dry_run: self.dry_run,
-        })
+        }
     }
 }
 
@@ -130,10 +95,10 @@ impl DecisionIndex {
             });
         }
         let mut entries = Vec::new();
-        let summaries: Vec<SummaryOf<'_>> = self
+        let summaries: Vec<Keys<'_>> = self
             .bodies
             .range(from - self.cold..)
-            .map(SummaryOf::of)
+            .map(Keys::of)
             .collect();
         if let Some(first) = summaries.first() {
             let value = stored::encode("decision summaries", &summaries)?;
@@ -228,7 +193,7 @@ impl Restorer<DecisionIndex> for Restore {
             Some(&SUMMARIES) => {
                 let block: Vec<Summary> = stored::decode("decision summaries", &value)?;
                 for summary in &block {
-                    view.push_cold(&summary.keys()?);
+                    view.push_cold(&summary.keys());
                 }
             }
             Some(&DECISION) => view.push(stored::decode("decision", &value)?),
