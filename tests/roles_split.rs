@@ -33,6 +33,18 @@ struct Role {
 
 impl Role {
     fn spawn(role: &str, kafka: &str, prefix: &str, dir: &Path, listen: bool) -> Role {
+        Self::spawn_with(role, kafka, prefix, dir, listen, &[])
+    }
+
+    /// [`Role::spawn`] with more environment (`ORCHESTRATA_*` settings).
+    fn spawn_with(
+        role: &str,
+        kafka: &str,
+        prefix: &str,
+        dir: &Path,
+        listen: bool,
+        env: &[(&str, &str)],
+    ) -> Role {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_orchestrata"));
         for (k, _) in std::env::vars() {
             if k.starts_with("ORCHESTRATA_") {
@@ -53,6 +65,7 @@ impl Role {
                     "[{{token: {TOKEN}, scope: read_write, name: agents, acts_as: [U:Ox, U:Vz]}}]"
                 ),
             )
+            .envs(env.iter().copied())
             .current_dir(dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -336,13 +349,15 @@ async fn kernel_two_gateways_and_projector_share_one_kafka_log() {
 
 // ISSUE-15: `up --kafka` with every role in one process answers `cxp.send`, a subscriber
 // on a second connection receives every packet, and the process logs no ERROR line in
-// normal operation (PartitionEOF, an ordinary end of partition, is not an error).
+// normal operation (PartitionEOF, an ordinary end of partition, is not an error); with 2
+// decision bodies kept in memory, `governance.query` reads the others from the Kafka log
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_roles_on_kafka_answer_sends_and_log_no_errors() {
     let brokers = support::spawn_private_tansu();
     let prefix = support::unique_prefix();
     let dir = tempfile::tempdir().expect("tempdir");
-    let all = Role::spawn("all", &brokers.address, &prefix, dir.path(), true);
+    let hot = [("ORCHESTRATA_PROJECTIONS__HOT_ENTRIES", "2")];
+    let all = Role::spawn_with("all", &brokers.address, &prefix, dir.path(), true, &hot);
     let port = all.port();
     let mut watcher = client(port).await;
     watcher.ok("cxp.subscribe", json!({})).await;
@@ -364,6 +379,37 @@ async fn all_roles_on_kafka_answer_sends_and_log_no_errors() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let ping = ws.ok("gateway.ping", json!({})).await;
     assert!(ping.is_object(), "{ping}");
+    // The policy's decision of every send, its body read back from the log but for the
+    // newest two (the commits of the idle seconds let the others go).
+    let addr = format!("127.0.0.1:{port}").parse().expect("address");
+    let (_, metrics) = support::ws::http_get(addr, "/metrics").await;
+    let held = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("orchestrata_projection_decision_bodies_in_memory "))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    assert_eq!(held, Some(2), "{metrics}");
+    let decisions = ws
+        .ok(
+            "governance.query",
+            json!({"action": "cxp.send", "volk_id": "U:Ox", "limit": 100}),
+        )
+        .await;
+    let decisions = decisions["decisions"]
+        .as_array()
+        .expect("decisions")
+        .clone();
+    assert_eq!(decisions.len(), ids.len(), "{decisions:?}");
+    for d in &decisions {
+        assert_eq!(
+            (&d["resource"], &d["result"]),
+            (&json!("U:Vz"), &json!("allow")),
+            "{d}"
+        );
+        assert!(
+            d["decision_id"].is_string() && d["prolog_query"].is_string(),
+            "{d}"
+        );
+    }
     ws.close().await;
     drop(watcher);
     all.assert_no_errors();

@@ -1,7 +1,7 @@
 //! The decision index's stored form: a head (checkpoint, policies, how many blocks of
 //! times are stored), one block of summaries per commit (`s` + the first summary's
-//! sequence, big-endian, so blocks load in log order) and one entry per frozen block of
-//! times (`t` + its number; `decision/times.rs`).
+//! sequence, big-endian, so blocks load in log order; at most 4,096 summaries a block)
+//! and one entry per frozen block of times (`t` + its number; `decision/times.rs`).
 //!
 //! A summary is what a search filters on (sequence, time, id, subject, action,
 //! principal, result, dry run), about a tenth of a body: the bodies stay in the log,
@@ -20,11 +20,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use uuid::Uuid;
-
 use chrono::{DateTime, Utc};
 use orchestrata_schemas::events::types::DecisionResult;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use uuid::Uuid;
 
 use super::times::{self, block_key};
 use super::{DecisionEntry, DecisionIndex, Keys, PolicyEntry};
@@ -33,8 +32,10 @@ use crate::{Checkpoint, Restorer};
 
 /// A decision's whole body, as stores written before summaries hold them.
 const DECISION: u8 = b'd';
-/// A block of summaries: one per commit.
+/// A block of summaries: one per commit, or one per this many of its decisions (a
+/// rebuild's or a long-delayed commit's: blocks stay small to write and to decode).
 const SUMMARIES: u8 = b's';
+const BLOCK_SUMMARIES: usize = 4_096;
 
 /// A stored summary read back: field for field the [`Keys`] a commit stored.
 #[derive(Deserialize)]
@@ -100,9 +101,13 @@ impl DecisionIndex {
             .range(from - self.cold..)
             .map(Keys::of)
             .collect();
-        if let Some(first) = summaries.first() {
-            let value = stored::encode("decision summaries", &summaries)?;
-            entries.push((summaries_key(first.sequence), Some(value)));
+        // Blocks start at the first decision not confirmed stored: a commit taken again
+        // after a failure writes the same blocks under the same keys, the last longer.
+        for block in summaries.chunks(BLOCK_SUMMARIES) {
+            if let Some(first) = block.first() {
+                let value = stored::encode("decision summaries", block)?;
+                entries.push((summaries_key(first.sequence), Some(value)));
+            }
         }
         let blocks_from = if all { 0 } else { self.blocks_saved.0 };
         for block in blocks_from..self.times.frozen() {

@@ -326,6 +326,39 @@ fn a_commit_writes_summaries_a_fraction_of_the_bodies() {
     );
 }
 
+// ISSUE-18: a commit of many decisions (a rebuild's, a long-delayed one's) writes blocks
+// of at most 4,096 summaries, each keyed by its first sequence, and restores from them
+#[test]
+fn many_decisions_are_stored_in_bounded_blocks() {
+    let events: Vec<Envelope> = (1..=9_000)
+        .map(|s| decision(s, s as i64, "U:Vz", "cxp.send", DecisionResult::Allow))
+        .collect();
+    let mut view: DecisionIndex = fold(&events);
+    let changes = view.take_changes(false).expect("changes");
+    let blocks: Vec<_> = changes
+        .entries
+        .iter()
+        .filter(|(k, _)| k.first() == Some(&b's'))
+        .collect();
+    let firsts: Vec<Vec<u8>> = [1u64, 4_097, 8_193]
+        .iter()
+        .map(|s| crate::stored::key(b's', &s.to_be_bytes()))
+        .collect();
+    assert_eq!(
+        blocks.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
+        firsts
+    );
+    assert_eq!(named(blocks[1], 100 + 8_192), Some(8_192));
+    assert_eq!(named(blocks[2], 100 + 8_193), Some(8_193));
+    let entries = changes
+        .entries
+        .into_iter()
+        .map(|(k, v)| (k, v.expect("written")))
+        .collect();
+    let restored = DecisionIndex::from_stored(&changes.head, entries).expect("restores");
+    assert_eq!(restored, all_let_go(fold(&events)));
+}
+
 // ISSUE-18: a commit that failed is taken again: nothing is lost and nothing leaves
 // memory before the store has it
 #[test]
