@@ -14,7 +14,7 @@ use orchestrata_schemas::events::Stream;
 
 mod projection_support;
 
-use projection_support::{fill, json, rebuilt_json};
+use projection_support::{assert_decisions_equal_rebuild, fill, json, rebuilt_json};
 
 async fn open(dir: &std::path::Path) -> Arc<dyn EventLog> {
     let mut config = LogConfig::sled(dir);
@@ -158,8 +158,7 @@ async fn views_after_sigkill_mid_fold_equal_a_clean_rebuild() {
     assert_eq!(sessions, rebuilt_json::<SessionView>(&log).await);
     let volks = json(&*views.volks().read());
     assert_eq!(volks, rebuilt_json::<VolkView>(&log).await);
-    let decisions = json(&*views.decisions().read());
-    assert_eq!(decisions, rebuilt_json::<DecisionIndex>(&log).await);
+    assert_decisions_equal_rebuild(views.decisions(), &log).await;
     views.stop().await.expect("stop");
     // The last commit let go of all but the most recently touched.
     let in_memory = threads.read().packets_in_memory();

@@ -57,3 +57,30 @@ pub async fn rebuilt_json<V: View>(log: &Arc<dyn EventLog>) -> String {
 pub fn json<V: serde::Serialize>(view: &V) -> String {
     serde_json::to_string(view).expect("view serializes")
 }
+
+/// Asserts that the live decision index `live` answers what a fold of the whole log
+/// holds: the same decisions, newest first, each body as the fold has it (a live index
+/// holds only its newest bodies, none after a restart: the others are read from `log`).
+pub async fn assert_decisions_equal_rebuild(
+    live: &projection::ViewHandle<orchestrata_projections::DecisionIndex>,
+    log: &Arc<dyn EventLog>,
+) {
+    let whole: orchestrata_projections::DecisionIndex =
+        projection::rebuild(log.as_ref(), None, &mut |_| {})
+            .await
+            .expect("rebuild");
+    let all = orchestrata_projections::decision::DecisionQuery::default();
+    let (total, page) = live
+        .newest(log.as_ref(), &all, 0, usize::MAX)
+        .await
+        .expect("live search");
+    let (want_total, want) = whole
+        .newest(&all, 0, usize::MAX, &Default::default())
+        .expect("a whole fold holds every time");
+    assert_eq!(total, want_total);
+    let want: Vec<_> = want
+        .iter()
+        .map(|d| d.body.expect("a whole fold holds every body"))
+        .collect();
+    assert_eq!(json(&page), json(&want));
+}
