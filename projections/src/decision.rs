@@ -389,5 +389,7 @@ mod search;
 mod search_tests;
 mod stored;
 #[cfg(test)]
+mod stored_tests;
+#[cfg(test)]
 mod tests;
 mod times;
