@@ -6,7 +6,8 @@
 #   benches/ab.sh BIN_A BIN_B [BIN_C ...]
 #
 # MODE=pipe (default): `wsload pipe`; reports acknowledged sends/s and the server's
-#   CPU per acknowledged send.
+#   CPU per acknowledged send, each build's means, and each later build against the
+#   first round by round (median ratio of acknowledged sends/s, rounds ahead).
 # MODE=beside: `wsload pipe` pipelining as background load (CONNS, default 4 here, and
 #   WINDOW, 16) and `wsload rtt` one at a time beside it from its own connection
 #   (COUNT round trips, 3000); reports `cxp.send` p50, p99, p99.9 and max. What a
@@ -21,7 +22,7 @@
 # max_clients and the per-client rate limit are raised, as in benches/frontdoor.sh.
 set -uo pipefail
 
-[ $# -ge 2 ] || { sed -n '2,21p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,22p' "$0"; exit 2; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MODE=${MODE:-pipe}
 case "$MODE" in
@@ -48,7 +49,7 @@ hz=$(getconf CLK_TCK)
 export GATEWAY_TOKEN="ab-$RANDOM$RANDOM"
 
 # One pipelining round against the server on port $1: its figures, and the sums.
-declare -A sum_rate sum_cpu
+declare -A sum_rate sum_cpu rates
 pipe_round() {
   local t0 t1 out rate errors cpu_us
   t0=$(ticks "$UP_PID")
@@ -59,6 +60,7 @@ pipe_round() {
   [ -n "$rate" ] && [ "$rate" -gt 0 ] || { echo "$name round $r: no sends acknowledged ($out)"; return 1; }
   cpu_us=$(( (t1 - t0) * 1000000 / hz / (rate * SECS) ))
   echo "round=$r build=$name acked_per_s=$rate errors=$errors server_cpu_us_per_send=$cpu_us"
+  rates[$name:$r]=$rate
   sum_rate[$name]=$(( ${sum_rate[$name]:-0} + rate ))
   sum_cpu[$name]=$(( ${sum_cpu[$name]:-0} + cpu_us ))
 }
@@ -97,4 +99,19 @@ done
 for bin in "$@"; do
   name=$(basename "$bin")
   echo "mean build=$name acked_per_s=$(( sum_rate[$name] / ROUNDS )) server_cpu_us_per_send=$(( sum_cpu[$name] / ROUNDS ))"
+done
+# Each later build against the first, round by round: the two ran minutes apart, so
+# their ratio drifts less than either rate. The median ratio and the rounds ahead.
+first=$(basename "$1")
+for bin in "${@:2}"; do
+  name=$(basename "$bin")
+  for r in $(seq 1 "$ROUNDS"); do
+    echo "${rates[$name:$r]} ${rates[$first:$r]}"
+  done | awk '{ printf "%.6f %d\n", $1 / $2, ($1 > $2) }' | sort -n \
+    | awk -v name="$name" -v first="$first" '
+      { ratio[NR] = $1; ahead += $2 }
+      END {
+        median = (NR % 2) ? ratio[(NR + 1) / 2] : (ratio[NR / 2] + ratio[NR / 2 + 1]) / 2
+        printf "paired build=%s against=%s median_ratio=%.3f ahead=%d/%d\n", name, first, median, ahead, NR
+      }'
 done
