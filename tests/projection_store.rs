@@ -228,7 +228,8 @@ async fn a_rebuild_committing_as_it_goes_stores_what_a_fold_in_memory_gives() {
 
 /// The decision index rebuilt into the store keeps no bodies there (they are in the
 /// log): loaded, it holds none, and its searches, with the bodies read from the log,
-/// answer what a fold of the whole log in memory answers.
+/// answer what a fold of the whole log in memory answers; against a log without them,
+/// a typed error.
 async fn decisions_round_trip(log: &dyn EventLog, store: &ViewStore, bounds: RebuildBounds) {
     projection::rebuild_into_store_with::<DecisionIndex>(log, store, None, bounds, &mut |_| {})
         .await
@@ -259,6 +260,17 @@ async fn decisions_round_trip(log: &dyn EventLog, store: &ViewStore, bounds: Reb
         .map(|d| d.body.expect("whole").clone())
         .collect();
     assert_eq!(json(&page), json(&want));
+    // A log that lacks the decisions the index names (truncated, or replaced) is a
+    // typed error naming the sequence, not a page with holes.
+    let empty_dir = tempfile::tempdir().expect("temp dir");
+    let empty = sled_log(empty_dir.path()).await;
+    match opened.newest(empty.as_ref(), &all, 0, 10).await {
+        Err(ProjectionError::Corrupt { view, reason, .. }) => {
+            assert_eq!(view, ViewName::Decision);
+            assert!(reason.contains("the log holds none there"), "{reason}");
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
 }
 
 // REQ-004-US-004-013

@@ -20,6 +20,9 @@ use crate::log::EventLog;
 /// Sequences at most this far apart are read from the log in one read.
 const RUN_SPAN: u64 = 256;
 
+/// A search's page: each decision's sequence, and its body when the index holds it.
+type Page = Vec<(u64, Option<DecisionEntry>)>;
+
 impl ViewHandle<DecisionIndex> {
     /// Decisions matching `query`, newest first: how many match, and the entries from
     /// the `offset`-th on, at most `limit` of them (`governance.query`). The search runs
@@ -54,13 +57,12 @@ impl ViewHandle<DecisionIndex> {
 
     /// The page of a search: each decision's sequence, and its body when the index
     /// holds it.
-    #[allow(clippy::type_complexity)]
     fn search(
         &self,
         query: &DecisionQuery,
         offset: usize,
         limit: usize,
-    ) -> Result<(usize, Vec<(u64, Option<DecisionEntry>)>), ProjectionError> {
+    ) -> Result<(usize, Page), ProjectionError> {
         let mut stored = StoredTimes::default();
         // Blocks never change once stored, so each round reads only blocks not read
         // before; a second round is needed only if a commit let more go meanwhile.
@@ -70,7 +72,7 @@ impl ViewHandle<DecisionIndex> {
                 index
                     .newest(query, offset, limit, &stored)
                     .map(|(total, page)| {
-                        let page: Vec<(u64, Option<DecisionEntry>)> =
+                        let page: Page =
                             page.iter().map(|d| (d.sequence, d.body.cloned())).collect();
                         (total, page)
                     })
