@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use orchestrata::config::{FsyncPolicy, DEFAULT_SLED_CACHE_BYTES};
-use orchestrata::log::{EventLog, RawLog, SledLog, TypedLog};
+use orchestrata::log::{Bounds, EventLog, LogError, RawEntry, RawLog, SledLog, TailFeed, TypedLog};
 use orchestrata_projections::sample::Workload;
 use orchestrata_schemas::events::{Envelope, EventRecord, Stream};
 
@@ -126,4 +126,95 @@ async fn a_reader_of_history_gets_its_own_decodes_and_leaves_the_head_alone() {
         .iter()
         .zip(&head[4_990..])
         .all(|(a, b)| Arc::ptr_eq(a, b)));
+}
+
+/// A backend that counts the entries read from it, over a real sled log.
+struct Counting {
+    inner: Arc<dyn RawLog>,
+    read: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl RawLog for Counting {
+    async fn append_raw(
+        &self,
+        stream: Stream,
+        entries: Vec<(String, Vec<u8>)>,
+    ) -> Result<u64, LogError> {
+        self.inner.append_raw(stream, entries).await
+    }
+
+    async fn read_raw(
+        &self,
+        stream: Stream,
+        from: u64,
+        to: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<RawEntry>, LogError> {
+        let entries = self.inner.read_raw(stream, from, to, limit).await?;
+        self.read
+            .fetch_add(entries.len(), std::sync::atomic::Ordering::SeqCst);
+        Ok(entries)
+    }
+
+    async fn bounds(&self, stream: Stream) -> Result<Bounds, LogError> {
+        self.inner.bounds(stream).await
+    }
+
+    async fn epoch(&self, stream: Stream) -> Result<String, LogError> {
+        self.inner.epoch(stream).await
+    }
+
+    async fn tail_feed(&self, stream: Stream, from: u64) -> Result<TailFeed, LogError> {
+        // The tail reads through this wrapper, so its reads are counted.
+        let feed = self.inner.tail_feed(stream, from).await?;
+        Ok(TailFeed {
+            log: Arc::new(Counting {
+                inner: self.inner.clone(),
+                read: self.read.clone(),
+            }),
+            visible: feed.visible,
+        })
+    }
+
+    async fn enforce_retention(&self, stream: Stream) -> Result<Option<u64>, LogError> {
+        self.inner.enforce_retention(stream).await
+    }
+
+    async fn flush(&self) -> Result<(), LogError> {
+        self.inner.flush().await
+    }
+
+    fn location(&self) -> String {
+        self.inner.location()
+    }
+}
+
+// ISSUE-15: a tail behind another reads nothing from the store for what the other decoded
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tail_finding_an_event_decoded_does_not_read_the_store_for_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sled = log(dir.path()).await.raw().clone();
+    let read = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counting = Counting {
+        inner: sled,
+        read: read.clone(),
+    };
+    let log = TypedLog::new(Arc::new(counting) as Arc<dyn RawLog>);
+    log.append_batch(&traffic(300)).await.expect("append");
+    let count = || read.load(std::sync::atomic::Ordering::SeqCst);
+
+    let first = shared(&log, 0, 300).await;
+    assert_eq!(count(), 300, "the first tail reads every entry once");
+    let second = shared(&log, 0, 300).await;
+    assert_eq!(count(), 300, "the second tail took all 300 from the ring");
+    assert!(first.iter().zip(&second).all(|(a, b)| Arc::ptr_eq(a, b)));
+
+    // Past the ring's end the store is read again, and only for the new events.
+    log.append_batch(&traffic(20)).await.expect("append");
+    let tail = shared(&log, 250, 70).await;
+    assert_eq!(count(), 320);
+    let sequences: Vec<u64> = tail.iter().map(|e| e.sequence).collect();
+    assert_eq!(sequences, (250..320).collect::<Vec<_>>());
+    assert_eq!(*tail[69], plain(&log, 319, 1).await[0]);
 }

@@ -201,6 +201,36 @@ fn decode_owned(stream: Stream, epoch: &str, entry: RawEntry) -> Result<Envelope
     decode(stream, epoch, entry.as_ref())
 }
 
+/// The source of a shared tail: an event another tail decoded is taken from the
+/// [`Decoded`] ring, its entry not even read from the store (a `packet_sent` is
+/// followed by five tails of a process, four of which used to read and copy its bytes
+/// only to find it decoded); the first to read one decodes it and offers it there.
+struct Shared {
+    decoded: Arc<Decoded>,
+    stream: Stream,
+    epoch: String,
+}
+
+impl super::tail::Source for Shared {
+    type Item = Arc<Envelope>;
+
+    fn at_hand(&self, sequence: u64) -> Option<Arc<Envelope>> {
+        // Only tails offer to the ring, and only entries they read: what it holds was
+        // visible.
+        self.decoded.get(self.stream, &self.epoch, sequence)
+    }
+
+    fn of_entry(&self, entry: RawEntry) -> Result<Arc<Envelope>, LogError> {
+        if let Some(event) = self.at_hand(entry.sequence) {
+            return Ok(event);
+        }
+        let size = entry.value.len();
+        let event = Arc::new(decode_owned(self.stream, &self.epoch, entry)?);
+        self.decoded.offer(&event, size);
+        Ok(event)
+    }
+}
+
 #[async_trait::async_trait]
 impl EventLog for TypedLog {
     async fn append(&self, record: &EventRecord) -> Result<u64, LogError> {
@@ -287,20 +317,13 @@ impl EventLog for TypedLog {
         from: u64,
     ) -> Result<SharedEnvelopeStream, LogError> {
         let epoch = self.raw.epoch(stream).await?;
-        let raw = self.raw.tail_raw(stream, from).await?;
-        let decoded = self.decoded.clone();
-        Ok(raw
-            .map(move |entry| {
-                let entry = entry?;
-                if let Some(event) = decoded.get(stream, &epoch, entry.sequence) {
-                    return Ok(event);
-                }
-                let size = entry.value.len();
-                let event = Arc::new(decode_owned(stream, &epoch, entry)?);
-                decoded.offer(&event, size);
-                Ok(event)
-            })
-            .boxed())
+        let feed = self.raw.tail_feed(stream, from).await?;
+        let source = Shared {
+            decoded: self.decoded.clone(),
+            stream,
+            epoch,
+        };
+        Ok(super::tail::watch_tail(feed, stream, from, source))
     }
 
     async fn enforce_retention(&self, stream: Stream) -> Result<Option<u64>, LogError> {

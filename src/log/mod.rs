@@ -31,5 +31,5 @@ pub use event_log::{
 pub use kafka::KafkaLog;
 pub use open::{open, open_raw, spawn_retention};
 pub use pager::{Pager, DEFAULT_PAGE};
-pub use raw::{Bounds, RawEntry, RawLog, RawRef, RawTail, Visit};
+pub use raw::{Bounds, RawEntry, RawLog, RawRef, RawTail, TailFeed, Visit};
 pub use recorder::{append_via, RecordError, Recorder};

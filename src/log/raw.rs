@@ -5,8 +5,11 @@
 //! It knows nothing about events; the typed [`EventLog`](super::EventLog) on top
 //! encodes records to bytes on the way in and decodes them on the way out.
 
+use std::sync::Arc;
+
 use futures::stream::BoxStream;
 use orchestrata_schemas::events::Stream;
+use tokio::sync::watch;
 
 use super::LogError;
 
@@ -93,6 +96,16 @@ impl Bounds {
 /// A live stream of stored entries (see [`RawLog::tail_raw`]).
 pub type RawTail = BoxStream<'static, Result<RawEntry, LogError>>;
 
+/// What a tail of one stream follows (see [`RawLog::tail_feed`]): the backend it reads
+/// and a watch of the stream's visible end.
+pub struct TailFeed {
+    /// The backend to read entries from, by sequence.
+    pub log: Arc<dyn RawLog>,
+    /// The sequence the next append will get, moved only once appended entries are
+    /// readable (and durable, if the backend promises that).
+    pub visible: watch::Receiver<u64>,
+}
+
 /// The storage contract of a log backend. Object safe: the typed log holds an
 /// `Arc<dyn RawLog>`.
 #[async_trait::async_trait]
@@ -165,9 +178,21 @@ pub trait RawLog: Send + Sync {
     /// value means earlier `(epoch, sequence)` positions are void.
     async fn epoch(&self, stream: Stream) -> Result<String, LogError>;
 
+    /// What a tail of `stream` starting at `from` follows, once `from` is known to be
+    /// retained (an error names the first retained sequence otherwise).
+    async fn tail_feed(&self, stream: Stream, from: u64) -> Result<TailFeed, LogError>;
+
     /// Stored entries from `from`, then live ones as they are appended, with no gap and no
     /// duplicate at the seam. Ends only when the log is dropped or on error.
-    async fn tail_raw(&self, stream: Stream, from: u64) -> Result<RawTail, LogError>;
+    async fn tail_raw(&self, stream: Stream, from: u64) -> Result<RawTail, LogError> {
+        let feed = self.tail_feed(stream, from).await?;
+        Ok(super::tail::watch_tail(
+            feed,
+            stream,
+            from,
+            super::tail::Stored,
+        ))
+    }
 
     /// Applies the stream's retention policy now; returns the first retained sequence.
     async fn enforce_retention(&self, stream: Stream) -> Result<Option<u64>, LogError>;

@@ -23,7 +23,7 @@ use orchestrata_schemas::events::Stream;
 use tokio::sync::watch;
 
 use self::writer::{StreamSlot, Writer};
-use super::raw::{Bounds, RawEntry, RawLog, RawRef, RawTail, Visit};
+use super::raw::{Bounds, RawEntry, RawLog, RawRef, TailFeed, Visit};
 use super::LogError;
 use crate::log::config::{FsyncPolicy, RetentionPolicy};
 
@@ -280,7 +280,7 @@ impl RawLog for SledLog {
         Ok(self.inner.epoch.clone())
     }
 
-    async fn tail_raw(&self, stream: Stream, from: u64) -> Result<RawTail, LogError> {
+    async fn tail_feed(&self, stream: Stream, from: u64) -> Result<TailFeed, LogError> {
         let visible = self.state(stream).visible.subscribe();
         if let Some(first) = self.first(stream)? {
             if from < first {
@@ -291,12 +291,10 @@ impl RawLog for SledLog {
                 });
             }
         }
-        Ok(super::tail::watch_tail(
-            Arc::new(self.clone()),
-            stream,
-            from,
+        Ok(TailFeed {
+            log: Arc::new(self.clone()),
             visible,
-        ))
+        })
     }
 
     async fn enforce_retention(&self, stream: Stream) -> Result<Option<u64>, LogError> {

@@ -54,7 +54,7 @@ use self::cache::Cache;
 use self::fetch::{FetchError, FetchResult};
 use self::follow::{CacheRead, Follower, Followers};
 use self::quiet::Quiet;
-use super::raw::{Bounds, RawEntry, RawLog, RawTail};
+use super::raw::{Bounds, RawEntry, RawLog, TailFeed};
 use super::LogError;
 use crate::log::config::{LogConfig, RetentionPolicy, TopicSettings};
 
@@ -490,7 +490,7 @@ impl RawLog for KafkaLog {
         Ok(self.state(stream).await?.epoch.clone())
     }
 
-    async fn tail_raw(&self, stream: Stream, from: u64) -> Result<RawTail, LogError> {
+    async fn tail_feed(&self, stream: Stream, from: u64) -> Result<TailFeed, LogError> {
         let state = self.state(stream).await?;
         self.check_retained(stream, &state, from)?;
         // The next sequence is the end offset - 1 (offset 0 is the marker).
@@ -506,8 +506,10 @@ impl RawLog for KafkaLog {
                 }
             }
         });
-        let raw: Arc<dyn RawLog> = Arc::new(self.clone());
-        Ok(super::tail::watch_tail(raw, stream, from, ends))
+        Ok(TailFeed {
+            log: Arc::new(self.clone()),
+            visible: ends,
+        })
     }
 
     async fn enforce_retention(&self, stream: Stream) -> Result<Option<u64>, LogError> {
