@@ -241,7 +241,7 @@ impl FactsView {
         self.positions
             .insert(stream.as_str().to_owned(), sequence + 1);
         let ts = record.timestamp.timestamp_millis();
-        let mut changes = Vec::new();
+        let mut changes = Vec::with_capacity(8);
         match &record.event {
             Event::PacketSent(e) => {
                 let p = &e.packet;
