@@ -39,6 +39,12 @@ pub struct Changes {
     /// Set when the view hands out every entry although asked for changes only (it
     /// stopped tracking them: see [`Touched`]); the store must then replace the view.
     pub full: bool,
+    /// How many of the last `entries` the store does not hold yet: entries created
+    /// since the view's last confirmed commit ([`View::committed`](crate::View::committed)),
+    /// which the store writes without first reading what it holds under their keys
+    /// (a B-tree look-up per entry, four per `cxp.send` in the thread view alone).
+    /// 0 when the view does not know; never more than it knows.
+    pub fresh: usize,
 }
 
 impl Changes {
@@ -48,7 +54,14 @@ impl Changes {
             head,
             entries,
             full: false,
+            fresh: 0,
         }
+    }
+
+    /// Whether the store holds no entry under the key of `entries[index]` (one of the
+    /// last [`fresh`](Changes::fresh)).
+    pub fn is_fresh(&self, index: usize) -> bool {
+        index >= self.entries.len().saturating_sub(self.fresh)
     }
 }
 

@@ -79,8 +79,17 @@ impl Shelf {
         if all || changes.full {
             self.entries.clear();
         }
+        let fresh: Vec<bool> = (0..changes.entries.len())
+            .map(|i| changes.is_fresh(i))
+            .collect();
         self.head = changes.head;
-        for (key, value) in changes.entries {
+        for ((key, value), fresh) in changes.entries.into_iter().zip(fresh) {
+            // What a view calls fresh the store must not hold: the store writes it
+            // without reading what is there (`Changes::fresh`).
+            assert!(
+                !fresh || !self.entries.contains_key(&key),
+                "entry {key:?} is called fresh but is stored"
+            );
             match value {
                 Some(value) => self.entries.insert(key, value),
                 None => self.entries.remove(&key),

@@ -220,9 +220,10 @@ impl ViewStore {
         } else {
             count = i64::try_from(self.entry_count(name)?.unwrap_or(0)).unwrap_or(i64::MAX);
             let stored = self.kv.reader()?;
-            for (key, value) in &changes.entries {
+            for (i, (key, value)) in changes.entries.iter().enumerate() {
+                let stored = (!changes.is_fresh(i)).then_some(&stored);
                 count += self
-                    .stage_entry(name, key, value.as_deref(), Some(&stored), &mut batch)?
+                    .stage_entry(name, key, value.as_deref(), stored, &mut batch)?
                     .1;
             }
             self.manifest(name)?

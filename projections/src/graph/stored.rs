@@ -246,6 +246,7 @@ impl GraphView {
             head,
             entries,
             full: all,
+            fresh: 0,
         })
     }
 

@@ -91,6 +91,9 @@ impl PacketIndex {
         self.rows.taking(self.checkpoint.clone());
         let mut changes = Changes::tracked(head, entries);
         changes.full = whole && !all;
+        // Volk names past the stored ones, packets never stored and their rows (or,
+        // whole, into an emptied store): the store holds none of them.
+        changes.fresh = changes.entries.len();
         Ok(changes)
     }
 

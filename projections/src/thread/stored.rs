@@ -95,30 +95,41 @@ impl ThreadView {
         }
         let rows = &self.rows;
         let row = |at: u64| at.to_be_bytes().to_vec();
+        // Entries created since the last confirmed commit (and their rows) go last,
+        // as the store's fresh ones; entries it holds already go first.
         let mut entries = Vec::new();
+        let mut fresh = Vec::new();
         for thread in self.threads.changed(whole) {
             let value = stored::encode("thread", thread)?;
             let at = opened(thread);
-            entries.push((thread_key(at), Some(value)));
             if whole || rows.new_at(at) {
                 let id = thread.thread_id.as_str();
-                entries.push((thread_row_key(at, id), Some(row(at))));
+                fresh.push((thread_key(at), Some(value)));
+                fresh.push((thread_row_key(at, id), Some(row(at))));
                 self.cold_threads.row_written(id, at);
+            } else {
+                entries.push((thread_key(at), Some(value)));
             }
         }
         for packet in self.packets.changed(whole) {
             let value = stored::encode("packet", packet)?;
             let at = packet.sequence;
-            entries.push((packet_key(at), Some(value)));
             if whole || rows.new_at(at) {
                 let id = &packet.packet.message_id;
-                entries.push((packet_row_key(at, id), Some(row(at))));
+                fresh.push((packet_key(at), Some(value)));
+                fresh.push((packet_row_key(at, id), Some(row(at))));
                 self.cold_packets.row_written(id, at);
+            } else {
+                entries.push((packet_key(at), Some(value)));
             }
         }
         self.rows.taking(self.checkpoint.clone());
+        let new = fresh.len();
+        entries.append(&mut fresh);
         let mut changes = Changes::tracked(head, entries);
         changes.full = whole && !all;
+        // A whole view is written into an emptied store: every entry is fresh there.
+        changes.fresh = new;
         Ok(changes)
     }
 
