@@ -3,30 +3,15 @@
 //! changed after storing them as replacements: the store stays whole either way (its
 //! entry count, checked on every load, matches what it holds).
 
-use orchestrata::log::EventLog;
-use orchestrata::projection::{self, ViewStore};
-use orchestrata_projections::{PacketIndex, ThreadView, View};
+use orchestrata::projection::ViewStore;
+use orchestrata_projections::{PacketIndex, ThreadView};
 use orchestrata_schemas::cxp::DeliveryStatus;
 use orchestrata_schemas::events::cxp_traffic::PacketDelivered;
 use orchestrata_schemas::events::{Event, EventRecord, Stream};
 
 mod projection_support;
 
-use projection_support::{fill, json, rebuilt_json, sled_log};
-
-/// Folds what `log` holds past `view`'s checkpoint, commits what changed and confirms
-/// the commit to the view, as a runner does.
-async fn commit<V: View>(log: &dyn EventLog, store: &ViewStore, view: &mut V) {
-    projection::catch_up(log, view, None, &mut |_| {})
-        .await
-        .expect("catch up");
-    let epochs = projection::stream_epochs::<V>(log).await.expect("epochs");
-    let changes = view.take_changes(false).expect("changes");
-    store
-        .commit(V::NAME, &changes, view.checkpoint(), &epochs, false)
-        .expect("commit");
-    view.committed(usize::MAX);
-}
+use projection_support::{catch_up_and_commit, fill, json, rebuilt_json, sled_log};
 
 // ISSUE-15: new entries are written without a read; an entry stored earlier and changed
 // since is replaced, not counted again
@@ -38,8 +23,8 @@ async fn a_commit_of_new_and_changed_entries_leaves_the_store_whole() {
     let store = ViewStore::open(dir.path().join("views")).expect("open store");
     let mut threads = ThreadView::default();
     let mut packets = PacketIndex::default();
-    commit(log.as_ref(), &store, &mut threads).await;
-    commit(log.as_ref(), &store, &mut packets).await;
+    catch_up_and_commit(log.as_ref(), &store, &mut threads).await;
+    catch_up_and_commit(log.as_ref(), &store, &mut packets).await;
 
     // A packet stored by that commit is delivered; new threads and packets follow.
     let sent = log
@@ -64,8 +49,8 @@ async fn a_commit_of_new_and_changed_entries_leaves_the_store_whole() {
     );
     log.append(&delivered).await.expect("append");
     fill(&log, 9, 200).await;
-    commit(log.as_ref(), &store, &mut threads).await;
-    commit(log.as_ref(), &store, &mut packets).await;
+    catch_up_and_commit(log.as_ref(), &store, &mut threads).await;
+    catch_up_and_commit(log.as_ref(), &store, &mut packets).await;
 
     // Loading checks the stored entry count against the entries read.
     let (loaded, _) = store

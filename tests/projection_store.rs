@@ -11,7 +11,7 @@ use orchestrata_schemas::events::Stream;
 
 mod projection_support;
 
-use projection_support::{fill, json, rebuilt_json, sled_log};
+use projection_support::{catch_up_and_commit, fill, json, rebuilt_json, sled_log};
 
 /// The store's table, opened directly with redb (the store must be closed).
 struct Raw(redb::Database);
@@ -434,19 +434,6 @@ fn written(
         .iter()
         .filter(|(k, v)| before.get(*k) != Some(v))
         .count()
-}
-
-/// Folds the events of `log` past `view`'s checkpoint into it and commits what changed
-/// (an incremental commit, as the live runner writes it).
-async fn catch_up_and_commit<V: View>(log: &dyn EventLog, store: &ViewStore, view: &mut V) {
-    projection::catch_up(log, view, None, &mut |_| {})
-        .await
-        .expect("catch up");
-    let epochs = projection::stream_epochs::<V>(log).await.expect("epochs");
-    let changes = view.take_changes(false).expect("changes");
-    store
-        .commit(V::NAME, &changes, view.checkpoint(), &epochs, false)
-        .expect("commit");
 }
 
 // ISSUE-18: a commit writes what changed. A view that grows with the log (threads and

@@ -84,3 +84,21 @@ pub async fn assert_decisions_equal_rebuild(
         .collect();
     assert_eq!(json(&page), json(&want));
 }
+
+/// Folds what `log` holds past `view`'s checkpoint into it, commits what changed (an
+/// incremental commit) and confirms the commit to the view, as a live runner does.
+pub async fn catch_up_and_commit<V: View>(
+    log: &dyn EventLog,
+    store: &projection::ViewStore,
+    view: &mut V,
+) {
+    projection::catch_up(log, view, None, &mut |_| {})
+        .await
+        .expect("catch up");
+    let epochs = projection::stream_epochs::<V>(log).await.expect("epochs");
+    let changes = view.take_changes(false).expect("changes");
+    store
+        .commit(V::NAME, &changes, view.checkpoint(), &epochs, false)
+        .expect("commit");
+    view.committed(usize::MAX);
+}
