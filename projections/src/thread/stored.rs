@@ -96,7 +96,8 @@ impl ThreadView {
         let rows = &self.rows;
         let row = |at: u64| at.to_be_bytes().to_vec();
         // Entries created since the last confirmed commit (and their rows) go last,
-        // as the store's fresh ones; entries it holds already go first.
+        // as the store's fresh ones; entries it holds already go first. Written whole,
+        // every entry is fresh: the store is emptied first.
         let mut entries = Vec::new();
         let mut fresh = Vec::new();
         for thread in self.threads.changed(whole) {
@@ -128,7 +129,6 @@ impl ThreadView {
         entries.append(&mut fresh);
         let mut changes = Changes::tracked(head, entries);
         changes.full = whole && !all;
-        // A whole view is written into an emptied store: every entry is fresh there.
         changes.fresh = new;
         Ok(changes)
     }
