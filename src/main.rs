@@ -12,29 +12,30 @@ use orchestrata::cli::{run, Cli};
 use orchestrata::config::{LogFormat, LoggingConfig, SystemConfig};
 use tracing_subscriber::EnvFilter;
 
-/// mimalloc instead of glibc's malloc. A server that commits for hours allocates from
+/// jemalloc instead of glibc's malloc. A server that commits for hours allocates from
 /// many threads (tokio workers, the log writer, the governance engine, the projection
-/// runner); glibc gives each its own arena and returns little of it, so resident memory
-/// climbed with the history served well beyond the live heap (docs/performance.md,
-/// "Resident memory and the allocator"). mimalloc's v2 line (the `v2` feature in
-/// Cargo.toml): with v3, the crate's default, the same server held ~2x its live heap
-/// and grew ~3x as fast ("The allocator's v2 line", same file). The `system-alloc`
-/// feature leaves it out, for heap profilers that follow glibc's malloc; the
-/// `heap-profile` feature puts jemalloc with sampled profiling in its place.
-#[cfg(not(any(feature = "system-alloc", feature = "heap-profile")))]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// jemalloc, for sampled heap profiles of a live server at full load (heaptrack, which
-/// records every allocation, slowed it ~10x). Profiling is off unless
+/// runners); glibc gives each its own arena and returns little of it, so resident
+/// memory climbed with the history served well beyond the live heap
+/// (docs/performance.md, "Resident memory and the allocator"). Why jemalloc and not
+/// mimalloc, which this binary used before: most of a `cxp.send`'s blocks are freed by
+/// another thread than the one that made them (an event decoded by one view's runner
+/// and dropped by another's, a request parsed on a connection and answered from a
+/// job). mimalloc's v2 line took about a quarter of the server's CPU under pipelined
+/// sends, over half of it collecting such frees. jemalloc takes them into the freeing
+/// thread's cache: 6-10% more sends per second at the same resident memory
+/// (docs/performance.md, "jemalloc for blocks freed on another thread").
+///
+/// Blocks are freed without their size ([`jemalloc::Unsized`]). The `system-alloc`
+/// feature leaves jemalloc out, for heap profilers that follow glibc's malloc; the
+/// `heap-profile` feature builds it with sampled profiling, off unless
 /// `_RJEM_MALLOC_CONF` turns it on (docs/operations.md, "Heap profiles of a live
 /// server").
-#[cfg(all(feature = "heap-profile", not(feature = "system-alloc")))]
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
-static GLOBAL: profile::Unsized = profile::Unsized;
+static GLOBAL: jemalloc::Unsized = jemalloc::Unsized;
 
-#[cfg(all(feature = "heap-profile", not(feature = "system-alloc")))]
-mod profile {
+#[cfg(not(feature = "system-alloc"))]
+mod jemalloc {
     use std::alloc::{GlobalAlloc, Layout};
 
     /// jemalloc, freeing without the size. Its sized free trusts the layout given back;
@@ -65,16 +66,17 @@ mod profile {
     }
 }
 
-/// Turns transparent huge pages off for this process, unless `MIMALLOC_ALLOW_THP` says
-/// otherwise. mimalloc asks the kernel for huge pages on its arenas; a 2 MiB huge page
+/// Turns transparent huge pages off for this process, unless `ORCHESTRATA_ALLOW_THP`
+/// says otherwise. The allocator's arenas are large mappings, which a kernel with
+/// huge pages enabled backs with 2 MiB pages; a huge page
 /// stays resident whole while any of it is in use, and a server whose heap is many
 /// small long-lived entries (index ids, cached packets) keeps most of them partly used:
 /// ~260 MB of a 1.1 GB resident set were huge pages at ~235 K sends, and without them
 /// the server held 50-120 MB less at the same history with the same throughput
-/// (docs/performance.md, "Huge pages off, smaller caches"). `MIMALLOC_ALLOW_THP=1`
-/// keeps them (mimalloc reads it itself; `=0` makes mimalloc do what this does).
+/// (docs/performance.md, "Huge pages off, smaller caches"; measured with mimalloc,
+/// which asked for huge pages itself). `ORCHESTRATA_ALLOW_THP=1` keeps them.
 fn no_transparent_huge_pages() {
-    if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {
+    if std::env::var_os("ORCHESTRATA_ALLOW_THP").is_some() {
         return;
     }
     #[cfg(target_os = "linux")]

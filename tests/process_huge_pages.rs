@@ -41,10 +41,10 @@ fn up_turns_transparent_huge_pages_off_by_default() {
 }
 
 #[test]
-fn mimalloc_allow_thp_keeps_them() {
+fn orchestrata_allow_thp_keeps_them() {
     assert_eq!(
-        thp_enabled_of_up(&[("MIMALLOC_ALLOW_THP", "1")]),
+        thp_enabled_of_up(&[("ORCHESTRATA_ALLOW_THP", "1")]),
         1,
-        "MIMALLOC_ALLOW_THP=1 was not honoured"
+        "ORCHESTRATA_ALLOW_THP=1 was not honoured"
     );
 }

@@ -18,12 +18,12 @@ pub struct Up {
 
 impl Up {
     /// Starts `up --listen 127.0.0.1:PORT --data-dir DATA ARGS...` with `GATEWAY_TOKEN`
-    /// = `token`, JSON logs, none of this process's `ORCHESTRATA_*` and `MIMALLOC_*`
-    /// variables and the given `env`; returns once the gateway listens.
+    /// = `token`, JSON logs, none of this process's `ORCHESTRATA_*` and `_RJEM_*` (the
+    /// allocator's) variables and the given `env`; returns once the gateway listens.
     pub fn start(data: &Path, port: u16, token: &str, args: &[&str], env: &[(&str, &str)]) -> Up {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_orchestrata"));
         for (k, _) in std::env::vars() {
-            if k.starts_with("ORCHESTRATA_") || k.starts_with("MIMALLOC_") || k == "RUST_LOG" {
+            if k.starts_with("ORCHESTRATA_") || k.starts_with("_RJEM_") || k == "RUST_LOG" {
                 cmd.env_remove(k);
             }
         }
