@@ -25,16 +25,7 @@ fn thread_names(pid: i32) -> Vec<String> {
 
 /// How many of an `up` started with `env` are jemalloc's background threads.
 fn background_threads_of_up(env: &[(&str, &str)]) -> usize {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut up = Up::start(
-        &dir.path().join("data"),
-        support::free_port(),
-        "t",
-        &[],
-        env,
-    );
-    let names = thread_names(up.pid());
-    assert!(up.stop(), "up stops cleanly");
+    let names = Up::observe(env, thread_names);
     names.iter().filter(|n| *n == "jemalloc_bg_thd").count()
 }
 

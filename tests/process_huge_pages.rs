@@ -22,17 +22,7 @@ fn thp_enabled(pid: i32) -> u8 {
 
 /// `THP_enabled` of an `up` started with `env`, read while it runs.
 fn thp_enabled_of_up(env: &[(&str, &str)]) -> u8 {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut up = Up::start(
-        &dir.path().join("data"),
-        support::free_port(),
-        "t",
-        &[],
-        env,
-    );
-    let enabled = thp_enabled(up.pid());
-    assert!(up.stop(), "up stops cleanly");
-    enabled
+    Up::observe(env, thp_enabled)
 }
 
 #[test]

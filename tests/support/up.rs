@@ -87,6 +87,17 @@ impl Up {
         Up::start(&dir.join("data"), port, token, &[], &all)
     }
 
+    /// What `look` reads of the process (by its id) while an `up` started with `env`
+    /// on a temp data dir and a free port runs; the `up` is then stopped, and must
+    /// stop cleanly.
+    pub fn observe<T>(env: &[(&str, &str)], look: impl FnOnce(i32) -> T) -> T {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut up = Up::start(&dir.path().join("data"), super::free_port(), "t", &[], env);
+        let seen = look(up.pid());
+        assert!(up.stop(), "up stops cleanly");
+        seen
+    }
+
     /// The process id.
     pub fn pid(&self) -> i32 {
         i32::try_from(self.child.id()).expect("pid fits in i32")
