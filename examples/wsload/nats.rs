@@ -24,7 +24,7 @@ use tokio::sync::{watch, Semaphore};
 use tokio_tungstenite::tungstenite::{self, Message};
 
 use crate::fanout::{self, FanoutArgs, Pacer, Progress};
-use crate::orch::{Ws, PAD};
+use crate::orch::{ws_config, Ws, PAD};
 use crate::stats::{stamp, Clock, Report, Tally};
 
 const STREAM: &str = "WSLOAD";
@@ -132,7 +132,7 @@ fn line(text: String) -> Message {
 
 /// A connection past the handshake (`INFO`, `CONNECT`, `PING`/`PONG`).
 pub async fn connect(url: &str) -> anyhow::Result<(Ws, Parser)> {
-    let (mut ws, _) = tokio_tungstenite::connect_async(url)
+    let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(ws_config()), false)
         .await
         .with_context(|| format!("connecting to nats-server at {url}"))?;
     let connect = r#"CONNECT {"verbose":false,"pedantic":false,"name":"wsload"}"#;
@@ -204,10 +204,13 @@ async fn tally(
     mut stop: watch::Receiver<bool>,
 ) -> anyhow::Result<Tally> {
     let mut tally = Tally::default();
+    // One wait for the stop signal for the whole run, not a new one per message.
+    let stopped = stop.changed();
+    tokio::pin!(stopped);
     loop {
         let op = tokio::select! {
             biased;
-            _ = stop.changed() => break,
+            _ = &mut stopped => break,
             op = next_op(&mut ws, &mut parser) => op,
         };
         match op {

@@ -8,7 +8,10 @@
 //! clock skew enters the figure.
 
 use std::fmt::{self, Display};
+use std::sync::LazyLock;
 use std::time::Instant;
+
+use memchr::memmem;
 
 /// The run's monotonic clock; every instant is nanoseconds since its start.
 #[derive(Debug, Clone, Copy)]
@@ -37,7 +40,8 @@ pub fn stamp(seq: u64, sent_ns: u64) -> String {
 /// find_stamp(r#"{"payload":{"stamp":"wsl-7-123456"}}"#) == Some((7, 123456))
 /// ```
 pub fn find_stamp(text: &str) -> Option<(u64, u64)> {
-    let at = text.find("wsl-")? + 4;
+    static STAMP: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new("wsl-"));
+    let at = STAMP.find(text.as_bytes())? + 4;
     let rest = &text[at..];
     let seq_end = rest.find(|c: char| !c.is_ascii_digit())?;
     let seq = rest[..seq_end].parse().ok()?;
