@@ -18,7 +18,8 @@
 //! - `rtt`: `gateway.ping` and `cxp.send` round trips, one at a time, alternating on one
 //!   connection; p50/p99 of each.
 //! - `pipe`: `--conns` connections, each keeping `--window` `cxp.send` in flight;
-//!   acknowledged sends per second.
+//!   acknowledged sends per second. `--method ping` pipelines `gateway.ping` instead:
+//!   what the gateway alone costs a request.
 //! - `fanout`: one publisher offering `--rate` `cxp.send`/s, `--subs` `cxp.subscribe`
 //!   subscribers; deliveries/s, missing deliveries, delivery latency from the send
 //!   instant (carried in the payload) to arrival, on the process's one clock.
@@ -77,6 +78,10 @@ enum Mode {
         /// Seconds of load before measuring.
         #[arg(long, default_value_t = 1)]
         warmup: u64,
+        /// What is pipelined: the spec's `cxp.send`, or `gateway.ping` (the
+        /// gateway's own cost per request, with no command behind it).
+        #[arg(long, value_enum, default_value_t = orch::Piped::Send)]
+        method: orch::Piped,
     },
     /// One publisher, many cxp.subscribe subscribers.
     Fanout {
@@ -143,9 +148,10 @@ async fn main() -> anyhow::Result<()> {
             secs,
             window,
             warmup,
+            method,
         } => (
             "pipe",
-            orch::pipe(&url, &token, conns, secs, window, warmup).await?,
+            orch::pipe(&url, &token, conns, secs, window, warmup, method).await?,
         ),
         Mode::Call {
             url,

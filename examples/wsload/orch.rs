@@ -39,6 +39,25 @@ pub fn send_request(id: u64) -> String {
     )
 }
 
+/// What `pipe` keeps in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Piped {
+    /// The spec's `cxp.send` example ([`send_request`]).
+    Send,
+    /// `gateway.ping`: answered by the gateway itself, no command behind it.
+    Ping,
+}
+
+impl Piped {
+    /// The request with id `id`.
+    pub fn request(self, id: u64) -> String {
+        match self {
+            Piped::Send => send_request(id),
+            Piped::Ping => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"gateway.ping"}}"#),
+        }
+    }
+}
+
 /// A fan-out packet: `cxp.send` whose payload carries the stamp and the padding.
 pub fn stamped_request(id: u64, stamp: &str, pad: &str) -> String {
     format!(
@@ -217,8 +236,8 @@ impl Trips {
     }
 }
 
-/// `conns` connections each keep up to `window` `cxp.send` in flight for `secs`
-/// seconds (after `warmup` seconds); reports acknowledged sends per second.
+/// `conns` connections each keep up to `window` requests of `method` in flight for
+/// `secs` seconds (after `warmup` seconds); reports acknowledged requests per second.
 pub async fn pipe(
     url: &str,
     token: &str,
@@ -226,6 +245,7 @@ pub async fn pipe(
     secs: u64,
     window: usize,
     warmup: u64,
+    method: Piped,
 ) -> anyhow::Result<Report> {
     let acked = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
@@ -261,7 +281,7 @@ pub async fn pipe(
                 // write what the window allows, flush, then wait for a free slot
                 while let Ok(p) = slots.try_acquire() {
                     p.forget();
-                    sink.feed(Message::Text(send_request(id).into())).await?;
+                    sink.feed(Message::Text(method.request(id).into())).await?;
                     id += 1;
                 }
                 sink.flush().await?;
@@ -269,7 +289,7 @@ pub async fn pipe(
                     p = slots.acquire() => p?.forget(),
                     _ = stop.changed() => break,
                 }
-                sink.feed(Message::Text(send_request(id).into())).await?;
+                sink.feed(Message::Text(method.request(id).into())).await?;
                 id += 1;
             }
             sink.flush().await?;
@@ -288,6 +308,7 @@ pub async fn pipe(
     }
     let mut r = Report::default();
     r.put("conns", conns)
+        .put("method", format!("{method:?}").to_lowercase())
         .put("window", window)
         .put("secs", secs)
         .put("acked", a1 - a0)
