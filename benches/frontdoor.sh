@@ -7,7 +7,9 @@
 #   benches/frontdoor.sh                   # build release, run everything, print the table
 #   SKIP_BUILD=1 BIN=… WSLOAD=… benches/frontdoor.sh    # measure given binaries
 #
-# Knobs (environment): RATE (10000) SUBS (100) SECS (5) fan-out; COUNT (1000) round trips;
+# Knobs (environment): RATE (10000) SUBS (100) SECS (5) fan-out; PUB_RATE (100000) sends/s
+# offered by the one-subscriber step (more than either server accepts: acknowledgements
+# pace it); COUNT (1000) round trips;
 # PIPE_SECS (5); KAFKA_COUNT (200) Kafka round trips; KAFKA=0 skips the Kafka run; TANSU (tansu binary, default
 # $ORCHESTRATA_TANSU); OUT (directory kept with every server log and wsload output).
 # Orchestrata runs with max_clients 1000 and a per-client rate limit of 1,000,000/s
@@ -22,7 +24,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 RATE=${RATE:-10000}; SUBS=${SUBS:-100}; SECS=${SECS:-5}; COUNT=${COUNT:-1000}
-PIPE_SECS=${PIPE_SECS:-5}; KAFKA=${KAFKA:-1}; KAFKA_COUNT=${KAFKA_COUNT:-200}
+PIPE_SECS=${PIPE_SECS:-5}; PUB_RATE=${PUB_RATE:-100000}; KAFKA=${KAFKA:-1}; KAFKA_COUNT=${KAFKA_COUNT:-200}
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   # two invocations: the server is built as users build it, without the dev-dependency
   # features an example unifies into the build
@@ -39,7 +41,7 @@ OUT=${OUT:-$T/out}; mkdir -p "$OUT"
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  rm -rf "$T/sled" "$T/sled-pipe10" "$T/sled-fanout" "$T/sled-fanoutpkt" "$T/js" "$T/kafka"
+  rm -rf "$T/sled" "$T/sled-pipe10" "$T/sled-fanout" "$T/sled-fanoutpkt" "$T/sled-pub1" "$T/js" "$T/kafka"
 }
 trap cleanup EXIT
 
@@ -74,6 +76,8 @@ start_up sled --data-dir "$T/sled"
 URL="ws://127.0.0.1:$UP_PORT/"
 run sled rtt rtt "$URL" --count "$COUNT"
 run sled pipe1 pipe "$URL" --conns 1 --secs "$PIPE_SECS"
+# The gateway alone: gateway.ping pipelined the same way (no command behind it).
+run sled pingpipe1 pipe "$URL" --conns 1 --secs "$PIPE_SECS" --method ping
 stop "$UP_PID"
 # Ten connections on a fresh server too: after the one-connection step the recipient's
 # inbox (default 10,000) is full, every send would be refused (a refusal makes twice
@@ -97,7 +101,15 @@ run sled fanoutpkt fanout "$URL" --subs "$SUBS" --rate "$RATE" --secs "$SECS" \
   --filters '{"event_type":"packet_sent"}'
 stop "$UP_PID"
 
-# --- NATS JetStream, the same fan-out shape ---
+# One publisher pipelining as fast as acknowledgements allow, one subscriber: the
+# pipelined shape with a peer, the same on both servers.
+start_up sled-pub1 --data-dir "$T/sled-pub1"
+URL="ws://127.0.0.1:$UP_PORT/"
+run sled pub1 fanout "$URL" --subs 1 --rate "$PUB_RATE" --secs "$SECS" \
+  --filters '{"event_type":"packet_sent"}'
+stop "$UP_PID"
+
+# --- NATS JetStream, the same fan-out shapes ---
 NP=$(port); NW=$(port)
 cat >"$T/nats.conf" <<EOF
 listen: 127.0.0.1:$NP
@@ -108,6 +120,7 @@ nats-server -c "$T/nats.conf" >"$OUT/nats.log" 2>&1 &
 NPID=$!; PIDS+=("$NPID")
 wait_tcp "$NW" || { echo "nats-server did not start; see $OUT/nats.log"; exit 2; }
 run js fanout js-fanout "ws://127.0.0.1:$NW" --subs "$SUBS" --rate "$RATE" --secs "$SECS"
+run js pub1 js-fanout "ws://127.0.0.1:$NW" --subs 1 --rate "$PUB_RATE" --secs "$SECS"
 stop "$NPID"
 
 # --- Orchestrata on Kafka: all roles in one process, a private tansu broker ---
@@ -152,6 +165,10 @@ row "  accepted sends/s" "$(get sled-fanoutpkt accepted_per_s)" "$(get js-fanout
 row "  deliveries/s" "$(get sled-fanoutpkt deliveries_per_s)" "$(get js-fanout deliveries_per_s)" ">= nats"
 row "  missing deliveries" "$(get sled-fanoutpkt missing)" "$(get js-fanout missing)" "0"
 row "  delivery p99 ms" "$(get sled-fanoutpkt delivery_p99_ms)" "$(get js-fanout delivery_p99_ms)" "< 50, <= nats"
+row "one publisher pipelining, 1 sub:" "" "" ""
+row "  accepted sends/s" "$(get sled-pub1 accepted_per_s)" "$(get js-pub1 accepted_per_s)" ""
+row "  missing deliveries" "$(get sled-pub1 missing)" "$(get js-pub1 missing)" "0"
+row "  delivery p99 ms" "$(get sled-pub1 delivery_p99_ms)" "$(get js-pub1 delivery_p99_ms)" ""
 echo
 row "round trips, pipelining" "sled" "kafka" "target"
 row "gateway.ping p50/p99 ms" "$(get sled-rtt ping_p50_ms)/$(get sled-rtt ping_p99_ms)" "$(get kafka-rtt ping_p50_ms)/$(get kafka-rtt ping_p99_ms)" ""
@@ -159,5 +176,6 @@ row "cxp.send p50/p99 ms" "$(get sled-rtt send_p50_ms)/$(get sled-rtt send_p99_m
 row "cxp.send/ping p50" "$(get sled-rtt send_over_ping_p50)" "$(get kafka-rtt send_over_ping_p50)" "<= 2"
 row "pipelined sends/s, 1 conn" "$(get sled-pipe1 acked_per_s)" "$(get kafka-pipe1 acked_per_s)" "sled >= 20000; kafka >= 5000"
 row "pipelined sends/s, 10 conns" "$(get sled-pipe10 acked_per_s)" "$(get kafka-pipe10 acked_per_s)" "sled >= 50000"
+row "pipelined pings/s, 1 conn" "$(get sled-pingpipe1 acked_per_s)" "" "(the gateway alone)"
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)"
 echo "out=$OUT"
