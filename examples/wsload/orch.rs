@@ -141,9 +141,10 @@ pub async fn rtt(url: &str, token: &str, count: usize) -> anyhow::Result<Report>
     let warmup = 20.min(count);
     for i in 0..(warmup + count) as u64 {
         let measured = i >= warmup as u64;
-        let request = format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"gateway.ping"}}"#);
-        ping.time(&mut ws, i, request, measured).await?;
-        send.time(&mut ws, i, send_request(i), measured).await?;
+        ping.time(&mut ws, i, Piped::Ping.request(i), measured)
+            .await?;
+        send.time(&mut ws, i, Piped::Send.request(i), measured)
+            .await?;
     }
     let (ping_p50, send_p50) = (ping.percentile(0.5), send.percentile(0.5));
     let mut r = Report::default();
