@@ -70,12 +70,14 @@ async fn every_mode_reports_its_figures_with_no_errors() {
     let tail = ["send_p99_ms", "send_p999_ms", "send_max_ms"].map(|k| number(&rtt, k));
     assert!(tail[0] <= tail[1] && tail[1] <= tail[2], "{rtt}");
 
-    for method in [orch::Piped::Send, orch::Piped::Ping] {
+    for (method, name) in [(orch::Piped::Send, "send"), (orch::Piped::Ping, "ping")] {
         let pipe = orch::pipe(&url, TOKEN, 2, 1, 16, 0, method)
             .await
             .expect("pipe runs");
         assert_eq!(pipe.get("errors"), Some("0"), "{pipe}");
         assert!(number(&pipe, "acked") > 0.0, "{pipe}");
+        // The report names the method as `--method` spells it.
+        assert_eq!(pipe.get("method"), Some(name), "{pipe}");
     }
 
     let load = fanout::FanoutArgs {

@@ -49,6 +49,13 @@ pub enum Piped {
 }
 
 impl Piped {
+    /// The name `--method` takes for it, as clap derives it (the report prints it).
+    pub fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default()
+    }
+
     /// The request with id `id`.
     pub fn request(self, id: u64) -> String {
         match self {
@@ -309,7 +316,7 @@ pub async fn pipe(
     }
     let mut r = Report::default();
     r.put("conns", conns)
-        .put("method", format!("{method:?}").to_lowercase())
+        .put("method", method.name())
         .put("window", window)
         .put("secs", secs)
         .put("acked", a1 - a0)
