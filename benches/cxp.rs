@@ -1,6 +1,6 @@
 //! CXP packet speed (issue 2): a packet with a 1 KB JSON payload through every codec and
 //! validator, plus a 10 MB payload encode. Targets: each 1 KB op median < 5 µs, the 10 MB
-//! encode < 50 ms. Results: docs/performance.md, section "CXP packet (issue 2)".
+//! encode < 50 ms. Results: docs/performance.md, section "CXP packet".
 
 use std::hint::black_box;
 

@@ -83,6 +83,6 @@ wait_health "$ALL" || { echo "up --kafka did not start; see $OUT/up-all.log"; ex
 sed 's/^/all_/' "$OUT/all.out"
 echo "error_lines=$(cat "$OUT"/up-*.log | grep -c '"level":"ERROR"')"
 # A kernel whose follower lags its own appends waits up to the request timeout per
-# append (see docs/performance.md, "Split roles on the test broker").
+# append (`wait_for_end` in src/log/kafka/append.rs).
 echo "kernel_read_your_write_timeouts=$(grep -c 'has not read the records before it yet' "$OUT/up-kernel.log")"
 echo "out=$OUT"

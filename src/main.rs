@@ -15,15 +15,12 @@ use tracing_subscriber::EnvFilter;
 /// jemalloc instead of glibc's malloc. A server that commits for hours allocates from
 /// many threads (tokio workers, the log writer, the governance engine, the projection
 /// runners); glibc gives each its own arena and returns little of it, so resident
-/// memory climbed with the history served well beyond the live heap
-/// (docs/performance.md, "Resident memory and the allocator"). Why jemalloc and not
-/// mimalloc, which this binary used before: most of a `cxp.send`'s blocks are freed by
-/// another thread than the one that made them (an event decoded by one view's runner
-/// and dropped by another's, a request parsed on a connection and answered from a
-/// job). mimalloc's v2 line took about a quarter of the server's CPU under pipelined
-/// sends, over half of it collecting such frees. jemalloc takes them into the freeing
-/// thread's cache: 6-10% more sends per second at the same resident memory
-/// (docs/performance.md, "jemalloc for blocks freed on another thread").
+/// memory climbs with the history served well beyond the live heap. Why jemalloc and
+/// not mimalloc: most of a `cxp.send`'s blocks are freed by another thread than the
+/// one that made them (an event decoded by one view's runner and dropped by another's,
+/// a request parsed on a connection and answered from a job). mimalloc spends much of
+/// its time collecting such frees; jemalloc takes them into the freeing thread's cache
+/// and returns them to their arena in batches.
 ///
 /// Blocks are freed without their size ([`jemalloc::Unsized`]). The `system-alloc`
 /// feature leaves jemalloc out, for heap profilers that follow glibc's malloc; the
@@ -42,9 +39,7 @@ mod jemalloc {
     /// The options jemalloc reads before `main` (`_RJEM_MALLOC_CONF` in the environment
     /// is read after them, so an operator can still add or override any). Background
     /// threads return freed pages to the system on their own schedule, not in the
-    /// middle of a request's allocation, and also while the server is idle: 3 % more
-    /// pipelined sends in the run of docs/performance.md ("jemalloc for blocks freed on
-    /// another thread").
+    /// middle of a request's allocation, and also while the server is idle.
     #[allow(non_upper_case_globals)]
     #[export_name = "_rjem_malloc_conf"]
     pub static malloc_conf: Option<&'static c_char> =
@@ -84,11 +79,9 @@ mod jemalloc {
 /// says otherwise. The allocator's arenas are large mappings, which a kernel with
 /// huge pages enabled backs with 2 MiB pages; a huge page
 /// stays resident whole while any of it is in use, and a server whose heap is many
-/// small long-lived entries (index ids, cached packets) keeps most of them partly used:
-/// ~260 MB of a 1.1 GB resident set were huge pages at ~235 K sends, and without them
-/// the server held 50-120 MB less at the same history with the same throughput
-/// (docs/performance.md, "Huge pages off, smaller caches"; measured with mimalloc,
-/// which asked for huge pages itself). `ORCHESTRATA_ALLOW_THP=1` keeps them.
+/// small long-lived entries (index ids, cached packets) keeps most of them partly used,
+/// so huge pages raise resident memory without raising throughput.
+/// `ORCHESTRATA_ALLOW_THP=1` keeps them.
 fn no_transparent_huge_pages() {
     if std::env::var_os("ORCHESTRATA_ALLOW_THP").is_some() {
         return;

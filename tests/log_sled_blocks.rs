@@ -1,6 +1,6 @@
 //! The sled log's storage layout: an append is stored in blocks of consecutive entries,
 //! and a log written one key per event (before blocks) is read and extended as it is.
-//! See `src/log/embedded/record.rs` and `docs/performance.md` ("Events in blocks").
+//! See `src/log/embedded/record.rs` and `docs/log.md`.
 
 use std::path::Path;
 use std::time::Duration;

@@ -3,9 +3,9 @@
 //!
 //! Entries are stored under the sequence of the event that created them (keys that
 //! follow the log; `thread/stored.rs`), so finding a let-go entry by its id needs its
-//! sequence. Keeping id -> sequence in memory cost 24 bytes an entry, five entries a
-//! `cxp.send` across the two views, for as long as the server runs: memory that followed the history
-//! (`docs/performance.md`, "Let-go ids found through the store"). Instead a commit
+//! sequence. Keeping id -> sequence in memory would cost tens of bytes a `cxp.send`
+//! across the two views for as long as the server runs: memory that follows the
+//! history. Instead a commit
 //! stores beside each new entry an **index row** (id -> sequence), and memory keeps
 //! Bloom filters ([`Seen`]) and a count:
 //!
@@ -17,8 +17,7 @@
 //!   entry's sequence (2^16 events of `cxp.traffic` each), so the rows a commit adds
 //!   land in the B-tree pages of the newest generation only. Keyed by id alone they
 //!   would land on a random page each — a commit rewriting one page per new entry, its
-//!   cost growing with the history (measured on the packet index keyed by message id:
-//!   ~30 ms to ~400 ms a commit over 500 K sends). The filters say which generation
+//!   cost growing with the history. The filters say which generation
 //!   to read ([`Place::Row`]), newest first.
 //!
 //! What a row says is kept here until the entry itself is read ([`Place::Stored`]);

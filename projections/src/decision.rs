@@ -124,9 +124,8 @@ pub struct DecisionRef<'a> {
 /// only increasing sequences, so a decision's position (its rank among them) never
 /// changes. Every filter is a set of positions, as a compressed bitmap: a name or
 /// result that takes a share of the decisions costs about one bit per decision in its
-/// span, a rare one two bytes per decision it has (as `Vec<u32>` lists, four bytes a
-/// position: 22 bytes a `cxp.send` that followed the history; `docs/performance.md`,
-/// "A million and a half sends on one server"). Entries (bodies) are held for the
+/// span, a rare one two bytes per decision it has (a `Vec<u32>` list would take four
+/// bytes a position, for every decision of the history). Entries (bodies) are held for the
 /// newest decisions only: `bodies[i]` is the entry of the decision at position
 /// `cold + i`; see the module docs.
 #[derive(Debug, Clone, Default, PartialEq)]

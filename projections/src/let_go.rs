@@ -4,9 +4,8 @@
 //! Lookups of let-go entries are mostly for keys never let go of: each new message id
 //! and thread is looked for in the views' and the kernel's stores before it is
 //! created. A Bloom filter ([`Seen`]) of every key let go of answers "never" for them
-//! without a read, at ~2-4 bytes a key for the server's life: ~38 bytes a `cxp.send`
-//! across the views and the kernel at a million sends (`docs/performance.md`,
-//! "Stamped ids need no filter").
+//! without a read, at a few bytes a key for the server's life: memory that follows the
+//! history, which the stamped keys below avoid.
 //!
 //! The ids the server makes (command ids, the message ids of `cxp.send`, the threads the
 //! kernel names) are UUID v7, which carry their time. A key let go of whose v7 time is

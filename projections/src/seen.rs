@@ -2,9 +2,8 @@
 //!
 //! Most lookups of let-go entries are for keys never let go of: the kernel's spill
 //! table is asked whether each `cxp.send`'s new message id and thread are known
-//! (answered by the table, each was a read transaction and a B-tree descent through
-//! pages the cache mostly did not hold — a sixth of the kernel writer's time under
-//! load; `docs/performance.md`, "Lookups of new keys answered from memory"), and the
+//! (answered by the table, each would be a read transaction and a B-tree descent
+//! through pages the cache mostly does not hold, on the kernel writer's path), and the
 //! thread view is asked whether each event's thread and packet were let go of.
 //!
 //! A Bloom filter of every key ever let go of says "never held" for nearly all of them

@@ -127,10 +127,10 @@ pub fn key(kind: u8, bytes: &[u8]) -> Vec<u8> {
 /// A runner spaces a view's commits by twenty times the last one's cost, which keeps
 /// commits under 5 % of the time when their cost is fixed. When the cost follows the
 /// entries written, the spacing feeds back on itself: a commit of twice the entries
-/// costs twice as much and is followed by twice the wait, whenever writing an entry
-/// (~25 µs in redb) × entries per second × 20 exceeds 1 — as it does for the thread view
-/// at ~3,000 packets and threads a second (measured: commits of 0.3, 0.8, 1.6, 2.2, ...
-/// 9.2 s, then none for minutes, with 325,000 packets waiting in memory). Past this
+/// costs twice as much and is followed by twice the wait, whenever the cost of writing
+/// an entry × entries per second × 20 exceeds 1 — as it does for the thread view under
+/// sustained sends, whose commits would then grow until none is taken for minutes
+/// while the waiting entries pile up in memory. Past this
 /// many waiting entries the view asks, so a commit writes at most about this many:
 /// its cost stays flat, and so does the memory the waiting entries hold.
 pub const PRESSING_ENTRIES: usize = 16_384;

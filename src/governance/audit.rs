@@ -74,7 +74,7 @@ impl AuditLog {
 
 /// Calls `each` with every recorded decision, in log order, holding one page of the
 /// stream at a time: what `audit decisions` lists, without the fact streams
-/// [`AuditLog::read`] loads (on a 1.3 M-send log that read held 7.9 GB). `each`
+/// [`AuditLog::read`] loads, whose memory follows the whole history. `each`
 /// answering `Break` ends the reading there (the listing's reader went away).
 pub async fn each_decision(
     log: &dyn EventLog,
@@ -268,8 +268,7 @@ fn name<T: Serialize>(value: &T) -> String {
 /// a time and its positions only grow, so this is the order it evaluated them in, and
 /// the facts only ever move forward. The log's order is not: concurrent requests' decisions
 /// land in either order, and a cached decision (no positions recorded) can fall
-/// between two others. Each such step back refolded the facts from the start, ~11 ms
-/// per decision on a log fed by concurrent clients.
+/// between two others. Each such step back would refold the facts from the start.
 fn replay_order(audit: &AuditLog) -> Vec<usize> {
     let mut order: Vec<usize> = (0..audit.decisions.len()).collect();
     order.sort_by_cached_key(|&i| {

@@ -293,9 +293,9 @@ pub const REPLY_SPIN: Duration = Duration::from_micros(100);
 /// Between two polls a waiting thread calls `sched_yield` rather than spinning: on an
 /// idle core it returns at once (the thread stays awake, so no wake-up is needed),
 /// while on a busy machine it hands the core to whoever is runnable — often the very
-/// thread being waited for. Pure `spin_loop` busy waiting was measured to *raise*
-/// the engine round trip tenfold under load (p50 30 µs -> 130-240 µs, p99 -> 4.5 ms):
-/// the scheduler charged the spinning threads and then ran them late.
+/// thread being waited for. Pure `spin_loop` busy waiting raises the engine round
+/// trip under load instead: the scheduler charges the spinning threads and then runs
+/// them late.
 pub(super) fn pause() {
     std::thread::yield_now();
 }

@@ -3,8 +3,9 @@
 //!
 //! scryer 0.10's `retract/1` visits every clause of the predicate (it collects its
 //! candidates with `findall` over the `'$clause'/2` mirror of all dynamic clauses,
-//! indexed only by functor): retracting one packet's status with 100,000 packets held
-//! cost 31.6 ms, while asserting one costs ~0.14 ms (`benches/governance.rs`). A packet's
+//! indexed only by functor), so retracting one packet's status costs in proportion to
+//! the packets held, while asserting one does not (`benches/governance.rs`,
+//! `governance_status_change`). A packet's
 //! status changes several times in its life, so packet facts are kept in two parts
 //! (see `prelude.pl`):
 //!
@@ -28,8 +29,8 @@ use super::term::PlTerm;
 
 /// The Prolog goals that apply `changes`, in order.
 ///
-/// Each goal is an `assertz` scryer compiles (~0.1 ms each on the project's machines,
-/// `docs/governance.md`), so the list is made as short as the engine's answers allow
+/// Each goal is an `assertz` scryer parses and compiles (`docs/governance.md`), so the
+/// list is made as short as the engine's answers allow
 /// (one call applies the whole list before any query runs, so only its end state is
 /// visible):
 /// - a fact retracted and asserted again unchanged is left alone, and so is a packet's

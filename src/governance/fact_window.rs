@@ -1,10 +1,10 @@
 //! The packet window: the engine shows the most recent packets, not every packet ever
 //! sent.
 //!
-//! Each clause costs a scryer 0.10 machine ~3–5 KB whatever its arguments, and a
-//! retracted clause keeps its memory (and a retract visits every clause), so an engine that
-//! held every packet grew without bound with traffic (docs/performance.md, "The
-//! governance engine's memory"). The facts view therefore keeps a window of the
+//! Each clause costs a scryer 0.10 machine a few KB whatever its arguments, and a
+//! retracted clause keeps its memory (and a retract visits every clause), so an engine
+//! that held every packet would grow without bound with traffic. The facts view
+//! therefore keeps a window of the
 //! `window` most recent packets, ordered by the sequence of their `packet sent`:
 //!
 //! - when more than `window + slack` packets are shown, the oldest are hidden until

@@ -1,9 +1,9 @@
 //! Packet facts compiled when something reads them, not when they change.
 //!
-//! Every `assertz` costs scryer 0.10 80–165 µs (it parses and compiles the clause), and
-//! every packet sent and every status change is one (`fact_goals.rs`): about a
-//! millisecond of the engine's one thread per `cxp.send` under load, which bounded the
-//! whole write path (`docs/performance.md`, "What bounds a send now"). Yet most
+//! Every `assertz` is expensive in scryer 0.10 (it parses and compiles the clause), and
+//! every packet sent and every status change is one (`fact_goals.rs`): compiled as they
+//! change, packet facts would make the engine's one thread bound the whole write path.
+//! Yet most
 //! decisions never read packet facts: under the default policy a `cxp.send` reads the
 //! Volks, the sessions and the send count (`cxp_sends/3`, a blackboard value, cheap).
 //!

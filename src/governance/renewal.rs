@@ -1,16 +1,16 @@
 //! Renewing the engine's machine without stopping decisions.
 //!
 //! A scryer 0.10 machine never gives memory back: every asserted clause stays even
-//! when retracted (~3 KB each) and every query leaves ~200 bytes behind
-//! (`examples/scryer_memory.rs`: 20 MB per 100,000 trivial queries). A server that decides and asserts
+//! when retracted and every query leaves some bytes behind (`examples/scryer_memory.rs`
+//! shows how much). A server that decides and asserts
 //! for hours therefore grows without bound however few facts are current. The one way
 //! to reclaim that memory is a fresh machine, so the governance service asks for one
 //! after a budget of work (`governance.engine_renew_mb`, estimated by the engine thread
 //! from the goals it ran: [`goal_cost`], [`QUERY_COST`]), loaded with the policy in force and only the
 //! current facts (the packet window, see `fact_window.rs`).
 //!
-//! Building a machine and loading a window of facts takes about a second, too long to
-//! stop decisions for, so it happens on a second thread (a machine is `!Send` and must
+//! Building a machine and loading a window of facts takes too long to stop decisions
+//! for, so it happens on a second thread (a machine is `!Send` and must
 //! live where it was built):
 //!
 //! 1. the serving thread, on `Renew(policy, facts)`, starts a [`Successor`] thread that
@@ -32,9 +32,8 @@
 //! next read would otherwise compile the whole window while every decision waits.
 //! Where the policy never reads packets (the default policy's decisions do not), their
 //! facts wait in the successor as they did in the serving machine (`pending.rs`), and
-//! a renewal costs a machine build and the Volk and session facts only. Compiling the
-//! window there took most of a second of a core per renewal, a renewal every ~12 s
-//! under one pipelining connection (`docs/performance.md`).
+//! a renewal costs a machine build and the Volk and session facts only, not the
+//! compilation of the whole window, which a busy server would pay at every renewal.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -244,15 +243,15 @@ fn successor(
     worker.run();
 }
 
-/// What a decision or query is estimated to leave in a machine (bytes). ~200 were
-/// measured per trivial query in isolation; a decision leaves more (its goal, trace
-/// and answer terms).
+/// What a decision or query is estimated to leave in a machine (bytes): more than a
+/// trivial query leaves (`examples/scryer_memory.rs`), for a decision's goal, trace and
+/// answer terms.
 pub(super) const QUERY_COST: u64 = 1024;
 
 /// What a goal applying facts is estimated to leave in a machine (bytes): an asserted
-/// clause ~5 KB measured in isolation for a packet base (8 KiB counted: a live
-/// server's heap grew ~16 KB per `cxp.send` in its asserts), a retract its clause, a
-/// blackboard write (counts, floor) a query's worth.
+/// clause 8 KiB (above what a packet base's clause takes alone, since a live server's
+/// asserts leave more than the clause), a retract its clause, a blackboard write
+/// (counts, floor) a query's worth.
 pub(super) fn goal_cost(goal: &str) -> u64 {
     if goal.starts_with("assertz(") {
         8192

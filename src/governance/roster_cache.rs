@@ -20,8 +20,8 @@
 //! `audit verify` re-evaluates it like any other decision.
 //!
 //! Under the default policy this serves every `cxp.send` outside a session after the
-//! first of its kind, without the engine (`docs/performance.md`, "Decisions reused
-//! while the roster holds").
+//! first of its kind, without the engine (`docs/performance.md`, "Governance":
+//! `judge_reused_roster`).
 
 use std::collections::HashMap;
 use std::num::NonZeroUsize;

@@ -82,7 +82,7 @@ impl PlTerm {
 /// — control characters, and every non-ASCII one (U+00A0, U+2028, a lone combining
 /// mark...) — is written as the ISO escape `\xHH\` of its code point. No input can end
 /// the atom early, and the goal holds no character scryer's reader could refuse (a
-/// refused goal used to panic the engine), while the atom read back is exactly `text`.
+/// refused goal can panic the engine), while the atom read back is exactly `text`.
 ///
 /// ```
 /// use orchestrata::governance::term::quote_atom;

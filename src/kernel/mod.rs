@@ -19,13 +19,17 @@
 //!   channel are taken together and appended as one group (group commit), so throughput
 //!   grows with the number of concurrent callers while each caller still sees its
 //!   command applied in order.
-//! - **One fold.** [`KernelState::apply`] rebuilds the state at start (from
-//!   `volk.lifecycle`, `session.events`, `cxp.traffic`, `kernel.events`) and applies
-//!   every event the kernel emits; time always comes from event timestamps.
-//! - **Rejections append nothing** (in-process) and return a [`KernelError`] whose
-//!   [`KernelError::code`] is stable. Commands from the `commands` stream
-//!   ([`Kernel::consume_commands`]) get a `command_applied` or `command_rejected` event,
-//!   and an already executed command id is not executed again.
+//! - **One fold.** [`KernelState::apply`] rebuilds the state at start from the six
+//!   streams the kernel folds (`load::FOLDED`: `volk.lifecycle`, `session.events`,
+//!   `workflow.events`, `cxp.traffic`, `kernel.events`, `provider.events`) and applies
+//!   every event of those streams the writer appends; time always comes from event
+//!   timestamps.
+//! - **A rejected command emits no events of its own** and returns a [`KernelError`]
+//!   whose [`KernelError::code`] is stable. What its request carried is appended all
+//!   the same: the gateway's audit record of the call, and, for a governed command, the
+//!   policy's decision (`decision recorded`, allow or deny). Commands from the
+//!   `commands` stream ([`Kernel::consume_commands`]) also get a `command_applied` or
+//!   `command_rejected` event, and an already executed command id is not executed again.
 //! - **The Postman** ([`postman`]) keeps per-recipient queues in serving order, delivers
 //!   when a Volk reads its inbox ([`Kernel::inbox`]), fails packets whose recipient is
 //!   deregistered, unhealthy or full, retries with exponential backoff on the

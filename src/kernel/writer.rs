@@ -172,12 +172,10 @@ impl Writer {
     /// waits for a policy evaluation on the engine thread before the batch is appended,
     /// so a batch of `max_batch` (1,024) commands would hold every answer for that many
     /// evaluations and the log would see one append per such batch; [`GOVERNED_BATCH`]
-    /// keeps appends flowing while still sharing each append. At ~50 µs an evaluation,
-    /// 256 hold the first answer ~13 ms at most. 64 (chosen when an evaluation cost a
-    /// millisecond) left a Kafka log — two broker round trips per batch, one per stream
-    /// — waiting more than deciding: one pipelining connection got 4,315 acked sends/s
-    /// with 64 and 5,413 with 256 on the test broker, and 5,640 against 6,091 on sled
-    /// (`docs/performance.md`, "Larger governed batches").
+    /// keeps appends flowing while still sharing each append: large enough that a
+    /// Kafka log (two broker round trips per batch, one per stream) is not left waiting
+    /// more than deciding, small enough that the first answer of a batch waits only a
+    /// few milliseconds of evaluations.
     fn batch_limit(&self) -> usize {
         let limit = self.config.max_batch.max(1);
         if self.governance.get().is_some() {

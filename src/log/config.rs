@@ -215,9 +215,8 @@ pub const DEFAULT_DATA_DIR: &str = "./data";
 /// Default page cache of each store (the log's sled database, the view store's redb
 /// file): 32 MiB, against sled's own 1 GiB, sized for a small machine. The live path
 /// reads from memory (the kernel's hot entries, the log's tail), so the caches serve
-/// cold reads only; 32 MiB instead of 64 held the server ~110 MB lower at the same
-/// history with the same throughput (docs/performance.md, "Huge pages off, smaller
-/// caches"), sled's pages exceeding its nominal bound.
+/// cold reads only, and a larger cache raises resident memory (sled's pages exceed
+/// its nominal bound) without raising throughput.
 pub const DEFAULT_SLED_CACHE_BYTES: u64 = 32 << 20;
 /// Default Kafka topic prefix.
 pub const DEFAULT_TOPIC_PREFIX: &str = "orchestrata";

@@ -1,10 +1,10 @@
 //! Decoded once, read by many: the events the live tails of one process share.
 //!
-//! Every view runner and every gateway hub tails the streams it folds, and each tail
-//! used to decode every event it read: a `packet_sent` was decoded by the thread,
-//! Volk, graph and packet-index runners and by the `cxp.traffic` hub, a decision by
-//! the decision index, the graph and its hub — sixteen Avro decodes per `cxp.send`,
-//! each allocating every string of the record again. The tails that follow the head
+//! Every view runner and every gateway hub tails the streams it folds: a `packet_sent`
+//! is read by the thread, Volk, graph and packet-index runners and by the `cxp.traffic`
+//! hub, a decision by the decision index, the graph and its hub. Decoded by each tail,
+//! that is many Avro decodes per `cxp.send`, each allocating every string of the record
+//! again. The tails that follow the head
 //! of a stream read the same sequences within milliseconds of each other, so
 //! [`Decoded`] keeps the last [`KEPT`] decoded events of each stream and hands out
 //! the same [`Arc<Envelope>`] to every tail that asks for one of them.
@@ -27,9 +27,8 @@ use std::sync::{Arc, Mutex};
 
 use orchestrata_schemas::events::{Envelope, Stream};
 
-/// Decoded events kept per stream: half a second of a busy stream (~8,000 events/s
-/// under pipelined sends), so a view that pauses to commit still finds what the
-/// others decoded, and ~4 MB of records per busy stream.
+/// Decoded events kept per stream: enough of a busy stream that a view that pauses
+/// to commit still finds what the others decoded, at a few MB of records per stream.
 pub const KEPT: usize = 4096;
 
 /// Encoded bytes of the events kept per stream, at most: 8 MiB, ~2,000 packets of the

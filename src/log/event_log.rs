@@ -203,8 +203,8 @@ fn decode_owned(stream: Stream, epoch: &str, entry: RawEntry) -> Result<Envelope
 
 /// The source of a shared tail: an event another tail decoded is taken from the
 /// [`Decoded`] ring, its entry not even read from the store (a `packet_sent` is
-/// followed by five tails of a process, four of which used to read and copy its bytes
-/// only to find it decoded); the first to read one decodes it and offers it there.
+/// followed by five tails of a process, and four of them need not read and copy its
+/// bytes only to find it decoded); the first to read one decodes it and offers it there.
 struct Shared {
     decoded: Arc<Decoded>,
     stream: Stream,

@@ -2,9 +2,9 @@
 //! [`open_view`] as the log stands now, [`open_view_as_of`] as it stood at a sequence,
 //! and [`find_decision`](super::find_decision), a decision found by its id in either.
 //!
-//! [`ViewStore::load`] decodes every stored entry into memory: on a 1.3 M-send history
-//! the thread view took 43 s and 4.2 GB to show one thread, the decision index 14 s
-//! and 2.3 GB. A view opened here holds what a runner holds after a restart — the
+//! [`ViewStore::load`] decodes every stored entry into memory, so its time and memory
+//! follow the whole history, for a read of one entry. A view opened here holds what a
+//! runner holds after a restart — the
 //! `keep_hot` entries its restorer keeps — catches up with the log reading back what
 //! each page needs, and answers through a [`ViewHandle`], whose reads find the entries
 //! the view let go of in the store.

@@ -1,7 +1,7 @@
 //! `projections rebuild`: a view refolded from the log into the store, committed as it
 //! goes, so a rebuild holds what a live runner holds — the `keep_hot` entries touched
-//! last and those waiting for a commit — not the whole history (issue 18: a rebuild
-//! of a 1.2 M-packet log kept every thread and packet and peaked at 5 GB).
+//! last and those waiting for a commit — not the whole history, whose every thread and
+//! packet would otherwise be held until the end.
 
 use orchestrata_projections::{Checkpoint, View};
 use orchestrata_schemas::events::Envelope;
@@ -120,8 +120,8 @@ impl<V: View> PageHook<V> for Committing {
         // A rebuild commits on the way only to bound memory: so only views that let
         // entries go once committed (those that take uncommitted changes again), and
         // by the event count, not `View::needs_commit` — asked at every 16,384
-        // entries, the thread view's and the graph's commits doubled the rebuild's
-        // time on a 1.2 M-packet log (docs/performance.md). The graph and the others
+        // entries, the thread view's and the graph's commits would dominate the
+        // rebuild's time. The graph and the others
         // keep what they keep either way and are stored at the end.
         if V::RETAKES_UNCOMMITTED && self.since >= self.bounds.commit_events {
             self.commit(view)?;

@@ -5,9 +5,8 @@
 //! [`LetGoKeys::believed_stamp`]) are written in time order by one writer: a
 //! generation's stamped ids span a short stretch of time, and their earliest and latest
 //! stamp say which generations an id can be in. Other ids go to a Bloom filter sized
-//! for the previous generation's. Each generation's filter of every id took ~11 bytes a
-//! `cxp.send` for the server's life (`docs/performance.md`, "Stamped ids need no
-//! filter").
+//! for the previous generation's. A filter of every id in each generation would cost
+//! bytes a `cxp.send` for the server's life.
 //!
 //! A client's id stamped long before its generation widens that generation's span: a
 //! lookup of an old id whose stamp falls inside then reads one row too many (a

@@ -4,9 +4,9 @@
 //! One writer appends each decision once, and a command retried after a failed append
 //! is decided again under a new id, so a repeated id can only come from a record
 //! delivered twice by the log (an at-least-once stream), right after the first copy.
-//! Remembering every id ever recorded (24 bytes a decision, two decisions a
-//! `cxp.send`) cost memory that followed the history; the newest [`RECENT_IDS`] are
-//! enough for a repeat, and cost a fixed ~2.5 MB. The window is a function of the log
+//! Remembering every id ever recorded would cost memory that follows the history; the
+//! newest [`RECENT_IDS`] are enough for a repeat, at a fixed cost. The window is a
+//! function of the log
 //! alone (its last ids, in log order), so a restored index holds the same window as the
 //! folded one.
 

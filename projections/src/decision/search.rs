@@ -99,8 +99,7 @@ impl DecisionIndex {
 
     /// Takes out of `set` the positions whose time is outside the query's bounds: one
     /// intersection with the positions kept, built in order (removing block by block
-    /// shifted a sparse set's array once a block, 12 ms for a subject's half of 2 M
-    /// decisions).
+    /// would shift a sparse set's array once a block).
     fn within_times(
         &self,
         set: &mut RoaringBitmap,

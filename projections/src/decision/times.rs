@@ -12,9 +12,8 @@
 //! search's time bound falls inside the block ([`Verdict::Mixed`]). A block wholly
 //! inside or outside a search's bounds is decided by its earliest and latest time alone:
 //! with times that follow the log (one writer's clock), only the blocks at the two
-//! bounds are read. Every summary kept in memory for every decision cost ~24 bytes a
-//! `cxp.send` that followed the history (`docs/performance.md`, "Decision searches on
-//! bitmaps").
+//! bounds are read. A summary kept in memory for every decision would make memory
+//! follow the history.
 
 use std::collections::HashMap;
 

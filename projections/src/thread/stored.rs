@@ -1,9 +1,8 @@
 //! The thread view's stored form: a head (checkpoint, clock) and one entry per thread
 //! (`t` + the sequence of the event that opened it) and per packet (`p` + the sequence
 //! of its `packet_sent`), big-endian. Keys follow the log, so new entries land at the
-//! end of the store's key space: sled 0.34 keeps inserts at random keys (message ids)
-//! in memory beyond its cache bound (measured: 1.1 GB after 400,000 random inserts with
-//! a 64 MiB cache, 91 MB with increasing keys). The global, sender and recipient orders
+//! end of the store's key space, where a commit rewrites a few B-tree pages rather than
+//! one page per entry at a random place (message ids). The global, sender and recipient orders
 //! are rebuilt from the packets on load.
 //!
 //! Beside each entry, written once in the commit that first stores it, an index row

@@ -4,11 +4,9 @@
 //! Every `packet_sent` moves its sender's `cxp_sends/3` count and, once the window is
 //! full, the window's floor. Both live in the blackboard (`prelude.pl`), so applying
 //! them is cheap in the machine, but each apply is still a goal scryer parses from
-//! text: one `'$all'([...])` per batch the kernel folds, ~100 µs of the engine's one
-//! thread, paid even while decisions are reused without the engine
-//! (`roster_cache.rs`) and nothing reads either value. A profile of one connection
-//! pipelining `cxp.send` put two thirds of the engine thread's time there
-//! (`docs/performance.md`).
+//! text: one `'$all'([...])` per batch the kernel folds, on the engine's one thread,
+//! paid even while decisions are reused without the engine (`roster_cache.rs`) and
+//! nothing reads either value.
 //!
 //! So the evaluator keeps the latest value of each count and of the floor here, and
 //! sets them all in one goal before the next goal that could read them (a decision or

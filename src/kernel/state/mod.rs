@@ -187,7 +187,7 @@ pub struct KernelState {
     max_retries: u32,
     volks: HashMap<String, VolkState>,
     /// Every packet; the least recently changed ones in the spill file once there
-    /// are more than the configured hot ones (issue 18: ~2 KB each in memory).
+    /// are more than the configured hot ones (a packet's state is large in memory).
     packets: SpillTable<Uuid, PacketState>,
     /// Every thread, spilled like the packets.
     threads: SpillTable<String, ThreadState>,

@@ -11,8 +11,8 @@
 //!
 //! Why blocks: sled keeps an entry of its page table for every page it ever wrote, paged
 //! out or not, and splits a leaf at 17 keys, so one key per event cost ~13 bytes of
-//! memory per event for the life of the log — the largest owner of the heap's growth
-//! (`docs/performance.md`, "The heap's growth by owner, sampled at full load"). A block
+//! memory per event for the life of the log, the largest owner of the heap's growth
+//! over history. A block
 //! holds the consecutive entries of one append, up to [`BLOCK_ENTRIES`] entries or
 //! [`BLOCK_BYTES`] bytes, so a page holds several events per key.
 

@@ -410,8 +410,8 @@ impl GroupCommit {
         // Appenders first, tails after: the writer that waits for this answer is the
         // one hop every command's reply crosses (the kernel's writer, and behind it the
         // next batch), while the tails' folds can follow. Woken in the other order, the
-        // runtime ran every tail's fold of the group before the writer on this answer
-        // (about 100 µs of a lone send's round trip; docs/performance.md).
+        // runtime ran every tail's fold of the group before the writer on this answer,
+        // and every lone send waited for them.
         for pending in appends {
             let answer = match (&failed, &flushed) {
                 (Some(e), _) => Err(LogError::sled(&self.path, e.clone())),

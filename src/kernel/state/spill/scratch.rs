@@ -1,10 +1,9 @@
 //! [`Scratch`]: the on-disk half of a [`SpillTable`](super::SpillTable), a redb table in
 //! an unlinked file, keyed by the entry's key bytes.
 //!
-//! Why a B-tree and not an append-only file with an offset per key in memory (what
-//! this replaced): the offsets were ~40 bytes per packet and ~90 per thread, kept for
-//! every entry ever spilled, so the kernel's memory still followed the history
-//! (issue 18: ~210 bytes per `cxp.send` under load). The tree keeps nothing per entry
+//! Why a B-tree and not an append-only file with an offset per key in memory: the
+//! offsets would be kept for every entry ever spilled, so the kernel's memory would
+//! still follow the history. The tree keeps nothing per entry
 //! in memory beyond its bounded page cache, reuses the pages of entries that came back
 //! into memory (no compaction pass), and answers "is there an entry?" for a key it has
 //! never seen from its own pages.
