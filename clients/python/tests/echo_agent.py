@@ -1,0 +1,33 @@
+"""The agent under test, in its own process: handles U:Vz's packets (work in_progress,
+reply with the payload) and appends each handled message id to a file.
+
+    python echo_agent.py URL TOKEN CURSOR_FILE HANDLED_FILE
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from orchestrata import Gateway  # noqa: E402
+
+
+async def main(url: str, token: str, cursor: str, handled: str) -> None:
+    gw = await Gateway.connect(url, token=token, backoff_max=0.5)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, lambda: asyncio.ensure_future(gw.drain()))
+    with open(handled, "a") as out:
+        async for packet in gw.volk("U:Vz", cursor=cursor).inbox():
+            await packet.work("in_progress")
+            await packet.reply({"echo": packet.payload})
+            out.write(packet.message_id + "\n")
+            out.flush()
+    await gw.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:5]))
