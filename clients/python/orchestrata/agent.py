@@ -134,6 +134,7 @@ class Volk:
         self._in_next = False
         self._stopped = asyncio.Event()
         self.subscription_id: str | None = None
+        self._window = WINDOW
         #: handed: packets given to the loop; duplicates: events dropped as already
         #: handled; gaps: gap notices filled; lost: events retention dropped before
         #: they could be replayed.
@@ -202,7 +203,9 @@ class Volk:
             self._queue.put_nowait(("event", params))
 
     def on_gap(self, params: dict[str, Any]) -> None:
-        if params.get("topic") != TOPIC or params.get("subscription") != self.subscription_id:
+        # Every Volk of the connection fills every gap of the topic: an event matching
+        # several subscriptions is attributed to one of them, and so is its drop.
+        if params.get("topic") != TOPIC:
             return
         lo, hi = params.get("sequence_from"), params.get("sequence_to")
         if isinstance(lo, int) and isinstance(hi, int):
@@ -259,8 +262,18 @@ class Volk:
     async def _replay(self, lo: int, hi: int | None) -> None:
         """Reads one window of ``lo..hi`` (``None``: the log's end) into the buffer,
         with a marker that continues with the rest once the window is handled."""
-        to = lo + WINDOW - 1 if hi is None else min(hi, lo + WINDOW - 1)
-        r = await self.gw.gateway_replay(topic=TOPIC, sequence_from=lo, sequence_to=to, filters=self.filters)
+        while True:
+            to = lo + self._window - 1 if hi is None else min(hi, lo + self._window - 1)
+            try:
+                r = await self.gw.gateway_replay(topic=TOPIC, sequence_from=lo, sequence_to=to, filters=self.filters)
+                break
+            except errors.BudgetExceeded as e:
+                # The gateway scans fewer events per call than a window: use its figure.
+                budget = e.data.get("max_scan")
+                smaller = budget if isinstance(budget, int) and 0 < budget < self._window else self._window // 2
+                if smaller < 1:
+                    raise
+                self._window = smaller
         end = hi if hi is not None else (r.get("buffer_range") or {}).get("newest_sequence")
         for event in r.get("events", []):
             self._buffer.append(("event", event))

@@ -119,8 +119,8 @@ class Gateway(Methods):
         await self.close()
 
     async def _open(self) -> None:
-        ws = await self._dial()
-        self._supervisor = asyncio.create_task(self._run(ws), name="orchestrata-gateway")
+        await self._dial()
+        self._supervisor = asyncio.create_task(self._run(), name="orchestrata-gateway")
 
     async def close(self) -> None:
         """Closes the connection for good; waiting calls raise ``ClientClosed``."""
@@ -224,7 +224,8 @@ class Gateway(Methods):
     # --- the connection ----------------------------------------------------------------
     async def _dial(self) -> Any:
         """Opens a socket, authenticates on it and resubscribes every subscriber."""
-        ws = await websockets.connect(self.url, max_size=None, ssl=self._ssl, open_timeout=10)
+        extra = {"ssl": self._ssl} if self._ssl is not None else {}
+        ws = await websockets.connect(self.url, max_size=None, open_timeout=10, **extra)
         reader = asyncio.create_task(self._read(ws), name="orchestrata-reader")
         try:
             if self._token is not None:
@@ -237,6 +238,7 @@ class Gateway(Methods):
             for sub in list(self._subscribers):
                 await sub.on_connected(self)
         except BaseException:
+            self._ws = None
             reader.cancel()
             await ws.close()
             raise
@@ -245,7 +247,7 @@ class Gateway(Methods):
         self._connected.set()
         return ws
 
-    async def _run(self, ws: Any) -> None:
+    async def _run(self) -> None:
         """Keeps a connection up until ``close()``: waits for the socket to drop, then
         reconnects with backoff and jitter."""
         attempt = 0
@@ -262,7 +264,7 @@ class Gateway(Methods):
                 await asyncio.sleep(random.uniform(0, min(hi, lo * 2**attempt)))
                 attempt = min(attempt + 1, 30)
                 try:
-                    ws = await self._dial()
+                    await self._dial()
                     self.stats["reconnects"] += 1
                     attempt = 0
                     break
@@ -287,8 +289,7 @@ class Gateway(Methods):
         except websockets.ConnectionClosed:
             pass
         finally:
-            close = getattr(ws, "close_rcvd", None)
-            code, reason = (close.code, close.reason) if close is not None else (None, "")
+            code, reason = getattr(ws, "close_code", None), getattr(ws, "close_reason", None) or ""
             exc = errors.from_close(code, reason) if code in errors.BY_CLOSE else _Lost()
             if code in errors.BY_CLOSE and self._fatal is None and code != 1013:
                 self._fatal = exc

@@ -40,6 +40,18 @@ kernel:
   inbox_capacity: 1000000
 """
 
+# Juniors and the pipeline run real programs: `upper` answers at once, the pipeline's
+# coder fails a task that says "cannot" (the run escalates) and works slowly otherwise.
+AGENTS = """
+agents:
+  drivers:
+    upper: { cli: [tr, a-z, A-Z], timeout_s: 30 }
+    sleeper: { cli: [sh, -c, 'cat > /dev/null; sleep 60'], timeout_s: 120 }
+  pipeline:
+    coder: [sh, -c, 'if grep -q cannot; then exit 1; fi; sleep 60']
+    junior_retries: 0
+"""
+
 
 def binary() -> str:
     for candidate in (
@@ -67,7 +79,7 @@ class Server:
         self.port = free_port()
         self.url = f"ws://127.0.0.1:{self.port}/"
         self.config = workdir / "orchestrata.yaml"
-        self.config.write_text(CONFIG.format(agent=AGENT, admin=ADMIN, viewer=VIEWER, buffer=buffer))
+        self.config.write_text(CONFIG.format(agent=AGENT, admin=ADMIN, viewer=VIEWER, buffer=buffer) + AGENTS)
         self.proc: subprocess.Popen[str] | None = None
         self.stderr = workdir / "up.stderr"
 

@@ -7,6 +7,7 @@ reply with the payload) and appends each handled message id to a file.
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sys
 from pathlib import Path
@@ -20,13 +21,15 @@ async def main(url: str, token: str, cursor: str, handled: str) -> None:
     gw = await Gateway.connect(url, token=token, backoff_max=0.5)
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, lambda: asyncio.ensure_future(gw.drain()))
+    volk = gw.volk("U:Vz", cursor=cursor)
     with open(handled, "a") as out:
-        async for packet in gw.volk("U:Vz", cursor=cursor).inbox():
+        async for packet in volk.inbox():
             await packet.work("in_progress")
             await packet.reply({"echo": packet.payload})
             out.write(packet.message_id + "\n")
             out.flush()
     await gw.close()
+    Path(handled + ".stats").write_text(json.dumps(volk.stats))
 
 
 if __name__ == "__main__":

@@ -4,11 +4,15 @@ agent's link drops mid-stream while the server keeps running."""
 from __future__ import annotations
 
 import asyncio
+import socket
 
 
 class Proxy:
-    def __init__(self, target_port: int):
+    def __init__(self, target_port: int, rcvbuf: int | None = None):
         self.target_port = target_port
+        self.rcvbuf = rcvbuf
+        self._flowing = asyncio.Event()
+        self._flowing.set()
         self.port = 0
         self.cuts = 0
         self._server: asyncio.base_events.Server | None = None
@@ -25,15 +29,27 @@ class Proxy:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+            sock = socket.socket()
+            if self.rcvbuf is not None:
+                # A small window toward the server: a paused reader fills the server's
+                # queue for this client instead of kernel buffers.
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.rcvbuf)
+            sock.setblocking(False)
+            await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", self.target_port))
+            up_reader, up_writer = await asyncio.open_connection(sock=sock)
         except OSError:
             writer.transport.abort()
             return
         self._links |= {writer, up_writer}
 
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, gated: bool) -> None:
             try:
-                while data := await src.read(65536):
+                while True:
+                    if gated:
+                        await self._flowing.wait()
+                    data = await src.read(65536)
+                    if not data:
+                        break
                     dst.write(data)
                     await dst.drain()
             except (ConnectionError, OSError):
@@ -41,8 +57,15 @@ class Proxy:
             finally:
                 dst.transport.abort()
 
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        await asyncio.gather(pipe(reader, up_writer, False), pipe(up_reader, writer, True))
         self._links -= {writer, up_writer}
+
+    def pause(self) -> None:
+        """Stops forwarding what the server sends (the client looks like a slow reader)."""
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        self._flowing.set()
 
     def cut(self) -> int:
         """Aborts every open connection (RST, no WebSocket close); returns how many."""

@@ -6,10 +6,16 @@ file. N packets per test: ORCHESTRATA_PY_PACKETS (default in load.py)."""
 from __future__ import annotations
 
 import asyncio
+import json
+import time
+import urllib.request
 from pathlib import Path
 
+from conftest import OPERATOR, Server
 from load import N, AgentProcess, assert_exactly_once, effects, send_load
 from proxy import Proxy
+
+from orchestrata import Gateway
 
 
 def test_the_server_killed_and_restarted_twice_loses_and_repeats_nothing(server, tmp_path: Path) -> None:
@@ -93,3 +99,66 @@ def test_the_agent_process_killed_and_restarted_resumes_from_its_cursor(server, 
         assert len(lines) - len(ids) <= kills, f"{len(lines) - len(ids)} packets handed again after {kills} kills"
     finally:
         agent.kill()
+
+
+def test_gap_notices_of_a_slow_reader_are_filled_from_the_log(tmp_path: Path) -> None:
+    # A gateway that queues at most 10 events per client, and a proxy that stops
+    # forwarding to the agent: the gateway drops the oldest queued events and sends
+    # gap notices (ERR-014); the agent replays exactly those ranges.
+    server = Server(tmp_path, buffer=10).start()
+    try:
+
+        async def main() -> tuple[list[str], AgentProcess]:
+            proxy = await Proxy(server.port, rcvbuf=4096).start()
+            agent = AgentProcess(proxy.url, tmp_path).start()
+            try:
+                await asyncio.to_thread(wait_subscribed, server)
+                proxy.pause()
+                ids = await send_load(server.url, N, "gap")
+                proxy.resume()
+                await agent.wait_handled(N)
+                assert agent.stop() == 0
+                return ids, agent
+            except BaseException:
+                agent.kill()
+                raise
+            finally:
+                await proxy.close()
+
+        ids, agent = asyncio.run(main())
+        fx = asyncio.run(effects(server.url))
+        assert_exactly_once(fx, ids)
+        assert sorted(agent.lines()) == sorted(ids)
+        stats = json.loads((tmp_path / "handled.txt.stats").read_text())
+        assert stats["gaps"] >= 1, f"the gateway sent gap notices: {stats}"
+        assert dropped(server) > 0, "the gateway dropped events for the slow reader"
+    finally:
+        server.kill()
+
+
+def metrics(server: Server) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
+def dropped(server: Server) -> float:
+    total = 0.0
+    for line in metrics(server).splitlines():
+        if line.startswith("orchestrata_gateway_events_dropped_total"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def wait_subscribed(server: Server) -> None:
+    """Until the agent's cxp.traffic subscription is live (gateway.clients lists it)."""
+
+    async def subscribed() -> bool:
+        async with await Gateway.connect(server.url, token=OPERATOR) as gw:
+            clients = (await gw.gateway_clients())["clients"]  # type: ignore[typeddict-item]
+            return any(c.get("subscriptions") for c in clients)
+
+    for _ in range(600):
+        if asyncio.run(subscribed()):
+            return
+        time.sleep(0.1)
+    raise AssertionError("the agent never subscribed")
