@@ -137,3 +137,8 @@ if [ "$rc" -ne 0 ]; then
   exit 101
 fi
 log "all tests passed"
+
+# --- the Python client (clients/python, issue 62): pytest against the debug binary ---
+log "clients/python/run_tests.sh (pytest against a real up)"
+ORCHESTRATA_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/orchestrata" PYTHON="$PY" clients/python/run_tests.sh || exit 101
+log "python client tests passed"

@@ -51,7 +51,9 @@ class Packet:
         self.from_agent: str = packet.get("from_agent", "")
         self.to_agent: str = packet.get("to_agent", "")
         self.subject: str = packet.get("subject", "")
-        self.payload: Any = packet.get("payload")
+        # The log's form: {"json": value} or {"binary": {...}} (bytes, base64).
+        body = packet.get("payload")
+        self.payload: Any = body["json"] if isinstance(body, dict) and set(body) == {"json"} else body
         self.priority: int | None = packet.get("priority")
         self.metadata: dict[str, Any] = packet.get("metadata") or {}
         self.raw = packet

@@ -177,6 +177,8 @@ class Gateway(Methods):
             try:
                 return await self._request(ws, method, params)
             except _Lost:
+                # Give the loop a turn: the supervisor notices the drop and reconnects.
+                await asyncio.sleep(0)
                 if not retry_safe:
                     raise errors.ConnectionLost(f"{method}: connection lost before the answer") from None
                 self.stats["retries"] += 1
@@ -199,6 +201,7 @@ class Gateway(Methods):
                 raise errors.ClientClosed("client closed")
             if self._connected.is_set() and self._ws is not None:
                 return self._ws
+            self._connected.clear()
             await self._connected.wait()
 
     async def _request(self, ws: Any, method: str, params: dict[str, Any]) -> Any:
@@ -209,11 +212,19 @@ class Gateway(Methods):
             await ws.send(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
         except websockets.ConnectionClosed:
             self._pending.pop(rid, None)
+            self._dropped(ws)
             raise _Lost() from None
         try:
             return await fut
         finally:
             self._pending.pop(rid, None)
+
+    def _dropped(self, ws: Any) -> None:
+        """`ws` is gone: calls wait for the next connection instead of using it."""
+        if self._ws is ws:
+            self._ws = None
+            if not self._closed and self._fatal is None:
+                self._connected.clear()
 
     def _fail_pending(self, exc: BaseException) -> None:
         for fut in self._pending.values():
@@ -254,6 +265,7 @@ class Gateway(Methods):
         while not self._closed:
             await self._reader
             self._connected.clear()
+            log.info("connection to %s lost", self.url)
             self._ws = None
             if self._closed or not self._reconnect:
                 self._fatal = self._fatal or errors.ClientClosed("connection closed")
@@ -266,6 +278,7 @@ class Gateway(Methods):
                 try:
                     await self._dial()
                     self.stats["reconnects"] += 1
+                    log.info("reconnected to %s", self.url)
                     attempt = 0
                     break
                 except (errors.Unauthorized, errors.InvalidParams) as e:
@@ -293,6 +306,7 @@ class Gateway(Methods):
             exc = errors.from_close(code, reason) if code in errors.BY_CLOSE else _Lost()
             if code in errors.BY_CLOSE and self._fatal is None and code != 1013:
                 self._fatal = exc
+            self._dropped(ws)
             self._fail_pending(exc)
 
     def _dispatch(self, m: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import signal
 import sys
 from pathlib import Path
@@ -21,6 +22,8 @@ async def main(url: str, token: str, cursor: str, handled: str) -> None:
     gw = await Gateway.connect(url, token=token, backoff_max=0.5)
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, lambda: asyncio.ensure_future(gw.drain()))
+    # SIGUSR1: every task's stack to stderr (a test that waits in vain shows where).
+    loop.add_signal_handler(signal.SIGUSR1, lambda: [t.print_stack(file=sys.stderr) for t in asyncio.all_tasks()])
     volk = gw.volk("U:Vz", cursor=cursor)
     with open(handled, "a") as out:
         async for packet in volk.inbox():
@@ -33,4 +36,5 @@ async def main(url: str, token: str, cursor: str, handled: str) -> None:
 
 
 if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     asyncio.run(main(*sys.argv[1:5]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -60,7 +61,7 @@ async def effects(url: str) -> Effects:
                         out.sent[pkt["message_id"]] += 1
                     elif pkt["from_agent"] == "U:Vz" and pkt.get("in_reply_to"):
                         out.replies[pkt["in_reply_to"]] += 1
-                elif e["event_type"] == "work_status_changed" and p.get("to") == "in_progress":
+                elif e["event_type"] == "work_status_changed" and p.get("new") == "in_progress":
                     out.in_progress[p["message_id"]] += 1
             newest = r["buffer_range"]["newest_sequence"]  # type: ignore[typeddict-item]
             if newest is None or lo + 9999 >= newest:
@@ -123,5 +124,8 @@ class AgentProcess:
             if self.proc is not None and self.proc.poll() is not None:
                 raise AssertionError(f"the agent exited: {self.log.read_text()[-3000:]}")
             if time.monotonic() > deadline:
+                if self.proc is not None:
+                    self.proc.send_signal(signal.SIGUSR1)
+                    await asyncio.sleep(1)
                 raise AssertionError(f"{len(set(self.lines()))} of {count} handled: {self.log.read_text()[-3000:]}")
             await asyncio.sleep(0.05)
