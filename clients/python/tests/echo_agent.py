@@ -1,7 +1,8 @@
 """The agent under test, in its own process: handles U:Vz's packets (work in_progress,
-reply with the payload) and appends each handled message id to a file.
+reply with the payload; acknowledge first with ``ack``) and appends each handled
+message id to a file.
 
-    python echo_agent.py URL TOKEN CURSOR_FILE HANDLED_FILE
+    python echo_agent.py URL TOKEN CURSOR_FILE HANDLED_FILE [ack]
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from orchestrata import Gateway  # noqa: E402
 
 
-async def main(url: str, token: str, cursor: str, handled: str) -> None:
+async def main(url: str, token: str, cursor: str, handled: str, ack: bool) -> None:
     gw = await Gateway.connect(url, token=token, backoff_max=0.5)
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, lambda: asyncio.ensure_future(gw.drain()))
@@ -27,6 +28,8 @@ async def main(url: str, token: str, cursor: str, handled: str) -> None:
     volk = gw.volk("U:Vz", cursor=cursor)
     with open(handled, "a") as out:
         async for packet in volk.inbox():
+            if ack:
+                await packet.ack()
             await packet.work("in_progress")
             await packet.reply({"echo": packet.payload})
             out.write(packet.message_id + "\n")
@@ -37,4 +40,4 @@ async def main(url: str, token: str, cursor: str, handled: str) -> None:
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    asyncio.run(main(*sys.argv[1:5]))
+    asyncio.run(main(*sys.argv[1:5], ack=sys.argv[5:6] == ["ack"]))

@@ -44,6 +44,7 @@ class Effects:
     sent: Counter[str] = field(default_factory=Counter)
     replies: Counter[str] = field(default_factory=Counter)
     in_progress: Counter[str] = field(default_factory=Counter)
+    acked: Counter[str] = field(default_factory=Counter)
 
 
 async def effects(url: str) -> Effects:
@@ -63,13 +64,17 @@ async def effects(url: str) -> Effects:
                         out.replies[pkt["in_reply_to"]] += 1
                 elif e["event_type"] == "work_status_changed" and p.get("new") == "in_progress":
                     out.in_progress[p["message_id"]] += 1
+                elif e["event_type"] == "packet_acknowledged":
+                    out.acked[p["message_id"]] += 1
             newest = r["buffer_range"]["newest_sequence"]  # type: ignore[typeddict-item]
             if newest is None or lo + 9999 >= newest:
                 return out
             lo += 10000
 
 
-def assert_exactly_once(fx: Effects, ids: list[str]) -> None:
+def assert_exactly_once(fx: Effects, ids: list[str], acked: bool) -> None:
+    """Each packet once in the log, one reply and one move to in_progress for each (and
+    one acknowledgement, when the agent acknowledges), none skipped."""
     assert len(set(ids)) == len(ids), "every send is its own packet"
     assert set(fx.sent) == set(ids) and set(fx.sent.values()) == {1}, "each packet is in the log once"
     missing = set(ids) - set(fx.replies)
@@ -78,13 +83,16 @@ def assert_exactly_once(fx: Effects, ids: list[str]) -> None:
     assert not twice, f"replied more than once: {list(twice.items())[:3]}"
     assert set(fx.in_progress) == set(ids), "every packet was moved to in_progress"
     assert set(fx.in_progress.values()) == {1}, "each packet moved to in_progress once"
+    if acked:
+        assert set(fx.acked) == set(ids) and set(fx.acked.values()) == {1}, "each packet acknowledged once"
 
 
 class AgentProcess:
     """tests/echo_agent.py as a child process (so it can be killed with -9)."""
 
-    def __init__(self, url: str, workdir: Path):
+    def __init__(self, url: str, workdir: Path, ack: bool = False):
         self.url = url
+        self.ack = ack
         self.cursor = workdir / "vz.cursor"
         self.handled = workdir / "handled.txt"
         self.log = workdir / "agent.log"
@@ -92,7 +100,7 @@ class AgentProcess:
 
     def start(self) -> "AgentProcess":
         script = str(HERE / "echo_agent.py")
-        args = [sys.executable, script, self.url, AGENT, str(self.cursor), str(self.handled)]
+        args = [sys.executable, script, self.url, AGENT, str(self.cursor), str(self.handled)] + (["ack"] if self.ack else [])
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(self.log, "a"))
         return self
 

@@ -11,7 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from conftest import OPERATOR, Server
+from conftest import OPERATOR, Server, ack_delivers
 from load import N, AgentProcess, assert_exactly_once, effects, send_load
 from proxy import Proxy
 
@@ -19,7 +19,7 @@ from orchestrata import Gateway
 
 
 def test_the_server_killed_and_restarted_twice_loses_and_repeats_nothing(server, tmp_path: Path) -> None:
-    agent = AgentProcess(server.url, tmp_path).start()
+    agent = AgentProcess(server.url, tmp_path, ack=ack_delivers(server.url)).start()
 
     async def main() -> list[str]:
         sender = asyncio.create_task(send_load(server.url, N, "crash"))
@@ -34,7 +34,7 @@ def test_the_server_killed_and_restarted_twice_loses_and_repeats_nothing(server,
     try:
         ids = asyncio.run(main())
         fx = asyncio.run(effects(server.url))
-        assert_exactly_once(fx, ids)
+        assert_exactly_once(fx, ids, agent.ack)
         # The agent process never died: no packet was handed to its code twice.
         assert sorted(agent.lines()) == sorted(ids)
         assert agent.stop() == 0, "the agent drains and exits cleanly on SIGTERM"
@@ -43,9 +43,11 @@ def test_the_server_killed_and_restarted_twice_loses_and_repeats_nothing(server,
 
 
 def test_cutting_the_agents_connection_mid_stream_loses_and_repeats_nothing(server, tmp_path: Path) -> None:
+    ack = ack_delivers(server.url)
+
     async def main() -> tuple[list[str], int, AgentProcess]:
         proxy = await Proxy(server.port).start()
-        agent = AgentProcess(proxy.url, tmp_path).start()
+        agent = AgentProcess(proxy.url, tmp_path, ack=ack).start()
         try:
             sender = asyncio.create_task(send_load(server.url, N, "cut"))
             cut = 0
@@ -65,14 +67,14 @@ def test_cutting_the_agents_connection_mid_stream_loses_and_repeats_nothing(serv
     try:
         assert cut >= 4, "each cut dropped the agent's live connection"
         fx = asyncio.run(effects(server.url))
-        assert_exactly_once(fx, ids)
+        assert_exactly_once(fx, ids, agent.ack)
         assert sorted(agent.lines()) == sorted(ids), "no packet handed twice"
     finally:
         agent.kill()
 
 
 def test_the_agent_process_killed_and_restarted_resumes_from_its_cursor(server, tmp_path: Path) -> None:
-    agent = AgentProcess(server.url, tmp_path).start()
+    agent = AgentProcess(server.url, tmp_path, ack=ack_delivers(server.url)).start()
     kills = 0
 
     async def main() -> list[str]:
@@ -91,7 +93,7 @@ def test_the_agent_process_killed_and_restarted_resumes_from_its_cursor(server, 
     try:
         ids = asyncio.run(main())
         fx = asyncio.run(effects(server.url))
-        assert_exactly_once(fx, ids)
+        assert_exactly_once(fx, ids, agent.ack)
         lines = agent.lines()
         assert set(lines) == set(ids)
         # Only a packet in hand when the process died is handed again after the restart
@@ -107,10 +109,11 @@ def test_gap_notices_of_a_slow_reader_are_filled_from_the_log(tmp_path: Path) ->
     # gap notices (ERR-014); the agent replays exactly those ranges.
     server = Server(tmp_path, buffer=10).start()
     try:
+        ack = ack_delivers(server.url)
 
         async def main() -> tuple[list[str], AgentProcess]:
             proxy = await Proxy(server.port, rcvbuf=4096).start()
-            agent = AgentProcess(proxy.url, tmp_path).start()
+            agent = AgentProcess(proxy.url, tmp_path, ack=ack).start()
             try:
                 await asyncio.to_thread(wait_subscribed, server)
                 proxy.pause()
@@ -127,7 +130,7 @@ def test_gap_notices_of_a_slow_reader_are_filled_from_the_log(tmp_path: Path) ->
 
         ids, agent = asyncio.run(main())
         fx = asyncio.run(effects(server.url))
-        assert_exactly_once(fx, ids)
+        assert_exactly_once(fx, ids, agent.ack)
         assert sorted(agent.lines()) == sorted(ids)
         stats = json.loads((tmp_path / "handled.txt.stats").read_text())
         assert stats["gaps"] >= 1, f"the gateway sent gap notices: {stats}"
