@@ -2,7 +2,53 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal
+
+from ._results import (  # noqa: F401 -- the methods' return types
+    AgentsAssignResult,
+    AgentsDelegateResult,
+    AgentsEscalationsResult,
+    AgentsResolveEscalationResult,
+    AgentsSpawnResult,
+    AgentsTerminateResult,
+    AuthAuthenticateResult,
+    ConfigGetResult,
+    CxpAckResult,
+    CxpSendResult,
+    CxpStatusResult,
+    CxpSubscribeResult,
+    CxpUnsubscribeResult,
+    CxpWorkResult,
+    GatewayClientsResult,
+    GatewayInfoResult,
+    GatewayPingResult,
+    GatewayReplayResult,
+    GatewaySubscribeResult,
+    GatewayUnsubscribeResult,
+    GovernanceEvaluateResult,
+    GovernanceQueryResult,
+    GovernanceRulesResult,
+    KnowledgeNodesResult,
+    KnowledgeQueryResult,
+    KnowledgeRelationshipsResult,
+    SessionAssertFactResult,
+    SessionCloseResult,
+    SessionGetResult,
+    SessionListResult,
+    SessionOpenResult,
+    SessionPortfolioStatsResult,
+    SessionReportErrorResult,
+    SessionUpdateContextResult,
+    VolkDeregisterResult,
+    VolkGetResult,
+    VolkListResult,
+    VolkRegisterResult,
+    WorkflowCancelResult,
+    WorkflowGetResult,
+    WorkflowPauseResult,
+    WorkflowResumeResult,
+    WorkflowStartResult,
+)
 
 
 def _drop_none(params: dict[str, Any]) -> dict[str, Any]:
@@ -61,395 +107,6 @@ PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 KEYED: frozenset[str] = frozenset(
     ['agents.resolve_escalation', 'cxp.ack', 'cxp.send', 'cxp.work', 'session.assert_fact', 'session.close', 'session.open', 'session.report_error', 'session.update_context', 'volk.deregister', 'volk.register']
 )
-
-
-class AgentsAssignResult(TypedDict):
-    """Result of `agents.assign` (results/agents.assign.schema.json)."""
-
-    alias: str
-    task_id: str
-    status: Any
-
-
-class AgentsDelegateResult(TypedDict):
-    """Result of `agents.delegate` (results/agents.delegate.schema.json)."""
-
-    task_id: str
-    senior: str
-    juniors: list[Any]
-    status: Any
-    synthesis: Literal["best", "merge"]
-
-
-class AgentsEscalationsResult(TypedDict):
-    """Result of `agents.escalations` (results/agents.escalations.schema.json)."""
-
-    escalations: list[Any]
-    total: int
-
-
-class AgentsResolveEscalationResult(TypedDict):
-    """Result of `agents.resolve_escalation` (results/agents.resolve_escalation.schema.json)."""
-
-    escalation_id: str
-    alias: str
-    path: list[Any]
-    reason: str
-    status: Any
-    resolution: dict[str, Any]
-    sequence: int | None
-
-
-class AgentsSpawnResult(TypedDict):
-    """Result of `agents.spawn` (results/agents.spawn.schema.json)."""
-
-    alias: str
-    parent: str
-    driver: str
-    kind: Literal["cli", "api", "browser"]
-    task_id: str | None
-    lifespan: Any
-    status: Literal["running", "idle"]
-
-
-class AgentsTerminateResult(TypedDict):
-    """Result of `agents.terminate` (results/agents.terminate.schema.json)."""
-
-    alias: str
-    reason: str
-    status: Any
-
-
-class AuthAuthenticateResult(TypedDict):
-    """Result of `auth.authenticate` (results/auth.authenticate.schema.json)."""
-
-    authenticated: bool
-    client_id: str
-    scope: Literal["read_only", "read_write", "admin"]
-    expires_at: NotRequired[str | None]
-    gateway_version: NotRequired[str]
-    capabilities: NotRequired[list[Any]]
-
-
-class ConfigGetResult(TypedDict):
-    """Result of `config.get` (results/config.get.schema.json)."""
-
-    pass
-
-
-class CxpAckResult(TypedDict):
-    """Result of `cxp.ack` (results/cxp.ack.schema.json)."""
-
-    message_id: str
-    status: Literal["queued", "delivered", "acknowledged", "failed"]
-    sequence: NotRequired[int | None]
-
-
-class CxpSendResult(TypedDict):
-    """Result of `cxp.send` (results/cxp.send.schema.json)."""
-
-    status: Literal["sent", "failed", "queued"]
-    thread_id: str
-    message_id: NotRequired[str]
-    routed_via: NotRequired[str]
-    delivery_status: NotRequired[Literal["queued", "delivered", "acknowledged", "failed"]]
-
-
-class CxpStatusResult(TypedDict):
-    """Result of `cxp.status` (results/cxp.status.schema.json)."""
-
-    thread_id: str
-    delivery_status: str
-    work_status: str
-    transitions: NotRequired[list[Any]]
-    packets: NotRequired[list[Any]]
-    total: NotRequired[int]
-
-
-class CxpSubscribeResult(TypedDict):
-    """Result of `cxp.subscribe` (results/cxp.subscribe.schema.json)."""
-
-    subscription_id: str
-    topic: str
-    filters: NotRequired[dict[str, Any]]
-
-
-class CxpUnsubscribeResult(TypedDict):
-    """Result of `cxp.unsubscribe` (results/cxp.unsubscribe.schema.json)."""
-
-    unsubscribed: bool
-
-
-class CxpWorkResult(TypedDict):
-    """Result of `cxp.work` (results/cxp.work.schema.json)."""
-
-    message_id: str
-    work_status: str
-    assigned_to: NotRequired[str | None]
-    sequence: NotRequired[int | None]
-
-
-class GatewayClientsResult(TypedDict):
-    """Result of `gateway.clients` (results/gateway.clients.schema.json)."""
-
-    clients: list[Any]
-    total: int
-    instance_id: str
-    shared_state: NotRequired[str]
-    shared_state_available: NotRequired[bool]
-
-
-class GatewayInfoResult(TypedDict):
-    """Result of `gateway.info` (results/gateway.info.schema.json)."""
-
-    version: str
-    uptime_seconds: float
-    capabilities: list[Any]
-    topics: list[Any]
-
-
-class GatewayPingResult(TypedDict):
-    """Result of `gateway.ping` (results/gateway.ping.schema.json)."""
-
-    server_timestamp: str
-
-
-class GatewayReplayResult(TypedDict):
-    """Result of `gateway.replay` (results/gateway.replay.schema.json)."""
-
-    events: list[Any]
-    total_matched: int
-    buffer_range: NotRequired[dict[str, Any]]
-
-
-class GatewaySubscribeResult(TypedDict):
-    """Result of `gateway.subscribe` (results/gateway.subscribe.schema.json)."""
-
-    subscription_id: str
-    topic: str
-    filters: NotRequired[dict[str, Any]]
-    epoch: str
-    live_from_sequence: NotRequired[int | None]
-    resumed_from_sequence: NotRequired[int]
-    duplicate: NotRequired[bool]
-
-
-class GatewayUnsubscribeResult(TypedDict):
-    """Result of `gateway.unsubscribe` (results/gateway.unsubscribe.schema.json)."""
-
-    unsubscribed: bool
-    subscription_id: NotRequired[str]
-
-
-class GovernanceEvaluateResult(TypedDict):
-    """Result of `governance.evaluate` (results/governance.evaluate.schema.json)."""
-
-    result: Literal["allow", "deny", "escalate"]
-    prolog_trace: str
-    articles_applied: NotRequired[list[Any]]
-
-
-class GovernanceQueryResult(TypedDict):
-    """Result of `governance.query` (results/governance.query.schema.json)."""
-
-    decisions: list[Any]
-    total: int
-    offset: int
-    limit: int
-    has_more: bool
-
-
-class GovernanceRulesResult(TypedDict):
-    """Result of `governance.rules` (results/governance.rules.schema.json)."""
-
-    rules: list[Any]
-    categories: dict[str, Any]
-    total: int
-    policy_hash: str
-
-
-class KnowledgeNodesResult(TypedDict):
-    """Result of `knowledge.nodes` (results/knowledge.nodes.schema.json)."""
-
-    nodes: list[Any]
-    total: int
-    offset: int
-    limit: int
-    has_more: bool
-
-
-class KnowledgeQueryResult(TypedDict):
-    """Result of `knowledge.query` (results/knowledge.query.schema.json)."""
-
-    records: list[Any]
-    execution_time_ms: float
-    truncated: NotRequired[bool]
-
-
-class KnowledgeRelationshipsResult(TypedDict):
-    """Result of `knowledge.relationships` (results/knowledge.relationships.schema.json)."""
-
-    relationships: list[Any]
-    total: int
-    offset: int
-    limit: int
-    has_more: bool
-
-
-class SessionAssertFactResult(TypedDict):
-    """Result of `session.assert_fact` (results/session.assert_fact.schema.json)."""
-
-    session_id: str
-    fact_type: str
-    facts: int
-    sequence: int | None
-
-
-class SessionCloseResult(TypedDict):
-    """Result of `session.close` (results/session.close.schema.json)."""
-
-    session_id: str
-    status: str
-    duration_seconds: float
-    closed_at: NotRequired[str]
-
-
-class SessionGetResult(TypedDict):
-    """Result of `session.get` (results/session.get.schema.json)."""
-
-    session_id: str
-    status: Literal["open", "closed"]
-    portfolio_id: str
-    goals: list[Any]
-    context: dict[str, Any]
-    duration_seconds: float
-    carryover_tasks: list[Any]
-    opened_at: NotRequired[str]
-    closed_at: NotRequired[str | None]
-    opened_by: NotRequired[str]
-    summary: NotRequired[str | None]
-
-
-class SessionListResult(TypedDict):
-    """Result of `session.list` (results/session.list.schema.json)."""
-
-    sessions: list[Any]
-    total: int
-    offset: int
-    limit: int
-    has_more: bool
-
-
-class SessionOpenResult(TypedDict):
-    """Result of `session.open` (results/session.open.schema.json)."""
-
-    session_id: str
-    status: str
-    opened_at: NotRequired[str]
-    context: NotRequired[dict[str, Any]]
-
-
-class SessionPortfolioStatsResult(TypedDict):
-    """Result of `session.portfolio.stats` (results/session.portfolio.stats.schema.json)."""
-
-    total_sessions: int
-    active_count: int
-    closed_count: int
-    completed_count: int
-    completion_rate: float
-    total_duration_seconds: float
-    mean_duration_seconds: float
-    by_portfolio: NotRequired[dict[str, Any]]
-
-
-class SessionReportErrorResult(TypedDict):
-    """Result of `session.report_error` (results/session.report_error.schema.json)."""
-
-    session_id: str
-    code: str
-    errors: int
-    sequence: int | None
-
-
-class SessionUpdateContextResult(TypedDict):
-    """Result of `session.update_context` (results/session.update_context.schema.json)."""
-
-    session_id: str
-    context: dict[str, Any]
-    sequence: int | None
-
-
-class VolkDeregisterResult(TypedDict):
-    """Result of `volk.deregister` (results/volk.deregister.schema.json)."""
-
-    deregistered: Any
-    volk: dict[str, Any]
-
-
-class VolkGetResult(TypedDict):
-    """Result of `volk.get` (results/volk.get.schema.json)."""
-
-    alias: str
-    capabilities: list[Any]
-    health: str
-    active_tasks: NotRequired[int]
-    last_activity: NotRequired[str]
-    status: NotRequired[str]
-    parent: NotRequired[str | None]
-    protocols: NotRequired[list[Any]]
-
-
-class VolkListResult(TypedDict):
-    """Result of `volk.list` (results/volk.list.schema.json)."""
-
-    volks: list[Any]
-    total: int
-
-
-class VolkRegisterResult(TypedDict):
-    """Result of `volk.register` (results/volk.register.schema.json)."""
-
-    registered: Any
-    volk: dict[str, Any]
-
-
-class WorkflowCancelResult(TypedDict):
-    """Result of `workflow.cancel` (results/workflow.cancel.schema.json)."""
-
-    workflow_id: str
-    status: Any
-
-
-class WorkflowGetResult(TypedDict):
-    """Result of `workflow.get` (results/workflow.get.schema.json)."""
-
-    workflow_id: str
-    name: str
-    status: Literal["running", "paused", "cancelled", "completed", "failed"]
-    started_by: NotRequired[str]
-    steps: list[Any]
-    updated_at: NotRequired[str]
-
-
-class WorkflowPauseResult(TypedDict):
-    """Result of `workflow.pause` (results/workflow.pause.schema.json)."""
-
-    workflow_id: str
-    status: Any
-
-
-class WorkflowResumeResult(TypedDict):
-    """Result of `workflow.resume` (results/workflow.resume.schema.json)."""
-
-    workflow_id: str
-    status: Any
-
-
-class WorkflowStartResult(TypedDict):
-    """Result of `workflow.start` (results/workflow.start.schema.json)."""
-
-    workflow_id: str
-    status: Any
 
 
 class Methods:
