@@ -11,7 +11,8 @@
   client puts one on every method that takes one, and keeps it across attempts, so the
   gateway executes it once). A mutating call without one raises ``ConnectionLost``.
 - A ``RateLimited`` answer was not executed: the call is sent again after
-  ``retry_after_ms``.
+  ``retry_after_ms``. A safe call answered ``view_lagging`` or ``log_unavailable`` (a
+  server catching up after a restart) is sent again with backoff for about a minute.
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ READS: frozenset[str] = frozenset(
     session.portfolio.stats governance.query governance.evaluate governance.rules
     knowledge.nodes knowledge.relationships knowledge.query""".split()
 )
+
+
+#: -32603 reasons of a server that is catching up, not failing: a safe call is retried
+#: (with backoff, TRANSIENT_TRIES times, about a minute) instead of raised.
+TRANSIENT: frozenset[str] = frozenset({"view_lagging", "log_unavailable", "kernel_no_answer"})
+TRANSIENT_TRIES = 36
 
 
 class Subscriber(Protocol):
@@ -172,6 +179,7 @@ class Gateway(Methods):
         if method in KEYED and "idempotency_key" not in params:
             params["idempotency_key"] = uuid.uuid4().hex
         retry_safe = method in READS or "idempotency_key" in params
+        transient = 0
         while True:
             ws = await self._ready()
             try:
@@ -185,6 +193,14 @@ class Gateway(Methods):
             except errors.RateLimited as e:
                 self.stats["retries"] += 1
                 await asyncio.sleep(e.retry_after)
+            except errors.InternalError as e:
+                # A server catching up (its views or log after a restart) answers
+                # view_lagging / log_unavailable; a safe call is asked again, a while.
+                if not retry_safe or e.reason not in TRANSIENT or transient >= TRANSIENT_TRIES:
+                    raise
+                self.stats["retries"] += 1
+                await asyncio.sleep(min(2.0, 0.05 * 2**transient))
+                transient += 1
 
     async def call_now(self, method: str, params: dict[str, Any]) -> Any:
         """Calls ``method`` on the connection being set up (subscribers resubscribing
