@@ -6,6 +6,7 @@
 //! cargo run --release --example wsload -- pipe      ws://127.0.0.1:18790/ --conns 10 --secs 5
 //! cargo run --release --example wsload -- fanout    ws://127.0.0.1:18790/ --subs 100 --rate 10000
 //! cargo run --release --example wsload -- js-fanout ws://127.0.0.1:18791   --subs 100 --rate 10000
+//! cargo run --release --example wsload -- js-rtt    ws://127.0.0.1:18791   --count 1000
 //! cargo run --release --example wsload -- call      ws://127.0.0.1:18790/ governance.query '{"volk_id":"U:GW"}'
 //! ```
 //!
@@ -25,6 +26,8 @@
 //!   instant (carried in the payload) to arrival, on the process's one clock.
 //! - `js-fanout`: the same shape against NATS JetStream's WebSocket listener (file
 //!   storage, acked publishes, one push consumer per subscriber).
+//! - `js-rtt`: JetStream publishes one at a time, each awaiting its PubAck (the peer of
+//!   `rtt`'s lone `cxp.send`); p50/p99.
 //! - `call`: one method with the given params, one request at a time; p50/p99/max.
 //!
 //! Output: `key=value` lines (see [`fanout`] for the fan-out keys). The exit status is 1
@@ -119,6 +122,14 @@ enum Mode {
         #[arg(long, default_value_t = 50)]
         count: usize,
     },
+    /// JetStream publishes one at a time, each awaiting its PubAck.
+    JsRtt {
+        /// nats-server's WebSocket URL.
+        url: String,
+        /// Publishes measured (after 20 unmeasured).
+        #[arg(long, default_value_t = 1000)]
+        count: usize,
+    },
     /// The same fan-out against NATS JetStream over its WebSocket listener.
     JsFanout {
         /// nats-server's WebSocket URL.
@@ -180,6 +191,7 @@ async fn main() -> anyhow::Result<()> {
                 orch::fanout(&url, publisher, &token, &load, &filters).await?,
             )
         }
+        Mode::JsRtt { url, count } => ("js-rtt", nats::js_rtt(&url, count).await?),
         Mode::JsFanout { url, load } => ("js-fanout", nats::js_fanout(&url, &load).await?),
     };
     print!("mode={name}\n{report}");

@@ -15,7 +15,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use futures::{SinkExt, Stream, StreamExt};
@@ -25,7 +25,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 
 use crate::fanout::{self, FanoutArgs, Pacer, Progress};
 use crate::orch::{ws_config, Ws, PAD};
-use crate::stats::{stamp, Clock, Report, Tally};
+use crate::stats::{ms, percentile, stamp, Clock, Report, Tally};
 
 const STREAM: &str = "WSLOAD";
 const SUBJECT: &str = "wsload.data";
@@ -228,17 +228,12 @@ async fn tally(
     Ok(tally)
 }
 
-/// The fan-out shape against JetStream at `url` (its WebSocket listener).
-pub async fn js_fanout(url: &str, args: &FanoutArgs) -> anyhow::Result<Report> {
-    let clock = Clock::start();
-    let (progress, stop_tx, stop_rx) = fanout::shared();
-    let (mut ctl, mut parser) = connect(url).await?;
-    let inbox = "_INBOX.wsl.ctl";
-    ctl.send(line(format!("SUB {inbox} 99\r\n"))).await?;
-    // a stream left by an earlier run is removed; "not found" is the usual answer
+/// A fresh stream: the one an earlier run left is removed ("not found" is the usual
+/// answer), then created with file storage over [`SUBJECT`].
+async fn fresh_stream(ws: &mut Ws, parser: &mut Parser, inbox: &str) -> anyhow::Result<()> {
     let _ = api(
-        &mut ctl,
-        &mut parser,
+        ws,
+        parser,
         inbox,
         &format!("$JS.API.STREAM.DELETE.{STREAM}"),
         json!({}),
@@ -247,14 +242,70 @@ pub async fn js_fanout(url: &str, args: &FanoutArgs) -> anyhow::Result<Report> {
     let stream = json!({"name": STREAM, "subjects": [SUBJECT], "storage": "file",
         "retention": "limits", "discard": "old", "num_replicas": 1});
     api(
-        &mut ctl,
-        &mut parser,
+        ws,
+        parser,
         inbox,
         &format!("$JS.API.STREAM.CREATE.{STREAM}"),
         stream,
     )
     .await
     .context("creating the JetStream stream")?;
+    Ok(())
+}
+
+/// Publishes to the stream one at a time, each waiting for its PubAck (after 20
+/// unmeasured): the peer of `rtt`'s lone `cxp.send`, with the spec's example send as the
+/// body. p50/p99/max in ms.
+pub async fn js_rtt(url: &str, count: usize) -> anyhow::Result<Report> {
+    let (mut ws, mut parser) = connect(url).await?;
+    let inbox = "_INBOX.wsl.rtt";
+    ws.send(line(format!("SUB {inbox} 99\r\n"))).await?;
+    fresh_stream(&mut ws, &mut parser, inbox).await?;
+    let body = json!({"target": "U:Vz", "subject": "generate_component", "payload":
+        {"component": "UserService", "language": "python", "framework": "fastapi"},
+        "priority": 7});
+    let (warmup, mut lat, mut errors, mut first_error) = (20.min(count), Vec::new(), 0u64, None);
+    for i in 0..warmup + count {
+        let t = Instant::now();
+        let outcome = api(&mut ws, &mut parser, inbox, SUBJECT, body.clone()).await;
+        let us = t.elapsed().as_micros() as u64;
+        match outcome {
+            Ok(ack) if ack.get("seq").is_some() => {}
+            Ok(other) => {
+                errors += 1;
+                first_error.get_or_insert(other.to_string());
+            }
+            Err(e) => {
+                errors += 1;
+                first_error.get_or_insert(e.to_string());
+            }
+        }
+        if i >= warmup {
+            lat.push(us);
+        }
+    }
+    lat.sort_unstable();
+    let mut r = Report::default();
+    r.put("server", "nats-jetstream")
+        .put("count", count)
+        .put("publish_p50_ms", ms(percentile(&lat, 0.5)))
+        .put("publish_p99_ms", ms(percentile(&lat, 0.99)))
+        .put("publish_max_ms", ms(percentile(&lat, 1.0)))
+        .put("errors", errors);
+    if let Some(e) = first_error {
+        r.put("first_error", e.replace('\n', " "));
+    }
+    Ok(r)
+}
+
+/// The fan-out shape against JetStream at `url` (its WebSocket listener).
+pub async fn js_fanout(url: &str, args: &FanoutArgs) -> anyhow::Result<Report> {
+    let clock = Clock::start();
+    let (progress, stop_tx, stop_rx) = fanout::shared();
+    let (mut ctl, mut parser) = connect(url).await?;
+    let inbox = "_INBOX.wsl.ctl";
+    ctl.send(line(format!("SUB {inbox} 99\r\n"))).await?;
+    fresh_stream(&mut ctl, &mut parser, inbox).await?;
     let mut subs = Vec::new();
     for i in 0..args.subs {
         let (ws, p) = subscribe(url, i).await?;
