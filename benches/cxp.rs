@@ -62,18 +62,25 @@ fn one_kb(c: &mut Criterion) {
         p.memory_without_payload()
     );
     let mut g = c.benchmark_group("cxp_1kb");
+    // REQ-004-PERF-001 REQ-004-US-006-007
     g.bench_function("json_encode", |b| b.iter(|| black_box(&p).to_json()));
+    // REQ-004-PERF-002 REQ-004-US-006-015
     g.bench_function("json_decode", |b| {
         b.iter(|| CxpPacket::from_json(black_box(&json_text)))
     });
+    // REQ-004-PERF-003 REQ-004-US-006-019
     g.bench_function("msgpack_encode", |b| b.iter(|| black_box(&p).to_bytes()));
+    // REQ-004-PERF-004 REQ-004-US-006-023
     g.bench_function("msgpack_decode", |b| {
         b.iter(|| CxpPacket::from_bytes(black_box(&bytes)))
     });
+    // REQ-004-PERF-006 REQ-004-PERF-008
     g.bench_function("field_validation", |b| b.iter(|| black_box(&p).validate()));
+    // REQ-004-PERF-007 REQ-004-US-007-011
     g.bench_function("schema_validation", |b| {
         b.iter(|| validate_document(black_box(&doc)))
     });
+    // REQ-004-US-002-012
     g.bench_function("header_extraction", |b| {
         b.iter(|| black_box(&p).get_headers())
     });
@@ -94,6 +101,7 @@ fn ten_mb(c: &mut Criterion) {
     let p = packet(10 * 1024 * 1024 - 64 * 1024);
     let mut g = c.benchmark_group("cxp_10mb");
     g.sample_size(10);
+    // REQ-004-PERF-005
     g.bench_function("json_encode", |b| b.iter(|| black_box(&p).to_json()));
     g.bench_function("msgpack_encode", |b| b.iter(|| black_box(&p).to_bytes()));
     g.finish();

@@ -162,6 +162,7 @@ fn latency(c: &mut Criterion) {
         b.iter(|| rt.block_on(g.judge(&reused())))
     });
     group.throughput(Throughput::Elements(1));
+    // REQ-005-NFR3-001: a governed spawn is one such decision.
     group.bench_function("decide_recorded_sled", |b| {
         b.iter(|| rt.block_on(g.decide(uncached())))
     });

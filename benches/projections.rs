@@ -70,6 +70,7 @@ fn lookup(c: &mut Criterion) {
             black_box(view.thread(black_box(&ids[i])).map(|t| t.message_count))
         })
     });
+    // REQ-004-PERF-009 REQ-004-US-008-010
     group.bench_function("thread_packets", |b| {
         b.iter(|| {
             i = (i + 1) % ids.len();

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# REQ-005-FR9-001 REQ-005-NFR6-001
 """Spawn latency of juniors through the public API (issue 16 targets; spec 005 FR9).
 
 A client in its own process (real WebSocket, `pip install websockets`) acting as the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# REQ-014-024
 # Split roles on Kafka (issue 15, item 6): a packet sent through gateway A reaches a
 # `cxp.subscribe` subscriber on gateway B. One private tansu broker; one `up --role
 # kernel`, one `up --role projector` and two `up --role gateway` processes on it; the

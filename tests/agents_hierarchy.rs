@@ -509,9 +509,10 @@ async fn a_restart_replays_the_same_tree() {
     assert!(!after.0[&b].live);
 }
 
-// REQ-005-US-004-001 REQ-005-FR8-001 REQ-005-AC6-001 REQ-005-NFR1-001
+// REQ-005-FR8-001 REQ-005-NFR1-001
 // T8.2 T10.1 T11.4 T14.3: metrics count spawns, queries, escalations, live agents; 100+
-// agents in a 3-level tree stay correct under concurrent spawns.
+// agents in a 3-level tree stay correct under concurrent spawns. (That an operator reads
+// them on the gateway's /metrics: tests/workflow_gateway.rs.)
 #[tokio::test]
 async fn metrics_and_many_agents() {
     let e = env(false, EscalationPaths::default()).await;

@@ -141,7 +141,6 @@ async fn audit_decisions_lists_and_filters_as_json_lines() {
 }
 
 // REQ-014-030
-// REQ-005-NFR4-001
 #[tokio::test]
 async fn audit_verify_passes_on_an_untouched_log() {
     let (_keep, copy) = record_decisions().await;

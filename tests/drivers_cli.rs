@@ -116,7 +116,7 @@ async fn timeout_kills_the_process_tree() {
     assert!(matches!(err, DriverError::State { .. }), "{err}");
 }
 
-// REQ-005-US-008-001 REQ-005-FR10-001 REQ-005-AC11-001 REQ-005-FR3-001
+// REQ-005-US-008-001 REQ-005-AC11-001 REQ-005-FR3-001
 // T15.4 T4.3: delegation spawns a junior, its answer reaches the senior's inbox as CXP,
 // and the junior is terminated when the task is done.
 #[tokio::test]

@@ -15,8 +15,9 @@ use support::ws::Ws;
 
 const TOKEN: &str = "escalation-queue-test-token";
 
-// REQ-005-US-006-001 ISSUE-16: an entry of the human queue is resolved by a client's
-// decision: `agents.resolve_escalation` answers it resolved (who, what, when), the
+// REQ-005-US-006-001 REQ-014-034 ISSUE-16: an escalation is an event with its full path
+// (first party to `human`) and the Volk escalating, on volk.lifecycle and in the queue
+// entry alike. An entry of the human queue is resolved by a client's decision: `agents.resolve_escalation` answers it resolved (who, what, when), the
 // open queue no longer lists it, `status: resolved` does, `human_escalation_resolved`
 // is on volk.lifecycle; a second resolution, an unknown entry and a missing decision
 // are refused with -32602.
@@ -86,6 +87,26 @@ async fn a_client_resolves_an_entry_of_the_human_queue() {
     assert_eq!(all["total"], 1, "{all}");
 
     let lifecycle = support::replay(&mut ws, "volk.lifecycle").await;
+    let entry = &queue["escalations"][0];
+    let path: Vec<&str> = entry["path"]
+        .as_array()
+        .expect("a path")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(path.len() >= 2 && path.last() == Some(&"human"), "{entry}");
+    assert!(
+        path.contains(&entry["alias"].as_str().expect("alias")),
+        "{entry}"
+    );
+    let queued: Vec<&Value> = lifecycle
+        .iter()
+        .filter(|e| e["event_type"] == "human_escalation_queued")
+        .collect();
+    assert_eq!(queued.len(), 1, "{lifecycle:?}");
+    assert_eq!(queued[0]["payload"]["escalation_id"], id.as_str());
+    assert_eq!(queued[0]["payload"]["path"], entry["path"]);
+    assert_eq!(queued[0]["payload"]["alias"], entry["alias"]);
     let decisions: Vec<&Value> = lifecycle
         .iter()
         .filter(|e| e["event_type"] == "human_escalation_resolved")

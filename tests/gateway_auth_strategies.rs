@@ -129,7 +129,8 @@ async fn a_correct_hmac_signature_authenticates_with_the_mapped_scope() {
     assert_eq!(reason(&e), "insufficient_scope");
 }
 
-// REQ-014-096 REQ-014-ERR-002 REQ-014-090
+// REQ-014-096 REQ-014-ERR-002 REQ-014-090: failed and successful authentications are both
+// on the log (deny decisions; `connected` by the principal).
 #[tokio::test]
 async fn a_wrong_signature_is_refused_and_audited_without_the_secret() {
     let (gw, _) = start(hmac_config(), false).await;
@@ -176,6 +177,32 @@ async fn a_wrong_signature_is_refused_and_audited_without_the_secret() {
         !text.contains(SECRET) && !text.contains(OLD_SECRET),
         "no secret on the log"
     );
+    // A successful authentication is on the log too: `connected` on gateway.presence,
+    // by the authenticated principal, with the scope it was granted.
+    let ok = c
+        .ok(
+            "auth.authenticate",
+            hmac_params(SECRET, "billing-bot", &fresh_nonce(), Utc::now()),
+        )
+        .await;
+    let presence: Vec<Value> = gw
+        .log
+        .read(Stream::GatewayPresence, 0, None, 10_000)
+        .await
+        .expect("read presence")
+        .iter()
+        .map(|e| serde_json::to_value(e).expect("json"))
+        .collect();
+    let connected: Vec<&Value> = presence
+        .iter()
+        .filter(|e| e["payload"]["client_id"] == ok["client_id"])
+        .collect();
+    assert_eq!(connected.len(), 1, "{presence:?}");
+    assert_eq!(connected[0]["event_type"], "connected", "{presence:?}");
+    assert_eq!(connected[0]["principal"], "billing-bot", "{presence:?}");
+    assert_eq!(connected[0]["payload"]["auth_scope"], "read_write");
+    let text = serde_json::to_string(&presence).expect("json");
+    assert!(!text.contains(SECRET), "no secret on the log");
 }
 
 // REQ-014-097

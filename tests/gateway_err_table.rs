@@ -322,6 +322,7 @@ async fn err_009_without_redis_sessions_go_on_and_uncached_auth_is_denied() {
     assert_eq!(listing["shared_state_available"], false, "{listing}");
 }
 
+// REQ-014-180
 // REQ-014-ERR-010: Neo4j unavailable: knowledge.* answers -32603 `neo4j_unavailable`.
 #[tokio::test]
 async fn err_010_an_unreachable_neo4j_is_internal_error_neo4j_unavailable() {
@@ -437,6 +438,7 @@ async fn err_015_a_client_beyond_max_clients_is_closed_with_1013() {
     assert_eq!(c.closed().await.code, 1013);
 }
 
+// REQ-014-180
 // REQ-014-ERR-016: governance.evaluate hitting a Prolog error is -32603 with the error in
 // data.prolog_error.
 #[tokio::test]

@@ -161,7 +161,7 @@ async fn traffic(stack: &Stack) -> String {
     message_id
 }
 
-// REQ-014-156 REQ-014-157 REQ-014-158 REQ-014-159
+// REQ-014-156 REQ-014-157 REQ-014-158 REQ-014-159 REQ-014-155
 #[tokio::test]
 async fn nodes_and_relationships_follow_registrations_packets_and_sessions() {
     let stack = start().await;

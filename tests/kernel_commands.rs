@@ -352,7 +352,7 @@ async fn work_status_follows_its_state_machine_with_assignee_resolution_and_note
     );
 }
 
-// REQ-004-US-009-005 REQ-004-US-009-008
+// REQ-004-US-009-005 REQ-004-US-009-008 REQ-004-US-009-012
 #[tokio::test]
 async fn set_priority_changes_it_within_range() {
     let h = harness(config()).await;

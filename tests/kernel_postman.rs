@@ -359,7 +359,8 @@ async fn a_full_inbox_refuses_the_overflow_for_good_and_a_retry_delivers_it_once
     assert_eq!(inbox.packets[0].retry_count(), 1);
 }
 
-// REQ-004-INTG-013
+// REQ-004-INTG-013 REQ-014-029: packets in flight to a deregistered Volk fail at once,
+// with the reason, rather than waiting forever.
 #[tokio::test]
 async fn deregistering_a_recipient_fails_its_queued_packets() {
     let h = harness(config()).await;

@@ -131,8 +131,9 @@ fn reason(error: &Value) -> &str {
     error["data"]["reason"].as_str().unwrap_or("")
 }
 
-// ISSUE-17 REQ-014-151 REQ-014-152 REQ-014-158: knowledge.query answers rows the sink
-// wrote to a real Cypher engine from real traffic.
+// ISSUE-17 REQ-014-151 REQ-014-152 REQ-014-158 REQ-014-155 REQ-014-165: knowledge.query
+// answers rows the sink wrote to a real Cypher engine from real traffic, nodes as JSON
+// objects, with its execution time in the answer.
 #[tokio::test]
 async fn knowledge_query_returns_what_the_sink_wrote_from_real_traffic() {
     let server = support::bolt_server();
@@ -153,6 +154,12 @@ async fn knowledge_query_returns_what_the_sink_wrote_from_real_traffic() {
         "{r}"
     );
     assert_eq!(result["truncated"], false);
+    assert!(
+        result["execution_time_ms"]
+            .as_f64()
+            .is_some_and(|ms| ms >= 0.0),
+        "{r}"
+    );
     // Nodes come back whole (the bridge turned Bolt 5's node into Bolt 4's).
     let r = c
         .ok(

@@ -59,7 +59,6 @@ async fn traffic(
         .collect()
 }
 
-// REQ-005-FR10-001 REQ-005-AC11-001
 // 004 US-011: review_code -> fix_issues -> review_code -> review_complete(passed); the cycle travels
 // in metadata; a single issue is marked auto-fixable.
 #[tokio::test]

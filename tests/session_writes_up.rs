@@ -6,6 +6,8 @@
 
 mod support;
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 use support::checked_ok;
 use support::up::Up;
@@ -27,10 +29,11 @@ async fn session_events(ws: &mut Ws) -> Vec<(String, Value)> {
         .collect()
 }
 
-// REQ-014-054 REQ-014-057 REQ-014-058 REQ-014-060 ISSUE-16: context, facts and errors
-// of a session are written through the gateway, shown by session.get, and are
+// REQ-014-054 REQ-014-057 REQ-014-058 REQ-014-059 REQ-014-060 ISSUE-16: context, facts and
+// errors of a session are written through the gateway, shown by session.get, and are
 // `context_updated` / `fact_asserted` / `error_occurred` events with session_id,
-// fact_type and data.
+// fact_type and data. A client subscribed to session.events filtered to `fact_asserted`
+// (our `session.facts.subscribe`) is pushed the fact and nothing else.
 #[tokio::test]
 async fn a_client_writes_context_facts_and_errors_into_a_session() {
     let data = tempfile::tempdir().expect("temp dir");
@@ -38,6 +41,14 @@ async fn a_client_writes_context_facts_and_errors_into_a_session() {
     let _up = Up::start(data.path(), port, TOKEN, &[], &[]);
     let mut ws = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
     ws.auth(TOKEN).await;
+    let mut facts = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
+    facts.auth(TOKEN).await;
+    facts
+        .ok(
+            "gateway.subscribe",
+            json!({ "topic": "session.events", "filters": { "event_type": "fact_asserted" } }),
+        )
+        .await;
     let opened = checked_ok(&mut ws, "session.open", json!({ "portfolio": "p1" })).await;
     let id = opened["session_id"].as_str().expect("id").to_owned();
 
@@ -103,6 +114,14 @@ async fn a_client_writes_context_facts_and_errors_into_a_session() {
     assert_eq!(fact["session_id"], id.as_str());
     assert_eq!(fact["fact_type"], "decision");
     assert_eq!(fact["data"], json!({ "store": "sled" }));
+
+    let pushed = facts.notification().await;
+    assert_eq!(pushed["method"], "session.events", "{pushed}");
+    assert_eq!(pushed["params"]["event_type"], "fact_asserted", "{pushed}");
+    assert_eq!(pushed["params"]["payload"]["session_id"], id.as_str());
+    assert_eq!(pushed["params"]["payload"]["fact_type"], "decision");
+    assert!(pushed["params"]["timestamp"].is_string(), "{pushed}");
+    facts.assert_silent(Duration::from_millis(300)).await;
 }
 
 // ISSUE-16: what cannot be written is refused and nothing is appended to

@@ -41,7 +41,7 @@ fn line<'a>(lines: &'a [Value], message: &str) -> &'a Value {
 
 // Issue 6: the embedded `up` serves the kernel, the views and governance through the
 // gateway; /ready covers them.
-// REQ-014-138 REQ-014-166
+// REQ-014-138
 #[tokio::test]
 async fn embedded_up_serves_every_component_and_logs_ids_as_json() {
     let data = tempfile::tempdir().expect("temp dir");
@@ -119,6 +119,66 @@ async fn embedded_up_serves_every_component_and_logs_ids_as_json() {
             .all(|l| l["level"].is_string() && l["timestamp"].is_string()),
         "{lines:#?}"
     );
+}
+
+// REQ-014-166: with no `--listen`, no config file and no ORCHESTRATA_LISTEN, `up` serves
+// on 127.0.0.1:18790 — the spec's port; the host is loopback rather than the spec's
+// 0.0.0.0 on purpose (docs/gateway.md; the container config listens on 0.0.0.0). When
+// another process holds that port, `up` must fail naming that very address instead.
+#[tokio::test]
+async fn without_a_listen_setting_up_serves_on_127_0_0_1_18790() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::{Command, Stdio};
+    let data = tempfile::tempdir().expect("temp dir");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_orchestrata"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("ORCHESTRATA_") || k.starts_with("_RJEM_") || k == "RUST_LOG" {
+            cmd.env_remove(k);
+        }
+    }
+    let mut child = cmd
+        .args(["up", "--data-dir"])
+        .arg(data.path())
+        .env("GATEWAY_TOKEN", TOKEN)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start orchestrata up");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let listening = loop {
+        match lines.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) if line.contains("gateway listening on") => break Some(line),
+            Ok(_) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break None,
+            Err(e) => panic!("up neither listens nor exits: {e}"),
+        }
+    };
+    if let Some(line) = listening {
+        assert!(line.contains("ws://127.0.0.1:18790/"), "{line}");
+        let addr = "127.0.0.1:18790".parse().expect("addr");
+        let (status, body) = http_get(addr, "/health").await;
+        assert_eq!(status, 200, "{body}");
+        let _ = child.kill();
+        let _ = child.wait();
+    } else {
+        let status = child.wait().expect("up exits");
+        let mut err = String::new();
+        let _ = child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut err);
+        assert!(!status.success(), "{err}");
+        assert!(err.contains("cannot listen on 127.0.0.1:18790"), "{err}");
+    }
 }
 
 // ISSUE-14: with `gateway.tokens` grants configured, the operator's GATEWAY_TOKEN still

@@ -38,9 +38,10 @@ async fn subjects(ws: &mut Ws) -> Vec<(String, String, String)> {
         .collect()
 }
 
-// REQ-014-076 REQ-014-080 REQ-005-FR10-001 REQ-005-AC7-001 REQ-005-AC11-001 REQ-005-FR3-001
+// REQ-014-076 REQ-014-080 REQ-005-AC7-001 REQ-005-FR3-001 REQ-005-US-004-001 REQ-005-AC6-001
 // T14.1: the pipeline runs to review_complete(passed); every step is on cxp.traffic and
-// workflow.events; juniors are gone afterwards; agent metrics are on /metrics.
+// workflow.events; juniors are gone afterwards; the agent metrics are on the gateway's
+// /metrics.
 #[tokio::test]
 async fn pipeline_runs_to_review_complete_through_the_gateway() {
     let s = stack(true).await;

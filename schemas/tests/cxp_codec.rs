@@ -60,6 +60,58 @@ fn messagepack_round_trip_is_lossless() {
     );
 }
 
+// REQ-004-US-006-017 REQ-004-US-006-018
+// An independent decoder (Python's `msgpack`, which tests/run.sh installs) reads our
+// MessagePack: every field of the JSON form, and the payload's text in its frame.
+#[test]
+fn messagepack_output_is_read_by_an_independent_decoder() {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let p = CxpPacket::from_json(SPEC_EXAMPLE)
+        .unwrap()
+        .with_metadata("k", json!({"nested": [1, 2.5, "x"]}));
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/python/decode_msgpack.py"
+    );
+    let mut child = Command::new(std::env::var("PYTHON").unwrap_or_else(|_| "python3".into()))
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run python3 (tests/run.sh installs msgpack)");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&p.to_bytes().unwrap())
+        .expect("write the packet");
+    let out = child.wait_with_output().expect("python exits");
+    assert!(
+        out.status.success(),
+        "decoder failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut decoded: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let mut expected: serde_json::Value = serde_json::from_str(&p.to_json().unwrap()).unwrap();
+    let payload = expected
+        .as_object_mut()
+        .and_then(|o| o.remove("payload"))
+        .expect("a payload");
+    let text = decoded["payload_text"].as_str().expect("JSON payload text");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(text).unwrap(),
+        payload
+    );
+    assert_eq!(decoded["payload_frame"]["z"], false);
+    assert_eq!(decoded["payload_frame"]["n"], text.len());
+    let fields = decoded.as_object_mut().unwrap();
+    fields.remove("payload_text");
+    fields.remove("payload_frame");
+    assert_eq!(decoded, expected);
+}
+
 // REQ-004-US-006-020 REQ-004-US-006-024
 #[test]
 fn large_payloads_are_compressed_and_transparently_decompressed() {

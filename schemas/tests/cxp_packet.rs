@@ -8,7 +8,7 @@ use serde_json::json;
 
 // REQ-004-US-001-001 REQ-004-US-001-002 REQ-004-US-001-003 REQ-004-US-001-004
 // REQ-004-US-001-005 REQ-004-US-001-006 REQ-004-US-001-007 REQ-004-US-001-008
-// REQ-004-US-001-009 REQ-004-US-001-010 REQ-004-US-001-011 REQ-004-US-001-012
+// REQ-004-US-001-010 REQ-004-US-001-011 REQ-004-US-001-012
 // REQ-004-US-006-009 REQ-004-US-006-010 REQ-004-US-006-011 REQ-004-US-006-012 REQ-004-US-006-013
 #[test]
 fn spec_example_packet_parses_with_every_field() {
@@ -27,6 +27,29 @@ fn spec_example_packet_parses_with_every_field() {
     assert_eq!(p.delivery_status(), DeliveryStatus::Delivered);
     assert_eq!(p.work_status(), WorkStatus::InProgress);
     assert_eq!(p.protocol_version(), &semver::Version::new(1, 0, 0));
+}
+
+// REQ-004-US-001-009
+#[test]
+fn priority_is_an_integer_from_0_to_10() {
+    let with = |priority: serde_json::Value| {
+        let mut doc: serde_json::Value = serde_json::from_str(SPEC_EXAMPLE).expect("json");
+        doc["priority"] = priority;
+        CxpPacket::from_json(&doc.to_string())
+    };
+    for ok in [0, 10] {
+        let p = with(serde_json::json!(ok)).expect("in range");
+        assert_eq!(p.priority().value(), ok);
+    }
+    for bad in [
+        serde_json::json!(11),
+        serde_json::json!(-1),
+        serde_json::json!(5.5),
+        serde_json::json!("5"),
+    ] {
+        let err = with(bad.clone()).expect_err("out of range or not an integer");
+        assert_eq!(err.field(), Some("priority"), "{bad}: {err}");
+    }
 }
 
 // REQ-004-US-006-001 REQ-004-US-006-002 REQ-004-US-006-003 REQ-004-US-006-004 REQ-004-US-006-005

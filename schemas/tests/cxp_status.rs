@@ -70,6 +70,9 @@ fn delivery_history_records_each_transition_with_its_time() {
     // The history survives both codecs.
     assert_eq!(CxpPacket::from_json(&p.to_json().unwrap()).unwrap(), p);
     assert_eq!(CxpPacket::from_bytes(&p.to_bytes().unwrap()).unwrap(), p);
+    let mut failed = packet();
+    failed.fail_delivery("recipient gone", t(3)).unwrap();
+    assert!(failed.is_failed() && !failed.is_queued() && !failed.is_delivered());
 }
 
 // REQ-004-US-004-020 REQ-004-US-004-021 REQ-004-US-004-022 REQ-004-US-004-024
@@ -171,6 +174,7 @@ fn work_tracking_assignment_resolution_notes_and_time() {
     );
     assert_eq!(p.time_in_progress(t(100)).num_seconds(), 20);
     assert_eq!(p.notes()[0].text, "halfway");
+    assert!(!p.is_archived());
     p.archive_work(t(50)).unwrap();
     assert!(p.is_archived());
     let h: Vec<_> = p.work_history().iter().map(|c| (c.status, c.at)).collect();

@@ -103,8 +103,11 @@ pub async fn start(
         metrics.subscriptions.with_label_values(&[stream.as_str()]);
     }
     if let Some(w) = &services.workflows {
-        // Already registered when a gateway restarts over the same agents: keep those.
-        let _ = w.agents().metrics().register(metrics.registry());
+        // The registry is this gateway's own, so a failure is a bug: refuse to start.
+        w.agents()
+            .metrics()
+            .register(metrics.registry())
+            .map_err(MetricsError::from)?;
     }
     let schemas = ParamsSchemas::compile(METHODS.iter().map(|m| (m.name, m.params_schema)))?;
     let log = services.log.clone();
