@@ -137,6 +137,7 @@ class Volk:
         self._stopped = asyncio.Event()
         self.subscription_id: str | None = None
         self._window = WINDOW
+        self._held: list[tuple[Any, ...]] | None = None
         #: handed: packets given to the loop; duplicates: events dropped as already
         #: handled; gaps: gap notices filled; lost: events retention dropped before
         #: they could be replayed.
@@ -166,6 +167,23 @@ class Volk:
             await self._subscribe(gw.call_now)
 
     async def _subscribe(self, call: Any) -> None:
+        # Events that arrive while subscribing wait behind the markers this puts in the
+        # queue (a catch-up must come before the live events it precedes in the log).
+        self._held = []
+        try:
+            await self._subscribe_held(call)
+        finally:
+            held, self._held = self._held, None
+            for item in held:
+                self._queue.put_nowait(item)
+
+    def _enqueue(self, item: tuple[Any, ...]) -> None:
+        if self._held is not None:
+            self._held.append(item)
+        else:
+            self._queue.put_nowait(item)
+
+    async def _subscribe_held(self, call: Any) -> None:
         known = [s for s in (self._received, self.position) if s is not None]
         since = max(known) if known else None
         params: dict[str, Any] = {"filters": self.filters}
@@ -202,7 +220,7 @@ class Volk:
         seq = params.get("sequence")
         if isinstance(seq, int):
             self._received = seq if self._received is None else max(self._received, seq)
-            self._queue.put_nowait(("event", params))
+            self._enqueue(("event", params))
 
     def on_gap(self, params: dict[str, Any]) -> None:
         # Every Volk of the connection fills every gap of the topic: an event matching
@@ -212,7 +230,7 @@ class Volk:
         lo, hi = params.get("sequence_from"), params.get("sequence_to")
         if isinstance(lo, int) and isinstance(hi, int):
             self._received = hi if self._received is None else max(self._received, hi)
-            self._queue.put_nowait(("gap", lo, hi))
+            self._enqueue(("gap", lo, hi))
 
     # --- the loop -----------------------------------------------------------------------
     async def __anext__(self) -> Packet:
