@@ -146,3 +146,8 @@ log "all tests passed"
 log "clients/python/run_tests.sh (pytest against a real up)"
 ORCHESTRATA_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/orchestrata" PYTHON="$PY" clients/python/run_tests.sh || exit 101
 log "python client tests passed"
+
+# --- the TypeScript client (clients/typescript, issue 62): node --test against the debug binary ---
+log "clients/typescript/run_tests.sh (node --test against a real up)"
+ORCHESTRATA_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/orchestrata" clients/typescript/run_tests.sh || exit 101
+log "typescript client tests passed"
