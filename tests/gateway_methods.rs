@@ -277,7 +277,11 @@ async fn cxp_ack_of_a_queued_packet_by_its_recipient_delivers_and_acknowledges_i
         .collect();
     assert_eq!(
         history,
-        [&json!("queued"), &json!("delivered"), &json!("acknowledged")],
+        [
+            &json!("queued"),
+            &json!("delivered"),
+            &json!("acknowledged")
+        ],
         "delivered and acknowledged once each: {status}"
     );
 }
