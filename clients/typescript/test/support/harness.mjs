@@ -3,7 +3,7 @@
 // tally of the log (read back through gateway.replay) of what happened to each packet.
 
 import { spawn } from 'node:child_process';
-import { createServer, connect } from 'node:net';
+import { createServer, connect as tcpConnect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { Gateway } from '../../dist/index.js';
@@ -48,7 +48,7 @@ export class Proxy {
     this.sockets = new Set();
     this.cuts = 0;
     this.server = createServer((client) => {
-      const upstream = connect(port, '127.0.0.1');
+      const upstream = tcpConnect(port, '127.0.0.1');
       for (const s of [client, upstream]) {
         this.sockets.add(s);
         s.on('close', () => this.sockets.delete(s));
@@ -114,7 +114,8 @@ export class Tally {
     const p = ev.payload ?? {};
     if (ev.event_type === 'packet_sent') {
       const k = p.packet;
-      if (k.to_agent === 'U:Vz' && k.payload?.tag === this.tag) {
+      const body = k.payload && 'json' in k.payload ? k.payload.json : k.payload; // the log's JSON form
+      if (k.to_agent === 'U:Vz' && body?.tag === this.tag) {
         const entry = { thread: k.thread_id, acks: 0, inProgress: 0, replies: 0 };
         this.packets.set(k.message_id, entry);
         this.byThread.set(k.thread_id, entry);
