@@ -1,21 +1,28 @@
-// The console's view of the gateway, on the TypeScript client package
-// (clients/typescript, served as /console/client/*.js; docs/clients.md).
+// The console's JSON-RPC client for the gateway's WebSocket (docs/gateway.md).
 //
-// The package does the work: one socket, JSON-RPC calls with typed errors (the error's
-// `code`, `reason` and `data`), reconnect with backoff and jitter, re-authentication,
-// and subscriptions that resume from the last (epoch, sequence) processed without a
-// gap or a duplicate. This file adds what a dashboard wants on top:
-//
+// - One socket; `call(method, params)` returns a Promise of the result or rejects with
+//   an RpcError carrying the gateway's code and data.reason.
 // - `follow(topic, handler, {history})` loads the topic's last `history` events with
-//   gateway.replay, then subscribes from the newest of them, so a table is complete
-//   from the first frame; several handlers of one topic share the subscription.
-// - A `gateway.gap` notice is not filled behind the operator's back: it goes to
-//   `onGap(topic, from, to, fillable)`, whose notice offers `fill(topic, from, to)`.
-
-import { Gateway as Client, GatewayError } from './client/index.js';
+//   gateway.replay, then subscribes with `since: {epoch, sequence}` of the last one, so
+//   the table is complete from the first frame (no gap between history and live).
+// - After a dropped connection it reconnects with backoff, re-authenticates and
+//   re-subscribes every followed topic from the last (epoch, sequence) it processed:
+//   the gateway replays what was missed from the log. Events at or below that sequence
+//   are dropped (counted in `stats.duplicatesDropped`), so a resume never shows a row
+//   twice. A sequence that skips ahead is reported to `onGap(topic, from, to)`.
 
 /** A JSON-RPC error answered by the gateway (or a lost connection). */
-export const RpcError = GatewayError;
+export class RpcError extends Error {
+  constructor({ code, message, data }) {
+    super(message || 'error');
+    this.code = code;
+    this.data = data || {};
+  }
+  get reason() { return this.data.reason; }
+}
+
+const RECONNECT_MIN_MS = 200;
+const RECONNECT_MAX_MS = 3000;
 
 export class Gateway {
   /**
@@ -32,109 +39,215 @@ export class Gateway {
     this.onStatus = onStatus || (() => {});
     this.onGap = onGap || (() => {});
     this.onReset = onReset || (() => {});
-    this.client = null;
-    this.subs = new Map(); // topic -> Subscription of the package (id, epoch, position, stats)
-    this.handlers = new Map(); // topic -> Set of handlers
+    this.nextId = 1;
+    this.pending = new Map();
+    this.subs = new Map(); // topic -> {topic, handlers: Set, epoch, last, id}
+    this.ws = null;
+    this.closed = false;
+    this.auth = null;
+    this.backoff = RECONNECT_MIN_MS;
+    this.stats = { connects: 0, reconnects: 0, duplicatesDropped: 0, events: 0, gaps: 0 };
     this.eventListeners = new Set();
-    this.lossCount = 0;
   }
 
   /** Connects and authenticates; resolves with the auth.authenticate result. */
-  async start() {
-    try {
-      this.client = await this.connect();
-    } catch (e) {
-      this.onStatus(e.code === -32001 ? 'auth_failed' : 'closed', e.reason || e.message);
-      throw e;
-    }
-    return this.client.authInfo;
-  }
-
-  connect() {
-    return Client.connect(this.url, {
-      token: this.token,
-      clientMetadata: { client_name: 'orchestrata-console', client_version: '1', purpose: 'dashboard' },
-      reconnect: { minDelayMs: 200, maxDelayMs: 3000 },
-      onStatus: (s, detail) => this.onStatus(s, detail),
-      onLoss: (topic, from, to, why) => {
-        this.lossCount += 1;
-        if (why === 'position_truncated') this.onGap(topic, from, to, false);
-        else this.onReset(topic, this.subs.get(topic)?.epoch ?? null);
-      },
+  start() {
+    return new Promise((resolve, reject) => {
+      this.firstAuth = { resolve, reject };
+      this.connect();
     });
-  }
-
-  /** What the gateway answered to the last authentication. */
-  get auth() {
-    return this.client?.authInfo ?? null;
-  }
-
-  /** Counters for the gateway panel and the e2e test. */
-  get stats() {
-    const s = { connects: 0, reconnects: 0, duplicatesDropped: 0, events: 0, gaps: this.lossCount };
-    if (this.client) Object.assign(s, { connects: this.client.stats.connects, reconnects: this.client.stats.reconnects });
-    for (const sub of this.subs.values()) {
-      s.duplicatesDropped += sub.stats.duplicatesDropped;
-      s.events += sub.stats.events;
-    }
-    return s;
   }
 
   /** Closes the socket for good (sign-out). */
   close() {
-    this.client?.close();
+    this.closed = true;
+    if (this.ws) this.ws.close(1000, 'sign out');
   }
 
-  /** Calls `method`; rejects with the package's error classes (code, reason, data). */
+  /** Calls `method`; rejects with RpcError. */
   call(method, params = {}) {
-    return this.client.call(method, params);
+    const ws = this.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN) {
+      return Promise.reject(new RpcError({ code: -32603, message: 'not connected', data: { reason: 'not_connected' } }));
+    }
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, method });
+      ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+    });
   }
 
-  /** Takes a text frame as if the gateway sent it (the e2e test feeds load and gaps). */
-  frame(text) {
-    this.client.connection.frame(text);
-  }
-
-  /** Listens to every processed event of every topic. */
+  /** Listens to every processed event of every topic (after dedupe). */
   onEvent(fn) { this.eventListeners.add(fn); return () => this.eventListeners.delete(fn); }
 
-  /** Follows `topic`: its last `history` events, then live; survives reconnects. */
+  /**
+   * Follows `topic`: replays its last `history` events into `handler`, then subscribes
+   * from there; survives reconnects. A second follow of the same topic shares the
+   * subscription.
+   */
   async follow(topic, handler, { history = 0 } = {}) {
-    const handlers = this.handlers.get(topic);
-    if (handlers) { handlers.add(handler); return this.subs.get(topic); }
-    this.handlers.set(topic, new Set([handler]));
-    let since = null;
+    const existing = this.subs.get(topic);
+    if (existing) { existing.handlers.add(handler); return existing; }
+    const sub = { topic, handlers: new Set([handler]), epoch: null, last: null, id: null };
     if (history > 0) {
       const r = await this.call('gateway.replay', { topic, count: history });
-      for (const ev of r.events || []) this.deliver(topic, ev, { history: true });
+      sub.epoch = r.epoch ?? null;
+      for (const ev of r.events || []) this.deliver(sub, ev, { history: true });
       const newest = r.buffer_range?.newest_sequence;
-      if (r.epoch && newest !== null && newest !== undefined) since = { epoch: r.epoch, sequence: newest };
-    }
-    let sub;
-    try {
-      sub = await this.client.subscribe(topic, {
-        since,
-        fillGaps: false,
-        onGap: (g) => this.onGap(g.topic, g.sequence_from, g.sequence_to, true),
-      });
-    } catch (e) {
-      this.handlers.delete(topic);
-      throw e;
+      if (newest !== null && newest !== undefined) sub.last = Math.max(sub.last ?? -1, newest);
     }
     this.subs.set(topic, sub);
-    (async () => { for await (const ev of sub) this.deliver(topic, ev, {}); })();
+    try {
+      await this.subscribe(sub);
+    } catch (e) {
+      this.subs.delete(topic);
+      throw e;
+    }
     return sub;
   }
 
   /** Replays `from..=to` of `topic` into its handlers (the "fill" of a gap notice). */
   async fill(topic, from, to) {
+    const sub = this.subs.get(topic);
     const r = await this.call('gateway.replay', { topic, sequence_from: from, sequence_to: to });
-    for (const ev of r.events || []) this.deliver(topic, ev, { fill: true });
+    for (const ev of r.events || []) {
+      if (sub) for (const h of sub.handlers) h(ev, { fill: true });
+      for (const l of this.eventListeners) l(ev, { fill: true });
+    }
     return r.events?.length || 0;
   }
 
-  deliver(topic, ev, meta) {
-    for (const h of this.handlers.get(topic) || []) h(ev, meta);
+  // --- internals -------------------------------------------------------------------
+
+  connect() {
+    if (this.closed) return;
+    this.onStatus(this.stats.connects ? 'reconnecting' : 'connecting');
+    let ws;
+    try {
+      ws = new WebSocket(this.url);
+    } catch (e) {
+      this.scheduleReconnect(String(e));
+      return;
+    }
+    this.ws = ws;
+    ws.onopen = () => this.opened(ws);
+    ws.onmessage = (m) => this.frame(m.data);
+    ws.onclose = (e) => this.dropped(ws, e);
+    ws.onerror = () => {};
+  }
+
+  async opened(ws) {
+    try {
+      const auth = await this.call('auth.authenticate', {
+        strategy: 'static_token',
+        token: this.token,
+        client_metadata: { client_name: 'orchestrata-console', client_version: '1', purpose: 'dashboard' },
+      });
+      this.auth = auth;
+      const again = this.stats.connects > 0;
+      this.stats.connects += 1;
+      if (again) this.stats.reconnects += 1;
+      this.backoff = RECONNECT_MIN_MS;
+      for (const sub of this.subs.values()) {
+        try { await this.subscribe(sub); } catch (e) { this.onStatus('error', `${sub.topic}: ${e.message}`); }
+      }
+      if (this.ws !== ws) return;
+      this.onStatus('open', auth.scope);
+      if (this.firstAuth) { this.firstAuth.resolve(auth); this.firstAuth = null; }
+    } catch (e) {
+      if (e instanceof RpcError && e.code === -32001) {
+        this.closed = true;
+        this.onStatus('auth_failed', e.reason || e.message);
+        if (this.firstAuth) { this.firstAuth.reject(e); this.firstAuth = null; }
+        ws.close(1000, 'auth failed');
+      }
+    }
+  }
+
+  async subscribe(sub) {
+    const params = { topic: sub.topic };
+    if (sub.epoch !== null && sub.last !== null) params.since = { epoch: sub.epoch, sequence: sub.last };
+    let r;
+    try {
+      r = await this.call('gateway.subscribe', params);
+    } catch (e) {
+      if (e.reason === 'epoch_mismatch') {
+        // The log was recreated: positions are void; start over from the live tail.
+        sub.epoch = e.data.epoch ?? null;
+        sub.last = null;
+        this.onReset(sub.topic, sub.epoch);
+        r = await this.call('gateway.subscribe', { topic: sub.topic });
+      } else if (e.reason === 'position_truncated') {
+        const first = e.data.first_sequence;
+        this.stats.gaps += 1;
+        this.onGap(sub.topic, sub.last + 1, first - 1, false);
+        sub.last = first - 1;
+        r = await this.call('gateway.subscribe', { topic: sub.topic, since: { epoch: sub.epoch, sequence: first - 1 } });
+      } else {
+        throw e;
+      }
+    }
+    sub.id = r.subscription_id;
+    sub.epoch = r.epoch ?? sub.epoch;
+    return r;
+  }
+
+  frame(text) {
+    let msg;
+    try { msg = JSON.parse(text); } catch { return; }
+    for (const m of Array.isArray(msg) ? msg : [msg]) {
+      if (m.id !== undefined && m.id !== null) {
+        const p = this.pending.get(m.id);
+        if (!p) continue;
+        this.pending.delete(m.id);
+        if (m.error) p.reject(new RpcError(m.error));
+        else p.resolve(m.result);
+      } else if (m.method === 'gateway.gap' && m.params) {
+        // The gateway dropped events it could not queue for us (a slow consumer); it
+        // says which range, before any newer event of that subscription.
+        const g = m.params;
+        const sub = this.subs.get(g.topic);
+        if (sub && (sub.last === null || g.sequence_to > sub.last)) sub.last = g.sequence_to;
+        this.stats.gaps += 1;
+        this.onGap(g.topic, g.sequence_from, g.sequence_to, true);
+      } else if (m.method && m.params && m.params.topic) {
+        const sub = this.subs.get(m.params.topic);
+        if (sub) this.deliver(sub, m.params);
+      }
+    }
+  }
+
+  deliver(sub, ev, meta = {}) {
+    const seq = ev.sequence;
+    if (sub.last !== null && sub.epoch === ev.epoch && seq <= sub.last) {
+      this.stats.duplicatesDropped += 1;
+      return;
+    }
+    if (sub.last !== null && sub.epoch === ev.epoch && seq > sub.last + 1) {
+      this.stats.gaps += 1;
+      this.onGap(sub.topic, sub.last + 1, seq - 1, true);
+    }
+    sub.last = seq;
+    sub.epoch = ev.epoch ?? sub.epoch;
+    this.stats.events += 1;
+    for (const h of sub.handlers) h(ev, meta);
     for (const l of this.eventListeners) l(ev, meta);
+  }
+
+  dropped(ws, e) {
+    if (this.ws !== ws) return;
+    for (const p of this.pending.values()) {
+      p.reject(new RpcError({ code: -32603, message: 'connection lost', data: { reason: 'connection_lost' } }));
+    }
+    this.pending.clear();
+    if (this.closed) { this.onStatus('closed', e.reason); return; }
+    this.scheduleReconnect(`${e.code} ${e.reason || ''}`.trim());
+  }
+
+  scheduleReconnect(detail) {
+    this.onStatus('reconnecting', detail);
+    const wait = this.backoff;
+    this.backoff = Math.min(RECONNECT_MAX_MS, this.backoff * 2);
+    setTimeout(() => this.connect(), wait);
   }
 }

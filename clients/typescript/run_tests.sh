@@ -6,7 +6,7 @@
 # restart). tests/run.sh calls it after the cargo tests.
 #
 #   ORCHESTRATA_BIN=target/debug/orchestrata clients/typescript/run_tests.sh
-#   TSCLIENT_PACKETS=2000 ...   fewer packets per exactly-once test (default 10000)
+#   TSCLIENT_PACKETS=10000 ...  packets per exactly-once test (default 400)
 set -euo pipefail
 cd "$(dirname "$0")"
 : "${ORCHESTRATA_BIN:?set ORCHESTRATA_BIN to the orchestrata binary}"

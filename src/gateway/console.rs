@@ -6,8 +6,7 @@
 //! gateway (it is the API's reference client); there is no console-specific endpoint.
 //!
 //! Routes: `GET /console` and `GET /console/` answer `index.html`; `GET /console/<file>`
-//! answers that asset with its content type (the client package's modules live under
-//! `client/`); anything else under `/console/` is 404.
+//! answers that asset with its content type; anything else under `/console/` is 404.
 //! Every answer carries `Cache-Control: no-cache`, so an upgraded binary's assets are
 //! picked up on the next load (the browser revalidates instead of trusting a stale copy).
 
@@ -36,19 +35,6 @@ macro_rules! asset {
 
 const JS: &str = "text/javascript; charset=utf-8";
 
-/// One module of the TypeScript client package as compiled into `clients/typescript/dist/`
-/// (checked in and kept equal to a fresh `tsc` build by that package's tests), served
-/// as `client/<path>`: `rpc.js` builds the console's connection on it.
-macro_rules! client {
-    ($path:literal) => {
-        Asset {
-            name: concat!("client/", $path),
-            content_type: JS,
-            body: include_str!(concat!("../../clients/typescript/dist/", $path)),
-        }
-    };
-}
-
 /// Every file of the console. Adding a module to the page is adding a row here.
 static ASSETS: &[Asset] = &[
     asset!("index.html", "text/html; charset=utf-8"),
@@ -62,20 +48,9 @@ static ASSETS: &[Asset] = &[
     asset!("sessions.js", JS),
     asset!("history.js", JS),
     asset!("gateway.js", JS),
-    client!("index.js"),
-    client!("auth.js"),
-    client!("connection.js"),
-    client!("cursor.js"),
-    client!("errors.js"),
-    client!("gateway.js"),
-    client!("socket.js"),
-    client!("subscription.js"),
-    client!("volk.js"),
-    client!("generated/methods.js"),
-    client!("generated/types.js"),
 ];
 
-/// The asset named `name` (a file name, or a path under `client/`), if the console has one.
+/// The asset named `name` (a bare file name: no directories), if the console has one.
 pub fn asset(name: &str) -> Option<(&'static str, &'static str)> {
     ASSETS
         .iter()
@@ -115,7 +90,7 @@ async fn index() -> Response {
     respond("index.html")
 }
 
-/// Any path below `/console/`; only listed asset names exist, so other paths are 404.
+/// Any path below `/console/`; only bare asset names exist, so nested paths are 404.
 async fn file(Path(path): Path<String>) -> Response {
     respond(&path)
 }

@@ -6,7 +6,7 @@ const volk = gw.volk('U:Vz', { cursor: 'vz.cursor' });
 process.on('SIGTERM', () => gw.drain().then(() => process.exit(0)));
 
 for await (const packet of volk.inbox()) {
-  await packet.ack();
   await packet.work('in_progress');
   await packet.reply({ echo: packet.payload });
+  await packet.resolve();
 }

@@ -12,10 +12,8 @@ const juniors = await Promise.all(tasks.map((task) => gw.agents.spawn({ parent: 
 const taskOf = new Map(juniors.map((j, i) => [j.task_id, tasks[i]]));
 const answers = {};
 for await (const packet of volk.inbox()) {
-  await packet.ack();
   const { task_id, output, error } = packet.payload ?? {};
   if (packet.subject === 'junior_result' && taskOf.has(task_id)) answers[taskOf.get(task_id)] = output ?? { error };
-  await packet.resolve();
   if (Object.keys(answers).length === tasks.length) break;
 }
 console.log(JSON.stringify(answers));

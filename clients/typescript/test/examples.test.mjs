@@ -38,7 +38,8 @@ test('the echo agent answers in the thread and drains on SIGTERM', async () => {
       if (!reply) await new Promise((r) => setTimeout(r, 100));
     }
     assert.ok(reply, 'U:Vz answered in the thread');
-    assert.deepEqual(reply.packet.payload, { echo: { text: 'hi' } });
+    const payload = reply.packet.payload.json ?? reply.packet.payload; // the log's JSON form
+    assert.deepEqual(payload, { echo: { text: 'hi' } });
     agent.kill('SIGTERM');
     assert.equal(await exited, 0, 'the agent drained and exited 0');
   } finally {

@@ -6,7 +6,7 @@
 //! `cxp.work` to move its work status, exactly as in-process Volks do.
 
 use orchestrata_projections::thread::PacketState;
-use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
+use orchestrata_schemas::cxp::WorkStatus;
 use orchestrata_schemas::events::fields::Json;
 use orchestrata_schemas::events::types::{Packet, PacketPayload};
 use orchestrata_schemas::events::{CommandKind, Stream};
@@ -248,35 +248,7 @@ fn recipient(views: &Views, message_id: &Uuid) -> Result<String, RpcError> {
         })
 }
 
-/// A packet the gateway's notification brought to its recipient is received when the
-/// recipient acknowledges it: a still-queued packet is marked delivered first (as the
-/// recipient, under an id derived from the call's idempotency key, so a repeat does not
-/// deliver twice). The Postman's pull (`Kernel::inbox`) serves in-process Volks; an
-/// external agent's only way to receive is the subscription, so its ack is the receipt.
-async fn deliver_to_acknowledger(
-    call: &Call,
-    views: &Views,
-    message_id: &Uuid,
-    to: &str,
-    by: &str,
-) -> Result<(), RpcError> {
-    let queued = packet_state(views, message_id)?
-        .is_some_and(|s| s.delivery_status == DeliveryStatus::Queued);
-    if !queued || to != by {
-        return Ok(());
-    }
-    let mut command = cmd::mark_delivered(to, *message_id);
-    if let Some(key) = IdempotencyKey::of(call)? {
-        command.id = key.derive("delivered");
-    }
-    let outcome = backends::execute_as(call, command).await?;
-    views
-        .settle(&views.threads, &outcome, Stream::CxpTraffic)
-        .await
-}
-
-/// The packet's recipient acknowledges a delivered (or, see [`deliver_to_acknowledger`],
-/// a queued) packet; `by`, when given, must be
+/// The packet's recipient acknowledges a delivered packet; `by`, when given, must be
 /// that recipient, and the caller's principal must act as it.
 pub async fn ack(call: Call) -> RpcResult {
     let p: AckParams = call.parse()?;
@@ -285,7 +257,6 @@ pub async fn ack(call: Call) -> RpcResult {
     let by = p.by.unwrap_or_else(|| to.clone());
     acting::act_as(&call, &to).await?;
     acting::act_as(&call, &by).await?;
-    deliver_to_acknowledger(&call, &views, &p.message_id, &to, &by).await?;
     let outcome = backends::execute(&call, cmd::acknowledge(&by, p.message_id)).await?;
     views
         .settle(&views.threads, &outcome, Stream::CxpTraffic)

