@@ -1,6 +1,6 @@
 // Pipelined cxp.send through the client against a bare `ws` client doing the same
 // calls on the same server in the same run (issue 62's target: the client >= 80 % of
-// the bare sends/s), and the agent loop's packets/s (receive, ack, reply).
+// the bare sends/s), and the agent loop's packets/s (receive, reply).
 //
 //   ORCHESTRATA_BIN=... node bench/send.mjs [sends=5000] [window=256]
 // A benchmark, not a test: it prints numbers and asserts nothing.
@@ -59,7 +59,6 @@ async function agentLoop(url, n) {
   const start = performance.now();
   let handled = 0;
   for await (const packet of volk.inbox()) {
-    await packet.ack();
     await packet.reply({ ok: true });
     if (++handled === n) break;
   }
@@ -78,7 +77,7 @@ try {
   for (const [i, r] of rounds.entries()) {
     console.log(`round ${i}: bare ws ${r.bare.toFixed(0)} sends/s, client ${r.client.toFixed(0)} sends/s (${((100 * r.client) / r.bare).toFixed(0)} %)`);
   }
-  console.log(`agent loop (receive, ack, reply; catch-up of ${SENDS * 4} packets): ${loop.toFixed(0)} packets/s`);
+  console.log(`agent loop (receive, reply; catch-up of ${SENDS * 4} packets): ${loop.toFixed(0)} packets/s`);
 } finally {
   await up.stop();
 }
