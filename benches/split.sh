@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # REQ-014-024
 # Split roles on Kafka (issue 15, item 6): a packet sent through gateway A reaches a
-# `cxp.subscribe` subscriber on gateway B. One private tansu broker; one `up --role
+# `cxp.subscribe` subscriber on gateway B. One private Apache Kafka broker
+# (tests/kafka/kafka.sh); one `up --role
 # kernel`, one `up --role projector` and two `up --role gateway` processes on it; the
 # project's `wsload fanout` in its own process, publishing on A (`--publish-url`) and
 # subscribing on B. For comparison the same shape then runs against one `up --kafka`
@@ -11,8 +12,8 @@
 #   SKIP_BUILD=1 BIN=… WSLOAD=… benches/split.sh
 #
 # Knobs (environment): RATE (200 packets/s offered), SUBS (10 subscribers), SECS (10),
-# TANSU (tansu binary, default $ORCHESTRATA_TANSU), OUT (directory kept with every
-# process's log). Delivery latency is the publisher's send instant to the first receipt
+# OUT (directory kept with every process's log; the broker's is kafka/node-1/broker.log
+# beside it). Delivery latency is the publisher's send instant to the first receipt
 # at each subscriber, both in wsload's process (one clock).
 set -uo pipefail
 
@@ -26,8 +27,6 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
 fi
 BIN=$(realpath "${BIN:-$CARGO_TARGET_DIR/release/orchestrata}")
 W=$(realpath "${WSLOAD:-$CARGO_TARGET_DIR/release/examples/wsload}")
-TANSU=${TANSU:-${ORCHESTRATA_TANSU:-}}
-[ -x "$TANSU" ] || { echo "set TANSU (or ORCHESTRATA_TANSU) to the tansu broker binary"; exit 2; }
 
 T=$(mktemp -d /tmp/split.XXXXXX)
 OUT=${OUT:-$T/out}; mkdir -p "$OUT"
@@ -35,7 +34,8 @@ PIDS=()
 # Newest first: the roles stop before the broker they talk to.
 cleanup() {
   for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill "${PIDS[i]}" 2>/dev/null; wait "${PIDS[i]}" 2>/dev/null; done
-  rm -rf "$T/run"
+  "$ROOT/tests/kafka/kafka.sh" stop "$T/kafka" 2>/dev/null
+  rm -rf "$T/run" "$T/kafka/node-1/data"
 }
 trap cleanup EXIT
 
@@ -44,11 +44,9 @@ wait_tcp() { for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/
 wait_health() { for _ in $(seq 1 600); do curl -fs "http://127.0.0.1:$1/health" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
 export GATEWAY_TOKEN="split-$RANDOM$RANDOM"
 
-KP=$(port)
-"$TANSU" broker --listener-url "tcp://127.0.0.1:$KP" --advertised-listener-url "tcp://127.0.0.1:$KP" \
-  >"$OUT/tansu.log" 2>&1 &
-PIDS+=($!)
-wait_tcp "$KP" || { echo "tansu did not start; see $OUT/tansu.log"; exit 2; }
+KAFKA_OWNER_PID=$$ "$ROOT/tests/kafka/kafka.sh" start "$T/kafka" >/dev/null 2>"$OUT/kafka-start.log" ||
+  { echo "Apache Kafka did not start; see $OUT/kafka-start.log"; exit 2; }
+KAFKA_ADDR=$(cat "$T/kafka/bootstrap")
 
 # up NAME PREFIX ARGS…: one `orchestrata up` on the broker under topic prefix PREFIX,
 # its working directory (views) of its own.
@@ -57,7 +55,7 @@ up() {
   mkdir -p "$T/run/$name"
   (cd "$T/run/$name" && ORCHESTRATA_LOG__TOPIC_PREFIX=$prefix ORCHESTRATA_GATEWAY__MAX_CLIENTS=1000 \
     ORCHESTRATA_GATEWAY__RATE_LIMIT_PER_SECOND=1000000 \
-    exec "$BIN" up --kafka "127.0.0.1:$KP" "$@" >"$OUT/up-$name.log" 2>&1) &
+    exec "$BIN" up --kafka "$KAFKA_ADDR" "$@" >"$OUT/up-$name.log" 2>&1) &
   PIDS+=($!)
 }
 

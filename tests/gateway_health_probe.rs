@@ -3,7 +3,7 @@
 //! make the gateway open consumers), whether or not the probe is cached (issue 15: the
 //! log's reads are served by one follower consumer per process).
 //!
-//! A real gateway over a Kafka log on a private tansu broker (so only this test talks
+//! A real gateway over a Kafka log on a private Apache Kafka broker (so only this test talks
 //! to that port), real HTTP requests over one keep-alive TCP connection, and the
 //! kernel's own socket table (`/proc/net/tcp`, `/proc/net/tcp6`): every connection to
 //! the broker's port, in any state (closed ones linger in TIME_WAIT), is counted.
@@ -121,8 +121,8 @@ async fn sockets_opened_by_new_clients(broker: &str, port: u16, n: usize) -> isi
 // ISSUE-14: unauthenticated /ready and /metrics opening Kafka consumers per request
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_requests_on_kafka_open_no_broker_connections() {
-    let tansu = support::spawn_private_tansu();
-    let port: u16 = tansu
+    let kafka = support::spawn_private_kafka();
+    let port: u16 = kafka
         .address
         .rsplit(':')
         .next()
@@ -131,14 +131,14 @@ async fn health_requests_on_kafka_open_no_broker_connections() {
     let n = 10;
     // Control: new broker clients show up in the socket table (closed ones linger in
     // TIME_WAIT), so the measurements below would see a connection per request.
-    let opened = sockets_opened_by_new_clients(&tansu.address, port, 3).await;
+    let opened = sockets_opened_by_new_clients(&kafka.address, port, 3).await;
     assert!(
         opened >= 3,
         "new clients must be visible: {opened} sockets for 3 clients"
     );
     // Probing the log on every request: the log's reads are served by its one
     // follower, so even then no request opens a broker connection.
-    let uncached = gateway_on(&tansu.address, Duration::ZERO).await;
+    let uncached = gateway_on(&kafka.address, Duration::ZERO).await;
     let opened = sockets_opened_by_health_requests(&uncached, port, n).await;
     assert!(
         opened <= 2,
@@ -146,7 +146,7 @@ async fn health_requests_on_kafka_open_no_broker_connections() {
     );
     uncached.shutdown().await.expect("shutdown");
     // The gateway as configured: one probe serves every request of its period.
-    let gw = gateway_on(&tansu.address, Duration::from_secs(3600)).await;
+    let gw = gateway_on(&kafka.address, Duration::from_secs(3600)).await;
     let opened = sockets_opened_by_health_requests(&gw, port, n).await;
     assert!(
         opened <= 2,

@@ -230,8 +230,8 @@ async fn keys_make_session_open_and_ack_repeatable() {
 // the key's message id is in the log, and the answer names it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_after_a_frozen_broker_sends_the_packet_once() {
-    let tansu = support::spawn_private_tansu();
-    let mut log_config = LogConfig::kafka(tansu.address.clone());
+    let kafka = support::spawn_private_kafka();
+    let mut log_config = LogConfig::kafka(kafka.address.clone());
     log_config.topic_prefix = support::unique_prefix();
     log_config.delivery_timeout = Duration::from_millis(1500);
     log_config.request_timeout = Duration::from_millis(1000);
@@ -255,13 +255,13 @@ async fn a_retry_after_a_frozen_broker_sends_the_packet_once() {
     )
     .await;
 
-    tansu.freeze();
+    kafka.freeze();
     let during = ws.call("cxp.send", params.clone()).await;
     assert!(
         during.get("error").is_some(),
         "a send to a frozen broker is not answered as done: {during}"
     );
-    tansu.resume();
+    kafka.resume();
 
     let mut answer = None;
     for _ in 0..60 {

@@ -2,7 +2,7 @@
 //! and kernel on the Kafka backend, Debian's `kcat` reads every topic, and Python's
 //! `fastavro` decodes every event record with nothing but `schemas/avro/*.avsc`
 //! (tests/python/decode_kcat.py). tests/run.sh installs kcat and fastavro and starts the
-//! tansu broker (`ORCHESTRATA_TEST_KAFKA`).
+//! Apache Kafka broker (`ORCHESTRATA_TEST_KAFKA`).
 
 mod support;
 

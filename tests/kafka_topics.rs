@@ -1,12 +1,11 @@
 //! Kafka topics fit for an event store (ISSUE-17 item 2): created to keep every record
 //! with the cluster's replication unless configured; an existing topic that the broker
 //! would trim is refused with the fix named, or accepted when the operator says so.
-//! Against the tansu broker tests/run.sh starts (`ORCHESTRATA_TEST_KAFKA`), read back
+//! Against the Apache Kafka broker tests/run.sh starts (`ORCHESTRATA_TEST_KAFKA`), read back
 //! with a separate admin client (DescribeConfigs).
 //!
-//! Not covered here: a read below a topic's log start (`LogError::Truncated`, the
-//! check in `src/log/kafka/fetch.rs`) needs the broker to delete records, and tansu 0.6
-//! closes the connection on DeleteRecords and keeps every record in memory.
+//! A read below a topic's log start after the broker deleted records
+//! (`LogError::Truncated`): `tests/kafka_delete_records.rs`.
 
 mod support;
 
@@ -178,11 +177,33 @@ async fn a_compacted_topic_is_refused() {
     let brokers = support::kafka_brokers();
     let config = kafka_config(&brokers.address);
     let topic = format!("{}.{}", config.topic_prefix, Stream::KernelEvents.as_str());
-    precreate(&brokers.address, &topic, &[("cleanup.policy", "compact")]).await;
+    // retention.ms=-1: the broker's default (7 days) would be named as well.
+    precreate(
+        &brokers.address,
+        &topic,
+        &[("cleanup.policy", "compact"), ("retention.ms", "-1")],
+    )
+    .await;
     let log = log::open(&config).await.expect("open");
     let err = log.append(&record()).await.expect_err("refused");
     assert!(
         matches!(&err, LogError::DeletesHistory { settings, .. } if settings == "cleanup.policy=compact"),
+        "{err:?}"
+    );
+}
+
+// issue 59 (item 6): a topic someone created with Apache Kafka's own defaults (records
+// kept 7 days, `log.retention.hours=168`) is refused at open, the default named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_with_the_brokers_default_retention_is_refused() {
+    let brokers = support::kafka_brokers();
+    let config = kafka_config(&brokers.address);
+    let topic = format!("{}.{}", config.topic_prefix, Stream::KernelEvents.as_str());
+    precreate(&brokers.address, &topic, &[]).await;
+    let log = log::open(&config).await.expect("open");
+    let err = log.append(&record()).await.expect_err("refused");
+    assert!(
+        matches!(&err, LogError::DeletesHistory { settings, .. } if settings == "retention.ms=604800000"),
         "{err:?}"
     );
 }

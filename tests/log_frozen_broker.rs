@@ -27,8 +27,8 @@ fn record(n: u32) -> EventRecord {
 // REQ-014-131 REQ-014-135
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frozen_broker_loses_and_duplicates_no_acknowledged_event() {
-    let tansu = support::spawn_private_tansu();
-    let mut config = LogConfig::kafka(tansu.address.clone());
+    let kafka = support::spawn_private_kafka();
+    let mut config = LogConfig::kafka(kafka.address.clone());
     config.topic_prefix = support::unique_prefix();
     config.delivery_timeout = Duration::from_millis(1500);
     config.request_timeout = Duration::from_millis(1000);
@@ -46,7 +46,7 @@ async fn frozen_broker_loses_and_duplicates_no_acknowledged_event() {
         ));
     }
 
-    tansu.freeze();
+    kafka.freeze();
     let mut timeouts = 0;
     for _ in 0..3 {
         let r = record(n);
@@ -67,7 +67,7 @@ async fn frozen_broker_loses_and_duplicates_no_acknowledged_event() {
         }
     }
     assert!(timeouts > 0, "appends to a frozen broker must fail in time");
-    tansu.resume();
+    kafka.resume();
 
     // After the broker is back, appends succeed again (retry while the client reconnects).
     let mut resumed = 0;

@@ -252,7 +252,7 @@ fn packets(status: &Value) -> Vec<(Value, Value)> {
 // `cxp.status` answers the same on both, killing one gateway loses nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kernel_two_gateways_and_projector_share_one_kafka_log() {
-    let brokers = support::spawn_private_tansu();
+    let brokers = support::spawn_private_kafka();
     let prefix = support::unique_prefix();
     let dirs: Vec<_> = (0..4)
         .map(|_| tempfile::tempdir().expect("tempdir"))
@@ -353,7 +353,7 @@ async fn kernel_two_gateways_and_projector_share_one_kafka_log() {
 // decision bodies kept in memory, `governance.query` reads the others from the Kafka log
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_roles_on_kafka_answer_sends_and_log_no_errors() {
-    let brokers = support::spawn_private_tansu();
+    let brokers = support::spawn_private_kafka();
     let prefix = support::unique_prefix();
     let dir = tempfile::tempdir().expect("tempdir");
     let hot = [("ORCHESTRATA_PROJECTIONS__HOT_ENTRIES", "2")];

