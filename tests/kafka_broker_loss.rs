@@ -95,7 +95,10 @@ async fn everything(brokers: &str, prefix: &str) -> Vec<(u64, String)> {
         if page.is_empty() {
             return all;
         }
-        all.extend(page.iter().map(|e| (e.sequence, e.record.event_id.to_string())));
+        all.extend(
+            page.iter()
+                .map(|e| (e.sequence, e.record.event_id.to_string())),
+        );
     }
 }
 
@@ -111,7 +114,10 @@ async fn acknowledged_appends_survive_a_killed_leader_and_two_lost_brokers_refus
     for _ in 0..4 {
         logs.push(log::open(&config(&brokers, &prefix)).await.expect("open"));
     }
-    logs[0].append(&record(0, 9999)).await.expect("first append");
+    logs[0]
+        .append(&record(0, 9999))
+        .await
+        .expect("first append");
     let stop = Arc::new(AtomicBool::new(false));
     let tasks: Vec<_> = (0..4)
         .map(|c| spawn_client(logs[c].clone(), c, stop.clone()))
@@ -133,7 +139,10 @@ async fn acknowledged_appends_survive_a_killed_leader_and_two_lost_brokers_refus
     assert!(
         outcomes.iter().all(|o| o.acked.len() >= 5),
         "every client appended through the loss: {:?}",
-        outcomes.iter().map(|o| (o.acked.len(), o.failed.len())).collect::<Vec<_>>()
+        outcomes
+            .iter()
+            .map(|o| (o.acked.len(), o.failed.len()))
+            .collect::<Vec<_>>()
     );
 
     let stored = everything(&brokers, &prefix).await;

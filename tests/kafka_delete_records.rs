@@ -97,14 +97,19 @@ async fn a_read_below_deleted_records_answers_truncated_not_the_records_after() 
         Err(other) => panic!("expected Truncated, got {other:?}"),
     }
     // What the broker still holds reads as before.
-    let kept = log.read(stream, 40, Some(41), 2).await.expect("read 40..=41");
+    let kept = log
+        .read(stream, 40, Some(41), 2)
+        .await
+        .expect("read 40..=41");
     assert_eq!(
         kept.iter().map(|e| e.sequence).collect::<Vec<_>>(),
         vec![40, 41]
     );
 
     // Another process opening the stream now finds no epoch marker: refused, loudly.
-    let later = log::open(&config).await.expect("open (streams open on first use)");
+    let later = log::open(&config)
+        .await
+        .expect("open (streams open on first use)");
     let err = later
         .read(stream, 40, None, 1)
         .await
