@@ -170,6 +170,7 @@ async fn a_topic_with_the_old_bare_uuid_marker_keeps_its_epoch() {
     let topic = KafkaLog::connect(&brokers.address, &config)
         .expect("connect")
         .topic(Stream::KernelEvents);
+    support::create_topic(&brokers.address, &topic, &[("retention.ms", "-1")]).await;
     let old_epoch = uuid::Uuid::new_v4().to_string();
     // The old layout, produced by a foreign producer: key and header name the marker,
     // the value is the epoch's text.

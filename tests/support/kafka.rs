@@ -173,3 +173,30 @@ pub fn kafka_brokers() -> Brokers {
         _kafka: Some(kafka),
     }
 }
+
+/// Creates `topic` (one partition, replication 1) with the broker's defaults plus
+/// `config`, as a foreign producer's operator would before writing to it. Real Kafka
+/// auto-creates a topic a producer names with the broker's default retention, which
+/// the log refuses to open (`LogError::DeletesHistory`).
+pub async fn create_topic(brokers: &str, topic: &str, config: &[(&str, &str)]) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    use rdkafka::client::DefaultClientContext;
+    use rdkafka::config::ClientConfig;
+
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()
+        .expect("admin client");
+    let mut new_topic = NewTopic::new(topic, 1, TopicReplication::Fixed(1));
+    for (key, value) in config {
+        new_topic = new_topic.set(key, value);
+    }
+    let options = AdminOptions::new().operation_timeout(Some(std::time::Duration::from_secs(30)));
+    let created = admin
+        .create_topics([&new_topic], &options)
+        .await
+        .expect("create topics");
+    for result in created {
+        result.expect("topic created");
+    }
+}

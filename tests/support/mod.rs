@@ -15,7 +15,9 @@ pub mod workflows;
 pub mod ws;
 
 #[allow(unused_imports)] // each test binary uses some of them
-pub use kafka::{kafka_brokers, spawn_kafka_cluster, spawn_private_kafka, Brokers, Kafka};
+pub use kafka::{
+    create_topic, kafka_brokers, spawn_kafka_cluster, spawn_private_kafka, Brokers, Kafka,
+};
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
