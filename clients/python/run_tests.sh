@@ -20,7 +20,7 @@ if [ -z "$VENV" ]; then
   trap 'rm -rf "$VENV"' EXIT
 fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check websockets pytest setuptools
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check websockets pytest setuptools wheel
 # Every test file is collected; no tests found (exit 5) is a failure like any other.
 rc=0
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests "$@" || rc=$?
