@@ -212,23 +212,24 @@ async fn cxp_status_of_an_unknown_thread_is_a_clear_error() {
     assert_eq!(e["code"], -32602, "missing thread_id: {e}");
 }
 
-// REQ-014-075
+// REQ-014-075 REQ-004-US-004-006
 #[tokio::test]
-async fn cxp_ack_refuses_strangers_unknown_packets_and_undelivered_packets() {
+async fn cxp_ack_refuses_strangers_unknown_packets_and_repeats() {
     let stack = Stack::start().await;
     let mut c = stack.client(TOKEN).await;
     let sent = send(&mut c, "build_feature").await;
     let id = sent["message_id"].clone();
     let e = c
-        .err("cxp.ack", json!({"message_id": id, "by": "U:Ox"}))
-        .await;
-    assert_eq!(e["code"], -32602, "still queued: {e}");
-    assert_eq!(reason(&e), "invalid_transition", "{e}");
-    stack.kernel.inbox("U:Ox", 10).await.expect("deliver");
-    let e = c
         .err("cxp.ack", json!({"message_id": id, "by": "U:Vz"}))
         .await;
     assert_eq!(reason(&e), "not_recipient", "{e}");
+    let status = c
+        .ok("cxp.status", json!({"thread_id": sent["thread_id"]}))
+        .await;
+    assert_eq!(
+        status["delivery_status"], "queued",
+        "a refused ack delivers nothing: {status}"
+    );
     let e = c
         .err(
             "cxp.ack",
@@ -240,6 +241,42 @@ async fn cxp_ack_refuses_strangers_unknown_packets_and_undelivered_packets() {
         .err("cxp.ack", json!({"message_id": "not-a-uuid", "by": "U:Ox"}))
         .await;
     assert_eq!(e["code"], -32602, "{e}");
+    c.ok("cxp.ack", json!({"message_id": id})).await;
+    let e = c.err("cxp.ack", json!({"message_id": id})).await;
+    assert_eq!(e["code"], -32602, "acknowledged twice: {e}");
+    assert_eq!(reason(&e), "invalid_transition", "{e}");
+}
+
+// REQ-014-075 REQ-004-US-004-006 REQ-004-US-004-007
+#[tokio::test]
+async fn the_recipient_acknowledging_a_queued_packet_takes_delivery_first() {
+    let stack = Stack::start().await;
+    let mut c = stack.client(TOKEN).await;
+    let sent = send(&mut c, "build_feature").await;
+    let ack = c
+        .ok("cxp.ack", json!({"message_id": sent["message_id"]}))
+        .await;
+    assert_eq!(ack["status"], "acknowledged", "{ack}");
+    let status = c
+        .ok("cxp.status", json!({"thread_id": sent["thread_id"]}))
+        .await;
+    let delivery: Vec<_> = status["transitions"]
+        .as_array()
+        .expect("transitions")
+        .iter()
+        .filter(|t| t["kind"] == "delivery")
+        .map(|t| t["status"].clone())
+        .collect();
+    assert_eq!(
+        delivery,
+        [json!("queued"), json!("delivered"), json!("acknowledged")],
+        "both moves of the CXP machine are on the log: {status}"
+    );
+    let inbox = stack.kernel.inbox("U:Ox", 10).await.expect("inbox");
+    assert!(
+        inbox.packets.is_empty(),
+        "the acknowledged packet left the mailbox"
+    );
 }
 
 // REQ-014-075

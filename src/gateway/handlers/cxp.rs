@@ -6,7 +6,7 @@
 //! `cxp.work` to move its work status, exactly as in-process Volks do.
 
 use orchestrata_projections::thread::PacketState;
-use orchestrata_schemas::cxp::WorkStatus;
+use orchestrata_schemas::cxp::{DeliveryStatus, WorkStatus};
 use orchestrata_schemas::events::fields::Json;
 use orchestrata_schemas::events::types::{Packet, PacketPayload};
 use orchestrata_schemas::events::{CommandKind, Stream};
@@ -248,8 +248,13 @@ fn recipient(views: &Views, message_id: &Uuid) -> Result<String, RpcError> {
         })
 }
 
-/// The packet's recipient acknowledges a delivered packet; `by`, when given, must be
-/// that recipient, and the caller's principal must act as it.
+/// The packet's recipient acknowledges a packet; `by`, when given, must be that
+/// recipient, and the caller's principal must act as it.
+///
+/// An external agent receives its packets over its subscription, not through the
+/// Postman's inbox pull, so a packet it acknowledges may still be `queued`: the
+/// recipient then takes delivery first ([`take_delivery`]), and the log records both
+/// transitions of the CXP machine, queued -> delivered -> acknowledged.
 pub async fn ack(call: Call) -> RpcResult {
     let p: AckParams = call.parse()?;
     let views = backends::views(&call)?;
@@ -257,6 +262,9 @@ pub async fn ack(call: Call) -> RpcResult {
     let by = p.by.unwrap_or_else(|| to.clone());
     acting::act_as(&call, &to).await?;
     acting::act_as(&call, &by).await?;
+    if by == to {
+        take_delivery(&call, &views, &to, p.message_id).await?;
+    }
     let outcome = backends::execute(&call, cmd::acknowledge(&by, p.message_id)).await?;
     views
         .settle(&views.threads, &outcome, Stream::CxpTraffic)
@@ -273,6 +281,31 @@ pub async fn ack(call: Call) -> RpcResult {
         "status": state["delivery_status"],
         "sequence": outcome.last_sequence(Stream::CxpTraffic),
     }))
+}
+
+/// Delivers a still-`queued` packet to its recipient `to` (a `packet_delivered` by the
+/// recipient). A packet the Postman delivered meanwhile is left as it is; any other
+/// refusal is the caller's answer. A retried call with the same idempotency key
+/// derives the same delivery command, so it is executed once.
+async fn take_delivery(call: &Call, views: &Views, to: &str, id: Uuid) -> Result<(), RpcError> {
+    let queued = packet_state(views, &id)?
+        .is_some_and(|state| state.delivery_status == DeliveryStatus::Queued);
+    if !queued {
+        return Ok(());
+    }
+    let mut deliver = cmd::mark_delivered(to, id);
+    if let Some(key) = IdempotencyKey::of(call)? {
+        deliver.id = key.derive("take_delivery");
+    }
+    match backends::execute_as(call, deliver).await {
+        Ok(outcome) => {
+            views
+                .settle(&views.threads, &outcome, Stream::CxpTraffic)
+                .await
+        }
+        Err(e) if e.reason == "invalid_transition" => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 #[derive(Deserialize)]
