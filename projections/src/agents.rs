@@ -160,7 +160,10 @@ impl AgentTree {
                     node.kind = AgentKind::Junior;
                     node.driver = Some(e.driver.clone());
                     if let Some(ms) = e.lifespan_ms {
-                        node.lifespan = Lifespan::Deadline(at + chrono::Duration::milliseconds(ms));
+                        // Checked: a fold must never panic on a stored event (the kernel
+                        // refuses lifespans past `MAX_LIFESPAN_MS`; an older log may not).
+                        let end = limits::deadline(at, ms).unwrap_or(DateTime::<Utc>::MAX_UTC);
+                        node.lifespan = Lifespan::Deadline(end);
                     }
                 }
             }

@@ -64,6 +64,11 @@ pub struct SessionState {
     pub goals: Vec<String>,
     /// Who opened it.
     pub opened_by: String,
+    /// The principal that opened it (on the `opened` event's envelope), its owner:
+    /// only it or an admin may close it or write into it. `None` for a session opened
+    /// by no principal (the system, or a log from before principals).
+    #[serde(default)]
+    pub owner: Option<String>,
     /// Event time of `opened`.
     pub opened_at: DateTime<Utc>,
     /// Event time of the last `closed` (`None` while never closed).
@@ -164,6 +169,7 @@ impl View for SessionView {
                         portfolio_id: e.portfolio_id.clone(),
                         goals: e.goals.clone(),
                         opened_by: e.opened_by.clone(),
+                        owner: envelope.record.principal.clone(),
                         opened_at: at,
                         closed_at: None,
                         status: SessionStatus::Open,

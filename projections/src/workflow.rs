@@ -45,6 +45,11 @@ pub struct RunView {
     pub status: String,
     /// Who started it.
     pub started_by: String,
+    /// The principal that started it (on the `started` event's envelope), its owner:
+    /// only it or an admin may pause, resume or cancel it. `None` for a run started
+    /// by no principal.
+    #[serde(default)]
+    pub owner: Option<String>,
     /// Its steps in order.
     pub steps: Vec<StepView>,
     /// The result (completed) or the reason (cancelled / failed).
@@ -87,6 +92,7 @@ impl WorkflowView {
                     name: e.name.clone(),
                     status: "running".into(),
                     started_by: e.started_by.clone(),
+                    owner: r.principal.clone(),
                     steps: Vec::new(),
                     result: Json::default(),
                     updated_at: at,

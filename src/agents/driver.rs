@@ -87,6 +87,13 @@ pub enum DriverError {
         /// What was wrong with it.
         reason: String,
     },
+    /// The answer (a program's output, a provider's body) was larger than allowed; what
+    /// produced it was stopped.
+    #[error("output_too_large: more than {limit} bytes")]
+    OutputTooLarge {
+        /// The cap in bytes.
+        limit: u64,
+    },
     /// A call was made out of order (e.g. `get_response` before `send_task`).
     #[error("state: {reason}")]
     State {

@@ -231,6 +231,14 @@ impl Juniors {
             .map(|n| n.parent.unwrap_or_else(|| alias.to_owned())))
     }
 
+    /// The live agent `alias`, if there is one.
+    pub async fn live(
+        &self,
+        alias: &str,
+    ) -> Result<Option<orchestrata_projections::agents::AgentNode>, AgentError> {
+        Ok(self.agents.node(alias).await?.filter(|n| n.live))
+    }
+
     /// The task `alias` is running, if any.
     pub fn running(&self, alias: &str) -> Option<String> {
         self.with(|s| {

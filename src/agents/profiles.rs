@@ -55,6 +55,18 @@ pub struct DriverProfile {
     /// The task's time limit in seconds (default 300).
     #[serde(default = "default_timeout")]
     pub timeout_s: u64,
+    /// A CLI program's environment besides `PATH`, `HOME` and `LANG` (nothing else of
+    /// the server's environment reaches it).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The largest answer in bytes (a program's stdout, a provider's body); more
+    /// fails the task `output_too_large` (default 1 MiB).
+    #[serde(default = "default_max_output")]
+    pub max_output_bytes: u64,
+}
+
+fn default_max_output() -> u64 {
+    super::drivers::cli::MAX_OUTPUT_BYTES
 }
 
 fn default_timeout() -> u64 {
@@ -91,6 +103,8 @@ impl DriverProfile {
             api: None,
             browser: None,
             timeout_s,
+            env: BTreeMap::new(),
+            max_output_bytes: default_max_output(),
         }
     }
 
@@ -183,9 +197,15 @@ impl DriverSetup {
                     .split_first()
                     .map_or(("", &[][..]), |(a, b)| (a.as_str(), b));
                 let mut config = CliConfig::new(program).args(args.iter().cloned());
+                config.env = profile
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
                 config
                     .env
                     .push(("ORCHESTRATA_TASK_ID".into(), task_id.to_owned()));
+                config.max_output_bytes = profile.max_output_bytes;
                 Box::new(CliDriver::new(config))
             }
             DriverKind::Api => {
@@ -194,7 +214,10 @@ impl DriverSetup {
                     .providers_of(names)
                     .map_err(|r| AgentError::invalid("driver", format!("{name}: {r}")))?;
                 let ledger = KernelLedger::new(agents.kernel().clone(), senior);
-                Box::new(ApiDriver::with_ledger(providers, Arc::new(ledger)))
+                Box::new(
+                    ApiDriver::with_ledger(providers, Arc::new(ledger))
+                        .max_body_bytes(profile.max_output_bytes),
+                )
             }
             DriverKind::Browser => {
                 let site = self.sites.get(name).cloned().ok_or_else(|| {

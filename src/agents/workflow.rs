@@ -132,11 +132,21 @@ impl Workflows {
         issuer: &str,
         action: CommandKind,
     ) -> Result<(), AgentError> {
+        self.command_by(issuer, None, action).await
+    }
+
+    /// [`Self::command`] attributed to `principal` (recorded on its events).
+    async fn command_by(
+        &self,
+        issuer: &str,
+        principal: Option<String>,
+        action: CommandKind,
+    ) -> Result<(), AgentError> {
         self.agents
             .kernel()
             .execute(Command {
                 id: Uuid::new_v4(),
-                principal: None,
+                principal,
                 issuer: issuer.to_owned(),
                 action,
             })
@@ -146,10 +156,12 @@ impl Workflows {
 
     /// Starts `name` (only [`PIPELINE`] is built in) with `params` (`task`: what to
     /// build; `architect`: include U:Ar). Returns the run id and its task, which ends
-    /// with the run's result, or its error when it failed or was cancelled.
+    /// with the run's result, or its error when it failed or was cancelled. `principal`
+    /// (who asked) is recorded on the `started` event: the run's owner.
     pub async fn start(
         &self,
         issuer: &str,
+        principal: Option<String>,
         name: &str,
         params: serde_json::Value,
         session_id: Option<String>,
@@ -175,8 +187,9 @@ impl Workflows {
                 reason: format!("cannot create {}: {e}", self.config.workdir.display()),
             })?;
         let id = format!("wf-{}", Uuid::new_v4());
-        self.command(
+        self.command_by(
             issuer,
+            principal,
             CommandKind::StartWorkflow {
                 workflow_id: id.clone(),
                 name: name.into(),

@@ -175,7 +175,7 @@ pub fn check_static_token(
     }
     let mut found: Option<Principal> = None;
     for (position, grant) in grants.iter().enumerate() {
-        let equal: bool = grant.token.as_bytes().ct_eq(token.as_bytes()).into();
+        let equal = same_token(&grant.token, token);
         if equal && found.is_none() && !grant.token.is_empty() {
             found = Some(grant.principal(position));
         }
@@ -184,4 +184,14 @@ pub fn check_static_token(
         RpcError::new(ErrorCode::Unauthorized, "invalid_token")
             .with("detail", "the token does not match any configured token")
     })
+}
+
+/// Whether two tokens are equal, in time independent of where they differ *and of
+/// their lengths*: `ct_eq` on byte slices returns at once when the lengths differ, so
+/// the SHA-256 digests (always 32 bytes) are compared instead.
+pub fn same_token(configured: &str, presented: &str) -> bool {
+    use sha2::{Digest, Sha256};
+    let a = Sha256::digest(configured.as_bytes());
+    let b = Sha256::digest(presented.as_bytes());
+    a.as_slice().ct_eq(b.as_slice()).into()
 }

@@ -63,19 +63,32 @@ impl Views {
         outcome: &Outcome,
         stream: Stream,
     ) -> Result<(), RpcError> {
-        if let (true, Some(log)) = (outcome.duplicate, &self.log) {
+        if outcome.duplicate && self.log.is_some() {
             // The kernel answers a duplicate only once the first attempt's events are in
             // the log (its state is never ahead of it): they are at or below the end.
-            let end = log
-                .last_sequence(stream)
-                .await
-                .map_err(|e| RpcError::internal("log_unavailable", e.to_string()))?;
-            return match end {
-                Some(sequence) => self.settle_at(view, stream, sequence).await,
-                None => Ok(()),
-            };
+            return self.catch_up(view, stream).await;
         }
         settle(view, outcome, stream, self.read_your_write).await
+    }
+
+    /// Waits until `view` has folded `stream` up to the log's end as of now (what an
+    /// ownership check reads must include a resource created just before).
+    pub async fn catch_up<V: View>(
+        &self,
+        view: &ViewHandle<V>,
+        stream: Stream,
+    ) -> Result<(), RpcError> {
+        let Some(log) = &self.log else {
+            return Ok(());
+        };
+        let end = log
+            .last_sequence(stream)
+            .await
+            .map_err(|e| RpcError::internal("log_unavailable", e.to_string()))?;
+        match end {
+            Some(sequence) => self.settle_at(view, stream, sequence).await,
+            None => Ok(()),
+        }
     }
 
     /// [`settle_at`] with these views' read-your-write bound.

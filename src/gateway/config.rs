@@ -9,7 +9,9 @@
 //!     - { token: «secret», scope: read_write, name: intake, acts_as: [U:Cx] }
 //!   prolog_policy: false            # the policy admits clients by claimed id (off)
 //!   max_clients: 100               # authenticated clients
-//!   max_pending_auth: 32            # connections still authenticating
+//!   max_pending_auth: 100           # still authenticating (default: max_clients, ≥ 32)
+//!   max_pending_auth_per_peer: 100  # of those from one address (default: all of them)
+//!   max_connections_per_principal: 100  # authenticated, one principal (default: max_clients)
 //!   max_message_size_bytes: 1048576
 //!   max_batch: 50
 //!   auth_grace_ms: 5000
@@ -88,8 +90,17 @@ pub struct GatewayConfig {
     pub max_clients: usize,
     /// Connections still authenticating at most (each for up to `auth_grace`); one more
     /// is closed at once with 1013 `max_pending_auth`. Kept apart from `max_clients` so
-    /// sockets that never authenticate cannot lock authenticated clients out.
+    /// sockets that never authenticate cannot lock authenticated clients out. Unless
+    /// configured, as many as `max_clients` (at least [`DEFAULT_MAX_PENDING_AUTH`]), so
+    /// a reconnect storm of every client is admitted.
     pub max_pending_auth: usize,
+    /// Of those, from one peer address at most (`None`: `max_pending_auth`); one more
+    /// is closed with 1013 `max_pending_auth_per_peer`. Behind a proxy every client
+    /// shares the proxy's address: leave it unset there.
+    pub max_pending_auth_per_peer: Option<usize>,
+    /// Authenticated connections of one principal at most (`None`: `max_clients`); one
+    /// more is closed with 1013 `max_connections_per_principal`.
+    pub max_connections_per_principal: Option<usize>,
     /// Text frames longer than this close the connection with 1009.
     pub max_message_size_bytes: usize,
     /// Longest accepted batch; longer ones answer -32600 `batch_too_large`.
@@ -154,6 +165,8 @@ impl Default for GatewayConfig {
             prolog_policy: false,
             max_clients: 100,
             max_pending_auth: DEFAULT_MAX_PENDING_AUTH,
+            max_pending_auth_per_peer: None,
+            max_connections_per_principal: None,
             max_message_size_bytes: 1_048_576,
             max_batch: 50,
             auth_grace: Duration::from_secs(5),
@@ -217,6 +230,8 @@ struct FileGateway {
     prolog_policy: Option<bool>,
     max_clients: Option<usize>,
     max_pending_auth: Option<usize>,
+    max_pending_auth_per_peer: Option<usize>,
+    max_connections_per_principal: Option<usize>,
     max_message_size_bytes: Option<usize>,
     max_batch: Option<usize>,
     auth_grace_ms: Option<u64>,
@@ -281,11 +296,28 @@ impl GatewayConfig {
         }
         c.prolog_policy = g.prolog_policy.unwrap_or(false);
         positive("max_clients", g.max_clients, &mut c.max_clients)?;
+        c.max_pending_auth = c.max_clients.max(DEFAULT_MAX_PENDING_AUTH);
         positive(
             "max_pending_auth",
             g.max_pending_auth,
             &mut c.max_pending_auth,
         )?;
+        for (field, value, target) in [
+            (
+                "max_pending_auth_per_peer",
+                g.max_pending_auth_per_peer,
+                &mut c.max_pending_auth_per_peer,
+            ),
+            (
+                "max_connections_per_principal",
+                g.max_connections_per_principal,
+                &mut c.max_connections_per_principal,
+            ),
+        ] {
+            let mut n = 0usize;
+            positive(field, value, &mut n)?;
+            *target = value.map(|_| n);
+        }
         positive(
             "max_message_size_bytes",
             g.max_message_size_bytes,

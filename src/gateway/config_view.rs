@@ -18,6 +18,8 @@ impl GatewayConfig {
                 .collect::<Vec<_>>(),
             "max_clients": self.max_clients,
             "max_pending_auth": self.max_pending_auth,
+            "max_pending_auth_per_peer": self.max_pending_auth_per_peer,
+            "max_connections_per_principal": self.max_connections_per_principal,
             "max_message_size_bytes": self.max_message_size_bytes,
             "max_batch": self.max_batch,
             "auth_grace_ms": self.auth_grace.as_millis() as u64,

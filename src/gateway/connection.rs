@@ -81,7 +81,7 @@ pub async fn serve(gw: Arc<Shared>, socket: WebSocket, remote: Option<SocketAddr
         remote,
         gw.config.rate_limit_per_second,
     ));
-    let mut slot = match gw.slots.admit(&gw.config) {
+    let mut slot = match gw.slots.admit(&gw.config, remote.map(|a| a.ip())) {
         Ok(slot) => slot,
         Err(reason) => {
             tracing::warn!(
@@ -434,14 +434,18 @@ async fn settle(
     match finished {
         Finished::Done(Answered::Sent) => Ok(()),
         Finished::Done(Answered::Alone(outcome)) => {
-            if client.scope().is_some() && !slot.promote(&gw.config) {
-                client.lock().auth = None;
-                tracing::warn!(
-                    max = gw.config.max_clients,
-                    "authenticated client refused: max_clients reached"
-                );
-                handle.request_close(CLOSE_TRY_LATER, "max_clients");
-                return Err((DisconnectReason::Error, Some("max_clients".into())));
+            if let Some(principal) = client.principal() {
+                if let Err(reason) = slot.promote(&gw.config, &principal.name) {
+                    client.lock().auth = None;
+                    tracing::warn!(
+                        max_clients = gw.config.max_clients,
+                        principal = %principal.name,
+                        reason,
+                        "authenticated client refused"
+                    );
+                    handle.request_close(CLOSE_TRY_LATER, reason);
+                    return Err((DisconnectReason::Error, Some(reason.into())));
+                }
             }
             if deliver(handle, outcome).await {
                 Ok(())

@@ -51,6 +51,7 @@ pub mod methods;
 pub mod metrics;
 pub mod origin;
 pub mod outbox;
+pub mod owner;
 pub mod presence;
 pub mod principal;
 pub mod rate_limit;

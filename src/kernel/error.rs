@@ -232,6 +232,20 @@ pub enum KernelError {
         /// How long the caller waited.
         waited_ms: u64,
     },
+    /// Deciding or folding the command panicked inside the kernel: the command is
+    /// refused, none of its events are appended, and the writer goes on serving with
+    /// its state reloaded from the log.
+    #[error(
+        "command {command} ({command_id}) failed inside the kernel and was not applied: {reason}"
+    )]
+    Failed {
+        /// The command's kind (`spawn_volk`, `send_packet`, ...).
+        command: String,
+        /// The command's id.
+        command_id: uuid::Uuid,
+        /// The panic's message.
+        reason: String,
+    },
 }
 
 /// Whose fault a refusal is ([`KernelError::fault`]).
@@ -259,7 +273,8 @@ impl Fault {
             | "kernel_stopped"
             | "kernel_unavailable"
             | "governance_unavailable"
-            | "kernel_no_answer" => Fault::System,
+            | "kernel_no_answer"
+            | "command_failed" => Fault::System,
             _ => Fault::Request,
         }
     }
@@ -295,6 +310,7 @@ pub const CODES: &[&str] = &[
     "governance_denied",
     "governance_unavailable",
     "kernel_no_answer",
+    "command_failed",
 ];
 
 impl KernelError {
@@ -330,6 +346,7 @@ impl KernelError {
             KernelError::GovernanceFailed(_) => "governance_unavailable",
             KernelError::Rejected { code, .. } => code,
             KernelError::NoAnswer { .. } => "kernel_no_answer",
+            KernelError::Failed { .. } => "command_failed",
         }
     }
 
@@ -346,7 +363,8 @@ impl KernelError {
             | KernelError::Stopped
             | KernelError::Unavailable { .. }
             | KernelError::GovernanceFailed(_)
-            | KernelError::NoAnswer { .. } => Fault::System,
+            | KernelError::NoAnswer { .. }
+            | KernelError::Failed { .. } => Fault::System,
             KernelError::Rejected { code, .. } => Fault::of_code(code),
             _ => Fault::Request,
         }

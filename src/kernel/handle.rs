@@ -91,6 +91,7 @@ impl Kernel {
             stale: None,
             governance: governance.clone(),
             facts_synced: false,
+            poisoned: false,
         };
         tokio::spawn(writer.run(rx));
         Ok((

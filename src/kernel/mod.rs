@@ -45,6 +45,7 @@ mod clock;
 pub mod cmd;
 mod config;
 mod consumer;
+mod contain;
 pub mod convert;
 mod decide;
 mod error;

@@ -71,7 +71,10 @@ impl RetrySchedule {
     fn add(&mut self, failed_at: DateTime<Utc>, config: &KernelConfig, id: Uuid, used: u32) {
         let wait =
             chrono::Duration::from_std(config.backoff(used)).unwrap_or(chrono::Duration::MAX);
-        self.due.insert((failed_at + wait, id, used));
+        let at = failed_at
+            .checked_add_signed(wait)
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        self.due.insert((at, id, used));
     }
 
     /// When the next retry is due.

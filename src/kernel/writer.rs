@@ -19,6 +19,7 @@
 //! [`KernelError::Unavailable`], retrying the reload first on each, until one succeeds.
 //! See `docs/kernel.md` ("State never ahead of the log").
 
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
@@ -27,6 +28,7 @@ use orchestrata_schemas::events::kernel::{CommandApplied, CommandRejected};
 use orchestrata_schemas::events::{Command, EventRecord};
 use tokio::sync::{mpsc, oneshot};
 
+use super::contain::contained;
 use super::decide;
 use super::govern::{self, Folded};
 use super::landing::Landing;
@@ -113,14 +115,17 @@ pub(crate) struct Writer {
     /// Whether governance's facts were brought up to the log once since it was
     /// attached (see [`Writer::sync_governance_once`]).
     pub facts_synced: bool,
+    /// Set when deciding or folding a command panicked ([`super::contain`]): the
+    /// batch stops there, and the state is reloaded from the log after its append.
+    pub poisoned: bool,
 }
 
 impl Writer {
     /// Serves requests until [`Request::Stop`] or until every sender is gone.
     pub async fn run(mut self, mut rx: mpsc::Receiver<Request>) {
-        let mut deferred: Option<Request> = None;
+        let mut deferred: VecDeque<Request> = VecDeque::new();
         loop {
-            let request = match deferred.take() {
+            let request = match deferred.pop_front() {
                 Some(r) => Some(r),
                 None => {
                     let due = self.retries.next_due();
@@ -153,16 +158,24 @@ impl Writer {
                     let mut batch = vec![first];
                     let limit = self.batch_limit();
                     while batch.len() < limit {
-                        match rx.try_recv() {
+                        let next = match deferred.pop_front() {
+                            Some(r) => Ok(r),
+                            None => rx.try_recv(),
+                        };
+                        match next {
                             Ok(r @ (Request::Read(_) | Request::Stop(_))) => {
-                                deferred = Some(r);
+                                deferred.push_front(r);
                                 break;
                             }
                             Ok(r) => batch.push(r),
                             Err(_) => break,
                         }
                     }
-                    self.process(batch).await;
+                    // Requests after a command that panicked wait for the next batch,
+                    // decided against the state reloaded from the log.
+                    for r in self.process(batch).await.into_iter().rev() {
+                        deferred.push_front(r);
+                    }
                 }
             }
         }
@@ -219,7 +232,9 @@ impl Writer {
         }
     }
 
-    async fn process(&mut self, batch: Vec<Request>) {
+    /// Decides and appends `batch`; answers every request of it but those after a
+    /// command that panicked, which it returns untouched.
+    async fn process(&mut self, batch: Vec<Request>) -> Vec<Request> {
         if let Err(reason) = self.ready().await {
             let unavailable = || KernelError::Unavailable {
                 reason: reason.clone(),
@@ -239,7 +254,7 @@ impl Writer {
                     Request::Stop(_) => {}
                 }
             }
-            return;
+            return Vec::new();
         }
         let governance = self.governance.get().cloned();
         if let Some(g) = &governance {
@@ -248,7 +263,8 @@ impl Writer {
         let mut folded = Folded::default();
         let mut out: Vec<EventRecord> = Vec::new();
         let mut answers = Vec::with_capacity(batch.len());
-        for request in batch {
+        let mut batch = batch.into_iter();
+        for request in batch.by_ref() {
             let start = out.len();
             match request {
                 Request::Execute {
@@ -288,19 +304,28 @@ impl Writer {
                     let result = self.pull(&alias, limit, &mut out);
                     answers.push(Answer::Inbox(reply, start..out.len(), result));
                 }
-                Request::Record { records, reply } => {
-                    for record in records {
-                        if load::FOLDED.contains(&record.stream()) {
-                            self.state.apply(&record);
-                        }
-                        out.push(record);
+                Request::Record { records, reply } => match self.fold_records(records) {
+                    Ok(records) => {
+                        out.extend(records);
+                        answers.push(Answer::Record(reply, start..out.len()));
                     }
-                    answers.push(Answer::Record(reply, start..out.len()));
-                }
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                },
                 Request::Read(_) | Request::Stop(_) => {}
             }
+            if self.poisoned {
+                break;
+            }
         }
+        let rest: Vec<Request> = batch.collect();
         let stored = self.append(&out, folded).await;
+        if std::mem::take(&mut self.poisoned) && stored.complete() {
+            if let Err(e) = self.reload().await {
+                tracing::error!(error = %e, "cannot reload the kernel state after a failed command; refusing requests until a reload succeeds");
+            }
+        }
         let mut answers_from = Landing::new(&stored);
         for answer in answers {
             match answer {
@@ -332,6 +357,7 @@ impl Writer {
                 }
             }
         }
+        rest
     }
 
     /// Decides `command` and emits its events; `Ok(true)` for an already executed id.
@@ -373,12 +399,9 @@ impl Writer {
         // The decision's record belongs to the request, not to the command's events.
         *own_from = out.len();
         let start = out.len();
-        match governed.and_then(|()| decide::decide(&self.state, now, command)) {
-            Ok(records) => {
+        match governed.and_then(|()| self.decide_and_emit(command, now, out)) {
+            Ok(()) => {
                 let mut em = self.emitter(out, Some(command));
-                for r in records {
-                    em.emit(r);
-                }
                 if from_stream {
                     let count = i32::try_from(em.out.len() - start).unwrap_or(i32::MAX);
                     em.emit(answer_record(
@@ -399,6 +422,57 @@ impl Writer {
                     self.emitter(out, Some(command)).emit(record);
                 }
                 Err(e)
+            }
+        }
+    }
+
+    /// Decides `command` and emits (folds) its events into `out`; a panic in either
+    /// drops what it emitted and refuses the command ([`super::contain`]).
+    fn decide_and_emit(
+        &mut self,
+        command: &Command,
+        now: chrono::DateTime<chrono::Utc>,
+        out: &mut Vec<EventRecord>,
+    ) -> Result<(), KernelError> {
+        let start = out.len();
+        let run = contained(command, || {
+            let records = decide::decide(&self.state, now, command)?;
+            let mut em = self.emitter(out, Some(command));
+            for r in records {
+                em.emit(r);
+            }
+            Ok(())
+        });
+        run.unwrap_or_else(|failed| {
+            out.truncate(start);
+            self.poisoned = true;
+            Err(failed)
+        })
+    }
+
+    /// Folds records decided elsewhere; a panic folding them refuses them all (none is
+    /// appended) and has the state reloaded from the log after the batch.
+    fn fold_records(&mut self, records: Vec<EventRecord>) -> Result<Vec<EventRecord>, KernelError> {
+        let folded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for record in &records {
+                if load::FOLDED.contains(&record.stream()) {
+                    self.state.apply(record);
+                }
+            }
+        }));
+        match folded {
+            Ok(()) => Ok(records),
+            Err(_) => {
+                self.poisoned = true;
+                tracing::error!(
+                    records = records.len(),
+                    "folding recorded events panicked; refused, state reloaded from the log"
+                );
+                Err(KernelError::Failed {
+                    command: "record".to_owned(),
+                    command_id: uuid::Uuid::nil(),
+                    reason: "folding the records panicked".to_owned(),
+                })
             }
         }
     }

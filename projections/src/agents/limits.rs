@@ -13,3 +13,15 @@ pub const HUMAN: &str = "human";
 pub const TERMINATED_SUBJECT: &str = "volk_terminated";
 /// Subject of the packet carrying an escalation (and its context) to its target.
 pub const ESCALATION_SUBJECT: &str = "escalation";
+/// The longest a junior may be spawned to live (`lifespan_ms`): 365 days. The
+/// gateway's params schema says the same (`agents.spawn` `deadline_ms` maximum).
+pub const MAX_LIFESPAN_MS: i64 = 365 * 24 * 3_600_000;
+
+/// When a junior spawned `at` with `lifespan_ms = ms` dies; `None` when that time is
+/// not representable (the kernel refuses such a spawn, so a fold never meets one).
+pub fn deadline(
+    at: chrono::DateTime<chrono::Utc>,
+    ms: i64,
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::TimeDelta::try_milliseconds(ms).and_then(|d| at.checked_add_signed(d))
+}

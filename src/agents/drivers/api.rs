@@ -129,6 +129,7 @@ pub struct ApiDriver {
     client: reqwest::Client,
     task: Option<Task>,
     used: Option<String>,
+    max_body: u64,
 }
 
 impl ApiDriver {
@@ -145,7 +146,14 @@ impl ApiDriver {
             client: shared_client(),
             task: None,
             used: None,
+            max_body: super::cli::MAX_OUTPUT_BYTES,
         }
+    }
+
+    /// Reads provider bodies up to `bytes`; a longer one fails `output_too_large`.
+    pub fn max_body_bytes(mut self, bytes: u64) -> Self {
+        self.max_body = bytes;
+        self
     }
 
     /// The provider that answered the last task.
@@ -216,7 +224,7 @@ impl ApiDriver {
                     .and_then(|v| v.trim().parse::<f64>().ok())
                     .filter(|s| s.is_finite() && *s >= 0.0)
                     .map_or(1_000, |s| (s * 1000.0).min(u64::MAX as f64) as u64);
-                let text = resp.text().await.unwrap_or_default();
+                let text = body(resp, self.max_body).await.unwrap_or_default();
                 if text.contains("insufficient_quota") {
                     let e = DriverError::QuotaExhausted {
                         provider: p.name.clone(),
@@ -242,9 +250,15 @@ impl ApiDriver {
                     .await;
                 continue;
             }
-            let text = match resp.text().await {
+            let text = match body(resp, self.max_body).await {
                 Ok(t) => t,
-                Err(e) => {
+                Err(Body::TooLarge) => {
+                    let e = DriverError::OutputTooLarge {
+                        limit: self.max_body,
+                    };
+                    return Err(self.failed(p, started, e, false).await);
+                }
+                Err(Body::Failed(e)) => {
                     return Err(self
                         .failed(p, started, request_error(e, task.timeout), true)
                         .await)
@@ -287,6 +301,30 @@ impl ApiDriver {
                 });
         }
     }
+}
+
+/// Why a provider's body could not be read.
+enum Body {
+    /// It was longer than the cap.
+    TooLarge,
+    /// The transfer failed.
+    Failed(reqwest::Error),
+}
+
+/// The body of `resp` as text, read chunk by chunk up to `cap` bytes (a provider
+/// cannot make the server buffer more); invalid UTF-8 is replaced.
+async fn body(mut resp: reqwest::Response, cap: u64) -> Result<String, Body> {
+    if resp.content_length().is_some_and(|n| n > cap) {
+        return Err(Body::TooLarge);
+    }
+    let mut buf: Vec<u8> = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(Body::Failed)? {
+        if (buf.len() as u64).saturating_add(chunk.len() as u64) > cap {
+            return Err(Body::TooLarge);
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
 /// One HTTP client for every API junior of the process: building one loads the TLS

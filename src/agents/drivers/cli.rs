@@ -5,6 +5,12 @@
 //! everything it started (`killpg`), not just the direct child. Its stdout is the
 //! answer; a non-zero exit is a crash whose error carries the exit status and the end
 //! of stderr.
+//!
+//! The program sees only what its profile gives it: the environment is cleared, then
+//! `PATH`, `HOME` and `LANG` are passed on from the server's and the profile's `env:`
+//! entries added; the server's secrets (`GATEWAY_TOKEN`, provider keys, passwords)
+//! never reach it. Its stdout is read up to `max_output_bytes` (default
+//! [`MAX_OUTPUT_BYTES`]): more fails the task `output_too_large` and stops the program.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -19,6 +25,12 @@ use crate::agents::driver::{Driver, DriverError, Task};
 /// How much of stderr a crash report keeps (the end of it).
 const STDERR_TAIL: usize = 2048;
 
+/// How much output a junior may answer with unless its profile says otherwise: 1 MiB.
+pub const MAX_OUTPUT_BYTES: u64 = 1 << 20;
+
+/// The variables of the server's environment a program inherits (the rest is cleared).
+pub const INHERITED_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
+
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CliConfig {
@@ -28,8 +40,10 @@ pub struct CliConfig {
     pub args: Vec<String>,
     /// Its working directory (inherited when `None`).
     pub cwd: Option<PathBuf>,
-    /// Extra environment variables.
+    /// Its environment besides [`INHERITED_ENV`] (nothing else of the server's).
     pub env: Vec<(String, String)>,
+    /// The most bytes of stdout (and of stderr) read; more fails `output_too_large`.
+    pub max_output_bytes: u64,
 }
 
 impl CliConfig {
@@ -40,6 +54,7 @@ impl CliConfig {
             args: Vec::new(),
             cwd: None,
             env: Vec::new(),
+            max_output_bytes: MAX_OUTPUT_BYTES,
         }
     }
 
@@ -76,12 +91,7 @@ impl CliDriver {
     }
 
     fn kill_group(&mut self) {
-        if let Some(pgid) = self.process_group() {
-            // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
+        kill_group(self.process_group());
     }
 }
 
@@ -115,7 +125,13 @@ impl Driver for CliDriver {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
-            .kill_on_drop(true);
+            .kill_on_drop(true)
+            .env_clear();
+        for key in INHERITED_ENV {
+            if let Some(v) = std::env::var_os(key) {
+                cmd.env(key, v);
+            }
+        }
         if let Some(cwd) = &self.config.cwd {
             cmd.current_dir(cwd);
         }
@@ -157,24 +173,25 @@ impl Driver for CliDriver {
                 reason: "get_response before send_task".into(),
             });
         };
-        let mut stdout = child.stdout.take();
-        let mut stderr = child.stderr.take();
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let cap = self.config.max_output_bytes;
+        let pgid = self.pgid;
         let run = async {
-            let mut out = Vec::new();
-            let mut err = Vec::new();
             let read_out = async {
-                if let Some(s) = stdout.as_mut() {
-                    let _ = s.read_to_end(&mut out).await;
+                let out = capped(stdout, cap).await;
+                if out.len() as u64 > cap {
+                    // Stop it now: it would block on a pipe nobody reads any more.
+                    kill_group(pgid);
                 }
+                out
             };
-            let read_err = async {
-                if let Some(s) = stderr.as_mut() {
-                    let _ = s.read_to_end(&mut err).await;
-                }
-            };
-            tokio::join!(read_out, read_err);
+            let (out, err) = tokio::join!(read_out, capped(stderr, cap));
+            if out.len() as u64 > cap {
+                return (None, out, err);
+            }
             let status = child.wait().await;
-            (status, out, err)
+            (Some(status), out, err)
         };
         let limit = self.timeout;
         match tokio::time::timeout(limit, run).await {
@@ -184,10 +201,14 @@ impl Driver for CliDriver {
                     after_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
                 })
             }
-            Ok((Err(e), _, _)) => Err(DriverError::Crashed {
+            Ok((None, _, _)) => {
+                self.kill_group();
+                Err(DriverError::OutputTooLarge { limit: cap })
+            }
+            Ok((Some(Err(e)), _, _)) => Err(DriverError::Crashed {
                 reason: format!("cannot wait for the program: {e}"),
             }),
-            Ok((Ok(status), out, err)) => {
+            Ok((Some(Ok(status)), out, err)) => {
                 // The direct child is gone; anything it left behind in its group goes too.
                 self.kill_group();
                 if status.success() {
@@ -214,6 +235,26 @@ impl Driver for CliDriver {
         self.pgid = None;
         Ok(())
     }
+}
+
+/// Kills process group `pgid` and everything in it.
+fn kill_group(pgid: Option<i32>) {
+    if let Some(pgid) = pgid {
+        // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// At most `cap + 1` bytes of `pipe` (one more than allowed tells it was too much);
+/// stops reading there, so a program writing without end costs no more memory.
+async fn capped<R: tokio::io::AsyncRead + Unpin>(pipe: Option<R>, cap: u64) -> Vec<u8> {
+    let mut buf = Vec::new();
+    if let Some(pipe) = pipe {
+        let _ = pipe.take(cap.saturating_add(1)).read_to_end(&mut buf).await;
+    }
+    buf
 }
 
 impl Drop for CliDriver {

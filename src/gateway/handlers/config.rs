@@ -33,7 +33,23 @@ pub fn redact(value: &Value) -> Value {
                 .collect(),
         ),
         Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
+        Value::String(text) => Value::String(without_userinfo(text)),
         other => other.clone(),
+    }
+}
+
+/// `text` with the credentials of a URL (`bolt://user:pass@host`,
+/// `redis://:pass@host`) replaced by `<redacted>`, whatever key holds it; other text
+/// unchanged.
+fn without_userinfo(text: &str) -> String {
+    let Some(scheme_end) = text.find("://") else {
+        return text.to_owned();
+    };
+    let rest = &text[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}<redacted>{}", &text[..scheme_end + 3], &rest[at..]),
+        None => text.to_owned(),
     }
 }
 
@@ -62,4 +78,32 @@ pub async fn get(call: Call) -> RpcResult {
         })?;
     }
     Ok(json!({ "path": path, "value": node, "last_updated": last_updated }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // ISSUE-60: a password in a URL (neo4j.uri, redis_url) is redacted whatever the
+    // key is called; URLs without credentials and other text stay as they are.
+    #[test]
+    fn credentials_in_urls_are_redacted() {
+        let view = json!({
+            "gateway": {
+                "neo4j": { "uri": "bolt://neo4j:hunter2@graph:7687/db" },
+                "redis_url": "redis://:s3cret@cache:6379",
+                "listen": "127.0.0.1:18790",
+                "plain": "http://example.org/a@b"
+            }
+        });
+        let shown = redact(&view).to_string();
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("s3cret"),
+            "{shown}"
+        );
+        assert!(shown.contains("bolt://<redacted>@graph:7687/db"), "{shown}");
+        assert!(shown.contains("redis://<redacted>@cache:6379"), "{shown}");
+        assert!(shown.contains("http://example.org/a@b"), "{shown}");
+        assert!(shown.contains("127.0.0.1:18790"), "{shown}");
+    }
 }

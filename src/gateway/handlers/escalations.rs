@@ -15,6 +15,8 @@ use crate::gateway::backends;
 use crate::gateway::error::RpcError;
 use crate::gateway::kernel_port::KernelPort;
 use crate::gateway::methods::RpcResult;
+use crate::gateway::owner;
+use crate::gateway::principal::OPERATOR_NAME;
 use crate::gateway::state::Call;
 use crate::kernel::cmd;
 use orchestrata_schemas::events::CommandKind;
@@ -86,8 +88,17 @@ struct ResolveParams {
 
 /// Records the caller's decision on an open entry: unknown entry -32602
 /// `invalid_field` (`escalation_id`), already resolved -32602 `invalid_transition`.
+///
+/// The human queue is the human's: the operator principal (the `orchestrata up`
+/// token) or an admin resolves it; any other principal is refused -32001 `not_owner`
+/// (a model or bot acting as a Volk may not approve its own escalation).
 pub async fn resolve(call: Call) -> RpcResult {
     let p: ResolveParams = call.parse()?;
+    owner::require(
+        &call,
+        &format!("escalation {}", p.escalation_id),
+        Some(OPERATOR_NAME),
+    )?;
     let action = CommandKind::ResolveEscalation {
         escalation_id: p.escalation_id.clone(),
         decision: p.decision,

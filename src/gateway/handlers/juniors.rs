@@ -15,10 +15,11 @@ use super::workflow::rpc;
 use crate::agents::juniors::JuniorRequest;
 use crate::agents::profiles::Delegator;
 use crate::agents::service::LifespanSpec;
-use crate::gateway::acting;
 use crate::gateway::error::RpcError;
 use crate::gateway::methods::RpcResult;
 use crate::gateway::state::Call;
+use crate::gateway::{acting, owner};
+use orchestrata_projections::agents::AgentKind;
 
 /// The reason `agents.terminate` records when the request gives none.
 const DEFAULT_REASON: &str = "terminated_by_request";
@@ -122,12 +123,25 @@ struct TerminateParams {
     reason: Option<String>,
 }
 
-/// Terminates a live agent and its subtree; answers `{alias, reason, status}`.
+/// Terminates a live agent and its subtree; answers `{alias, reason, status}`. A
+/// junior is its parent's: the caller must act as the parent (-32001
+/// `not_acting_as`); a senior Volk (the roster, a registered Volk) only an admin may
+/// terminate (-32001 `not_owner`).
 pub async fn terminate(call: Call) -> RpcResult {
     let d = delegator(&call)?;
     let p: TerminateParams = call.parse()?;
-    let parent = answerable(&d, &p.alias, "alias").await?;
-    acting::act_as(&call, &parent).await?;
+    let node = d.juniors().live(&p.alias).await.map_err(rpc)?;
+    let Some(node) = node else {
+        return Err(RpcError::invalid_params(
+            "unknown_agent",
+            format!("alias: no live agent `{}`", p.alias),
+        )
+        .with("field", "alias"));
+    };
+    match (node.kind, node.parent) {
+        (AgentKind::Junior, Some(parent)) => acting::act_as(&call, &parent).await?,
+        _ => owner::require_admin(&call, &format!("senior Volk {}", p.alias))?,
+    }
     let reason = p
         .reason
         .filter(|r| !r.trim().is_empty())

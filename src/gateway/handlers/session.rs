@@ -21,6 +21,7 @@ use crate::gateway::backends::{self, Views};
 use crate::gateway::error::RpcError;
 use crate::gateway::idempotency::IdempotencyKey;
 use crate::gateway::methods::RpcResult;
+use crate::gateway::owner;
 use crate::gateway::state::Call;
 use crate::kernel::cmd;
 
@@ -79,6 +80,24 @@ fn state_json(s: &SessionState, now: DateTime<Utc>) -> RpcResult {
         map.insert("duration_seconds".into(), json!(seconds(open_ms(s, now))));
     }
     Ok(value)
+}
+
+/// The context key a `session.close` `status` is recorded under.
+pub const CLOSE_STATUS: &str = "close_status";
+
+/// Ok when the caller owns session `id` (it opened it) or is an admin; -32001
+/// `not_owner` otherwise; an unknown session is left to the kernel (and governance)
+/// to refuse as before. Waits until the sessions view has folded the log's end, so a
+/// session opened just before counts.
+pub(super) async fn owned(call: &Call, views: &Views, id: &str) -> Result<(), RpcError> {
+    views
+        .catch_up(&views.sessions, Stream::SessionEvents)
+        .await?;
+    let owner = match views.sessions.read().session(id) {
+        Some(s) => s.owner.clone(),
+        None => return Ok(()),
+    };
+    owner::require(call, &format!("session {id}"), owner.as_deref())
 }
 
 /// The session `id`, or -32602 `unknown_session` naming the field.
@@ -219,6 +238,7 @@ pub async fn open(call: Call) -> RpcResult {
 #[derive(Deserialize)]
 struct CloseParams {
     session_id: String,
+    status: Option<String>,
     summary: Option<String>,
     #[serde(default)]
     carryover_tasks: Vec<String>,
@@ -227,10 +247,31 @@ struct CloseParams {
 /// Closes a session through the kernel; answers its status, duration, close time,
 /// summary and the tasks carried over (the caller's, then the kernel's
 /// `packet:<id>` / `thread:<id>` entries). Unknown: `unknown_session`; already closed:
-/// `session_closed` (both -32602).
+/// `session_closed` (both -32602); another principal's session: -32001 `not_owner`.
+/// A `status` the caller gives is recorded first as the context's `close_status`.
 pub async fn close(call: Call) -> RpcResult {
     let p: CloseParams = call.parse()?;
     let views = backends::views(&call)?;
+    owned(&call, &views, &p.session_id).await?;
+    let open = views
+        .sessions
+        .read()
+        .session(&p.session_id)
+        .is_some_and(|s| s.status == SessionStatus::Open);
+    // An unknown or closed session is refused by the close itself, as before.
+    if let Some(status) = p.status.filter(|s| open && s != "closed") {
+        let mut record = cmd::command(
+            &call.client_id(),
+            CommandKind::UpdateSessionContext {
+                session_id: p.session_id.clone(),
+                patch: Json(json!({ CLOSE_STATUS: status })),
+            },
+        );
+        if let Some(key) = IdempotencyKey::of(&call)? {
+            record.id = key.derive("close_status");
+        }
+        backends::execute_as(&call, record).await?;
+    }
     let command = cmd::command(
         &call.client_id(),
         CommandKind::CloseSession {

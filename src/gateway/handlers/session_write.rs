@@ -10,14 +10,16 @@
 //! sessions view has folded it, so a `session.get` right after sees it. A write into a
 //! closed or unknown session is denied by the default policy (-32001
 //! `governance_denied`, rule `session_not_open`); an ungoverned kernel refuses it as
-//! -32602 `session_closed` / `unknown_session`.
+//! -32602 `session_closed` / `unknown_session`. Context and facts are the session
+//! owner's (the principal that opened it) or an admin's to write (-32001 `not_owner`);
+//! errors anyone acting in the session may report.
 
 use orchestrata_schemas::events::fields::Json;
 use orchestrata_schemas::events::{CommandKind, Stream};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::session::find;
+use super::session::{find, owned};
 use crate::gateway::backends;
 use crate::gateway::methods::RpcResult;
 use crate::gateway::state::Call;
@@ -47,6 +49,7 @@ struct ContextParams {
 /// context after it.
 pub async fn update_context(call: Call) -> RpcResult {
     let p: ContextParams = call.parse()?;
+    owned(&call, &backends::views(&call)?, &p.session_id).await?;
     let action = CommandKind::UpdateSessionContext {
         session_id: p.session_id.clone(),
         patch: Json(Value::Object(p.context)),
@@ -68,6 +71,7 @@ struct FactParams {
 /// Records a fact in the session; answers how many it holds now.
 pub async fn assert_fact(call: Call) -> RpcResult {
     let p: FactParams = call.parse()?;
+    owned(&call, &backends::views(&call)?, &p.session_id).await?;
     let action = CommandKind::AssertSessionFact {
         session_id: p.session_id.clone(),
         fact_type: p.fact_type.clone(),

@@ -13,6 +13,7 @@ use crate::agents::workflow::Workflows;
 use crate::agents::AgentError;
 use crate::gateway::error::{ErrorCode, RpcError};
 use crate::gateway::methods::RpcResult;
+use crate::gateway::owner;
 use crate::gateway::state::Call;
 use crate::kernel::KernelError;
 
@@ -49,45 +50,27 @@ pub async fn start(call: Call) -> RpcResult {
     let name = text(&call.params, "name").unwrap_or_default();
     let params = call.params.get("params").cloned().unwrap_or(Value::Null);
     let session = text(&call.params, "session_id").map(str::to_owned);
+    let principal = call.client.principal().map(|p| p.name);
     let (id, _run) = w
-        .start(call.client.id(), name, params, session)
+        .start(call.client.id(), principal, name, params, session)
         .await
         .map_err(rpc)?;
     Ok(json!({ "workflow_id": id, "status": "running" }))
 }
 
-/// Pauses a run.
-pub async fn pause(call: Call) -> RpcResult {
-    let w = workflows(&call)?;
-    let id = text(&call.params, "workflow_id").unwrap_or_default();
-    let reason = text(&call.params, "reason").map(str::to_owned);
-    w.pause(call.client.id(), id, reason).await.map_err(rpc)?;
-    Ok(json!({ "workflow_id": id, "status": "paused" }))
+/// Ok when the caller started run `id` or is an admin; -32001 `not_owner` otherwise.
+/// A run the view does not know is left to the kernel to refuse as before.
+async fn owned(call: &Call, id: &str) -> Result<(), RpcError> {
+    caught_up(call).await?;
+    let owner = match call.gw.workflows.read().run(id) {
+        Some(run) => run.owner.clone(),
+        None => return Ok(()),
+    };
+    owner::require(call, &format!("workflow {id}"), owner.as_deref())
 }
 
-/// Resumes a run.
-pub async fn resume(call: Call) -> RpcResult {
-    let w = workflows(&call)?;
-    let id = text(&call.params, "workflow_id").unwrap_or_default();
-    w.resume(call.client.id(), id).await.map_err(rpc)?;
-    Ok(json!({ "workflow_id": id, "status": "running" }))
-}
-
-/// Cancels a run.
-pub async fn cancel(call: Call) -> RpcResult {
-    let w = workflows(&call)?;
-    let id = text(&call.params, "workflow_id").unwrap_or_default();
-    let reason = text(&call.params, "reason").map(str::to_owned);
-    w.cancel(call.client.id(), id, reason).await.map_err(rpc)?;
-    Ok(json!({ "workflow_id": id, "status": "cancelled" }))
-}
-
-/// A run's state, from the workflow view once it has folded `workflow.events` up to
-/// the log's current end (read-your-write; -32603 `view_lagging` past
-/// `read_your_write_timeout`).
-// ISSUE-15: workflow.get never re-reads workflow.events from sequence 0
-pub async fn get(call: Call) -> RpcResult {
-    let id = text(&call.params, "workflow_id").unwrap_or_default();
+/// Waits until the workflow view has folded `workflow.events` up to the log's end.
+async fn caught_up(call: &Call) -> Result<(), RpcError> {
     let last = call
         .gw
         .services
@@ -107,6 +90,45 @@ pub async fn get(call: Call) -> RpcResult {
             .await
             .map_err(|e| RpcError::internal("view_lagging", e).with("sequence", sequence))?;
     }
+    Ok(())
+}
+
+/// Pauses a run (its owner's or an admin's).
+pub async fn pause(call: Call) -> RpcResult {
+    let w = workflows(&call)?;
+    let id = text(&call.params, "workflow_id").unwrap_or_default();
+    owned(&call, id).await?;
+    let reason = text(&call.params, "reason").map(str::to_owned);
+    w.pause(call.client.id(), id, reason).await.map_err(rpc)?;
+    Ok(json!({ "workflow_id": id, "status": "paused" }))
+}
+
+/// Resumes a run (its owner's or an admin's).
+pub async fn resume(call: Call) -> RpcResult {
+    let w = workflows(&call)?;
+    let id = text(&call.params, "workflow_id").unwrap_or_default();
+    owned(&call, id).await?;
+    w.resume(call.client.id(), id).await.map_err(rpc)?;
+    Ok(json!({ "workflow_id": id, "status": "running" }))
+}
+
+/// Cancels a run (its owner's or an admin's).
+pub async fn cancel(call: Call) -> RpcResult {
+    let w = workflows(&call)?;
+    let id = text(&call.params, "workflow_id").unwrap_or_default();
+    owned(&call, id).await?;
+    let reason = text(&call.params, "reason").map(str::to_owned);
+    w.cancel(call.client.id(), id, reason).await.map_err(rpc)?;
+    Ok(json!({ "workflow_id": id, "status": "cancelled" }))
+}
+
+/// A run's state, from the workflow view once it has folded `workflow.events` up to
+/// the log's current end (read-your-write; -32603 `view_lagging` past
+/// `read_your_write_timeout`).
+// ISSUE-15: workflow.get never re-reads workflow.events from sequence 0
+pub async fn get(call: Call) -> RpcResult {
+    let id = text(&call.params, "workflow_id").unwrap_or_default();
+    caught_up(&call).await?;
     let view = call.gw.workflows.read();
     let run = view.run(id).ok_or_else(|| {
         RpcError::invalid_params("unknown_workflow", format!("no workflow `{id}`"))

@@ -20,7 +20,8 @@ use crate::kernel::postman::POSTMAN;
 use crate::kernel::state::{SessionStatus, ThreadStatus};
 use crate::kernel::KernelError;
 use orchestrata_projections::agents::limits::{
-    DRIVERS, ESCALATION_SUBJECT, HUMAN, MAX_DEPTH, MAX_JUNIORS, TERMINATED_SUBJECT,
+    deadline, DRIVERS, ESCALATION_SUBJECT, HUMAN, MAX_DEPTH, MAX_JUNIORS, MAX_LIFESPAN_MS,
+    TERMINATED_SUBJECT,
 };
 use orchestrata_projections::agents::{AgentKind, JUNIOR};
 
@@ -109,6 +110,12 @@ pub(super) fn spawn(cx: &Ctx<'_>, s: Spawn<'_>) -> Result<Vec<EventRecord>, Kern
     if let Some(ms) = s.lifespan_ms {
         if ms <= 0 {
             return Err(KernelError::invalid("lifespan_ms", "must be positive"));
+        }
+        if ms > MAX_LIFESPAN_MS || deadline(cx.now, ms).is_none() {
+            return Err(KernelError::invalid(
+                "lifespan_ms",
+                format!("at most {MAX_LIFESPAN_MS} ms (365 days)"),
+            ));
         }
     }
     if let Some(task) = s.task_id {
