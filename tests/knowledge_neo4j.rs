@@ -33,7 +33,10 @@ async fn up_with(dir: &Path, neo4j: &Neo4jConfig) -> (Up, Ws) {
         &[
             ("ORCHESTRATA_GATEWAY__NEO4J__URI", neo4j.uri.as_str()),
             ("ORCHESTRATA_GATEWAY__NEO4J__USER", neo4j.user.as_str()),
-            ("ORCHESTRATA_GATEWAY__NEO4J__PASSWORD", neo4j.password.as_str()),
+            (
+                "ORCHESTRATA_GATEWAY__NEO4J__PASSWORD",
+                neo4j.password.as_str(),
+            ),
         ],
     );
     let mut ws = Ws::connect(&format!("ws://127.0.0.1:{port}/")).await;
@@ -228,7 +231,12 @@ async fn a_neo4j_restart_defers_the_sinks_writes_and_loses_nothing() {
     server.start();
     let ids = sorted(ids);
     let r = until_written(&mut ws, &ids, Instant::now() + Duration::from_secs(120)).await;
-    assert_eq!(ids_of(&r["result"]["records"]), ids, "{r}\n{}", server.log());
+    assert_eq!(
+        ids_of(&r["result"]["records"]),
+        ids,
+        "{r}\n{}",
+        server.log()
+    );
     // Once each, and the same for the Python driver.
     let count = ws
         .ok(
@@ -282,7 +290,11 @@ async fn knowledge_query_answers_nodes_caps_rows_and_times_out_on_neo4j() {
             json!({"cypher": "MATCH (v:Volk) RETURN v.alias AS alias", "max_results": 1}),
         )
         .await;
-    assert_eq!((r["count"].as_u64(), &r["truncated"]), (Some(1), &json!(true)), "{r}");
+    assert_eq!(
+        (r["count"].as_u64(), &r["truncated"]),
+        (Some(1), &json!(true)),
+        "{r}"
+    );
 
     let e = ws
         .err(

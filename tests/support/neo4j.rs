@@ -95,7 +95,11 @@ impl Neo4j {
                 .child
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten());
-            assert!(exited.is_none(), "neo4j exited ({exited:?}):\n{}", self.log());
+            assert!(
+                exited.is_none(),
+                "neo4j exited ({exited:?}):\n{}",
+                self.log()
+            );
             assert!(
                 Instant::now() < deadline,
                 "neo4j did not start within {START_WITHIN:?}:\n{}",
@@ -113,10 +117,7 @@ impl Neo4j {
         };
         // SAFETY: kill(2) on our own child's pid; server.sh execs java, so this is the JVM.
         unsafe {
-            libc::kill(
-                i32::try_from(child.id()).expect("pid fits"),
-                libc::SIGTERM,
-            );
+            libc::kill(i32::try_from(child.id()).expect("pid fits"), libc::SIGTERM);
         }
         let deadline = Instant::now() + Duration::from_secs(60);
         while child.try_wait().ok().flatten().is_none() {
