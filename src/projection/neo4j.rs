@@ -12,9 +12,9 @@
 //!   and writes what changed, in batches. When Neo4j is down the writes are deferred
 //!   (ERR-010): nothing is marked written, and the next round retries.
 //!
-//! No Neo4j runs in the test suite: the statements are unit-tested as text here, and
-//! the live path is exercised by the compose stack (`docker-compose.yml`, service
-//! `neo4j`).
+//! The statements are unit-tested as text; `tests/knowledge_neo4j.rs` runs the sink and
+//! `knowledge.query` against a real Neo4j 5.26 community server (`tests/neo4j/`), which
+//! accepts neo4rs 0.8's Bolt 4.1.
 
 pub mod dialect;
 pub mod plan;

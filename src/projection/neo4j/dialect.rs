@@ -22,7 +22,7 @@ use orchestrata_projections::graph::NodeLabel;
 /// A Cypher server's dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
-    /// Neo4j 5 (the production target in compose).
+    /// Neo4j 5 (the production target in compose; the tests run Neo4j 5.26).
     Neo4j,
     /// FalkorDB (Redis module serving Bolt 5), or another openCypher server without
     /// Neo4j's schema syntax.
@@ -90,6 +90,9 @@ mod tests {
     use super::*;
 
     // ISSUE-17: FalkorDB rejects Neo4j's constraint syntax; each dialect gets its own.
+    // FalkorDB is no longer in the integration suite (issue 59: it crashed under the
+    // sink), so these statements are its only coverage; Neo4j's also run on a real
+    // Neo4j in tests/knowledge_neo4j.rs.
     #[test]
     fn each_dialect_indexes_every_label_in_its_own_syntax() {
         let neo = Dialect::Neo4j.schema();
@@ -100,9 +103,23 @@ mod tests {
             neo[0].cypher,
             "CREATE CONSTRAINT orchestrata_volk_id IF NOT EXISTS FOR (n:Volk) REQUIRE n.id IS UNIQUE"
         );
-        assert_eq!(falkor[0].cypher, "CREATE INDEX FOR (n:Volk) ON (n.id)");
-        assert!(falkor.iter().all(|s| !s.cypher.contains("CONSTRAINT")));
+        for ((label, n), f) in NodeLabel::ALL.into_iter().zip(&neo).zip(&falkor) {
+            assert_eq!(
+                n.cypher,
+                format!(
+                    "CREATE CONSTRAINT orchestrata_{}_id IF NOT EXISTS FOR (n:{label}) REQUIRE n.id IS UNIQUE",
+                    label.prefix()
+                )
+            );
+            // FalkorDB: a range index, no constraint, no `IF NOT EXISTS` (both are
+            // syntax errors there), no parameters.
+            assert_eq!(f.cypher, format!("CREATE INDEX FOR (n:{label}) ON (n.id)"));
+            assert_eq!((&n.params, &f.params), (&json!({}), &json!({})));
+        }
+        // A second run of FalkorDB's index statement is refused; that counts as done.
         assert!(Dialect::FalkorDb.already_applied("Attribute 'id' is already indexed"));
+        assert!(Dialect::FalkorDb.already_applied("An equivalent index already exists"));
         assert!(!Dialect::FalkorDb.already_applied("Invalid input 'C'"));
+        assert!(!Dialect::FalkorDb.already_applied("Unknown function 'nosuch'"));
     }
 }

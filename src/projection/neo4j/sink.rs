@@ -179,12 +179,11 @@ async fn write(config: &Neo4jConfig, statements: Vec<Statement>) -> Result<usize
     Ok(refused)
 }
 
-/// Runs `statements` in one transaction.
 /// Runs one statement in an auto-commit transaction, the way schema statements are
 /// meant to run (Neo4j refuses schema and data changes in one transaction). FalkorDB
-/// 4.16.3 also crashes, now and then, creating an index inside an explicit
-/// transaction on a graph that does not exist yet (seen in the knowledge tests: `BEGIN`,
-/// `RUN CREATE INDEX …` answered, then the server aborted with "stack smashing").
+/// 4.16.3 also crashed, now and then, creating an index inside an explicit
+/// transaction on a graph that did not exist yet (`BEGIN`, `RUN CREATE INDEX …`
+/// answered, then the server aborted with "stack smashing").
 async fn run_alone(config: &Neo4jConfig, s: &Statement) -> Result<(), Neo4jError> {
     let graph = super::graph(config).await?;
     graph
@@ -204,6 +203,7 @@ fn query(s: &Statement) -> Result<neo4rs::Query, Neo4jError> {
     Ok(q)
 }
 
+/// Runs `statements` in one transaction.
 async fn run(config: &Neo4jConfig, statements: Vec<Statement>) -> Result<(), Neo4jError> {
     let fail = |e| Neo4jError::from_driver(&config.uri, e);
     let graph = super::graph(config).await?;
