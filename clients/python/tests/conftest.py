@@ -124,29 +124,6 @@ class Server:
             self.proc = None
 
 
-def ack_delivers(url: str) -> bool:
-    """Whether this gateway's `cxp.ack` takes a packet that is still queued (delivering
-    it to its recipient first). Without that, no gateway method delivers a packet, and
-    an external agent's ack is refused with `invalid_transition` (docs/clients.md)."""
-    import asyncio
-
-    import orchestrata
-
-    async def probe() -> bool:
-        # To U:Ox, acknowledged by an admin (acts as any Volk): U:Vz's agents never see it.
-        async with await orchestrata.Gateway.connect(url, token=OPERATOR) as gw, await orchestrata.Gateway.connect(
-            url, token=ADMIN
-        ) as agent:
-            sent = await gw.cxp_send(target="U:Ox", subject="ack_probe", payload={})
-            try:
-                await agent.cxp_ack(message_id=sent["message_id"])  # type: ignore[typeddict-item]
-                return True
-            except orchestrata.InvalidTransition:
-                return False
-
-    return asyncio.run(probe())
-
-
 @pytest.fixture
 def server(tmp_path: Path):
     s = Server(tmp_path).start()

@@ -11,7 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from conftest import OPERATOR, Server, ack_delivers
+from conftest import OPERATOR, Server
 from load import N, AgentProcess, assert_exactly_once, effects, send_load
 from proxy import Proxy
 
@@ -19,7 +19,7 @@ from orchestrata import Gateway
 
 
 def test_the_server_killed_and_restarted_twice_loses_and_repeats_nothing(server, tmp_path: Path) -> None:
-    agent = AgentProcess(server.url, tmp_path, ack=ack_delivers(server.url)).start()
+    agent = AgentProcess(server.url, tmp_path, ack=True).start()
 
     async def main() -> list[str]:
         sender = asyncio.create_task(send_load(server.url, N, "crash"))
@@ -43,11 +43,10 @@ def test_the_server_killed_and_restarted_twice_loses_and_repeats_nothing(server,
 
 
 def test_cutting_the_agents_connection_mid_stream_loses_and_repeats_nothing(server, tmp_path: Path) -> None:
-    ack = ack_delivers(server.url)
 
     async def main() -> tuple[list[str], int, AgentProcess]:
         proxy = await Proxy(server.port).start()
-        agent = AgentProcess(proxy.url, tmp_path, ack=ack).start()
+        agent = AgentProcess(proxy.url, tmp_path, ack=True).start()
         try:
             sender = asyncio.create_task(send_load(server.url, N, "cut"))
             cut = 0
@@ -74,7 +73,7 @@ def test_cutting_the_agents_connection_mid_stream_loses_and_repeats_nothing(serv
 
 
 def test_the_agent_process_killed_and_restarted_resumes_from_its_cursor(server, tmp_path: Path) -> None:
-    agent = AgentProcess(server.url, tmp_path, ack=ack_delivers(server.url)).start()
+    agent = AgentProcess(server.url, tmp_path, ack=True).start()
     kills = 0
 
     async def main() -> list[str]:
@@ -109,11 +108,10 @@ def test_gap_notices_of_a_slow_reader_are_filled_from_the_log(tmp_path: Path) ->
     # gap notices (ERR-014); the agent replays exactly those ranges.
     server = Server(tmp_path, buffer=10).start()
     try:
-        ack = ack_delivers(server.url)
 
         async def main() -> tuple[list[str], AgentProcess]:
             proxy = await Proxy(server.port, rcvbuf=4096).start()
-            agent = AgentProcess(proxy.url, tmp_path, ack=ack).start()
+            agent = AgentProcess(proxy.url, tmp_path, ack=True).start()
             try:
                 await asyncio.to_thread(wait_subscribed, server)
                 proxy.pause()

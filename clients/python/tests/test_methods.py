@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import websockets
-from conftest import ADMIN, AGENT, HMAC_CLIENT, OPERATOR, VIEWER, ack_delivers
+from conftest import ADMIN, AGENT, HMAC_CLIENT, OPERATOR, VIEWER
 
 import orchestrata as o
 from orchestrata import Gateway
@@ -97,8 +97,6 @@ def test_gateway_and_config_methods(shared_server) -> None:
 
 
 def test_cxp_methods(shared_server) -> None:
-    delivers = ack_delivers(shared_server.url)
-
     async def main() -> None:
         async with await Gateway.connect(shared_server.url, token=OPERATOR) as gw, await Gateway.connect(
             shared_server.url, token=AGENT
@@ -113,15 +111,11 @@ def test_cxp_methods(shared_server) -> None:
             assert status["delivery_status"] == "queued", status
             work = await ok(agent, "cxp.work", message_id=sent["message_id"], status="in_progress", notes="on it")
             assert work["work_status"] == "in_progress"
-            if delivers:
-                # The recipient's ack delivers the queued packet, then acknowledges it.
-                acked = await ok(agent, "cxp.ack", message_id=sent["message_id"])
-                assert acked["status"] == "acknowledged", acked
-                await fails(agent, o.InvalidTransition, "invalid_transition", "cxp.ack", message_id=sent["message_id"])
-            else:
-                # The packet stays queued: no gateway method delivers it (docs/clients.md).
-                await fails(agent, o.InvalidTransition, "invalid_transition", "cxp.ack", message_id=sent["message_id"])
-                assert (await gw.cxp_status(thread_id=sent["thread_id"]))["delivery_status"] == "queued"
+            # The recipient's ack delivers the queued packet, then acknowledges it; a repeat is refused.
+            acked = await ok(agent, "cxp.ack", message_id=sent["message_id"])
+            assert acked["status"] == "acknowledged", acked
+            assert (await gw.cxp_status(thread_id=sent["thread_id"]))["delivery_status"] == "acknowledged"
+            await fails(agent, o.InvalidTransition, "invalid_transition", "cxp.ack", message_id=sent["message_id"])
             await ok(agent, "cxp.unsubscribe", subscription_id=sub["subscription_id"])
             e = await fails(gw, o.UnknownTargetVolk, "unknown_target_volk", "cxp.send", target="U:Zz", payload={})
             assert e.contract == "ERR-006"

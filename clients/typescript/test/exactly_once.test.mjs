@@ -2,8 +2,8 @@
 // its own process handles PACKETS packets sent to U:Vz while (1) the server is killed
 // with SIGKILL and restarted, (2) a proxy cuts the agent's connection, (3) the agent
 // process itself is killed and restarted from its cursor file. Each time, counted from
-// the log: every packet put in progress once and answered once (and acknowledged once,
-// where the gateway's cxp.ack delivers a queued packet) — none skipped, none twice.
+// the log: every packet acknowledged, put in progress and answered once — none skipped,
+// none twice.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,23 +11,21 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Up, AGENT, OPERATOR } from './support/up.mjs';
-import { Agent, Proxy, PACKETS, Tally, ackDelivers, connect, sendAll, untilAnswered } from './support/harness.mjs';
+import { Agent, Proxy, PACKETS, Tally, connect, sendAll, untilAnswered } from './support/harness.mjs';
 
 function cursorFile() {
   return join(mkdtempSync(join(tmpdir(), 'tsclient-cursor-')), 'vz.cursor');
 }
 
-function assertExactlyOnce(tally, n, acks) {
+function assertExactlyOnce(tally, n) {
   assert.equal(tally.packets.size, n, `${n} packets sent to U:Vz, each once (idempotency keys)`);
-  const want = acks ? 1 : 0;
-  const wrong = [...tally.packets].filter(([, e]) => e.acks !== want || e.inProgress !== 1 || e.replies !== 1);
-  assert.deepEqual(wrong.slice(0, 5), [], `every packet acknowledged (${want}), in progress and answered exactly once (${wrong.length} not)`);
+  const wrong = [...tally.packets].filter(([, e]) => e.acks !== 1 || e.inProgress !== 1 || e.replies !== 1);
+  assert.deepEqual(wrong.slice(0, 5), [], `every packet acknowledged, in progress and answered exactly once (${wrong.length} not)`);
 }
 
 test('the server killed (SIGKILL) and restarted while an agent works: every packet handled exactly once', async () => {
   const up = await Up.start();
-  const acks = await ackDelivers(up.url, OPERATOR, AGENT);
-  const agent = new Agent(up.url, AGENT, cursorFile(), acks);
+  const agent = new Agent(up.url, AGENT, cursorFile(), true);
   const sender = await connect(up.url, OPERATOR);
   const counter = await connect(up.url, OPERATOR);
   try {
@@ -44,7 +42,7 @@ test('the server killed (SIGKILL) and restarted while an agent works: every pack
     await sending;
     assert.equal(crashes, 2, 'the server was killed twice mid-stream');
     await tally.advance();
-    assertExactlyOnce(tally, PACKETS, acks);
+    assertExactlyOnce(tally, PACKETS);
     assert.ok(sender.stats.reconnects >= 2 && counter.stats.reconnects >= 2, 'the clients reconnected');
   } finally {
     await agent.kill();
@@ -56,9 +54,8 @@ test('the server killed (SIGKILL) and restarted while an agent works: every pack
 
 test('a proxy cutting the agent\'s connection: every packet handled exactly once', async () => {
   const up = await Up.start();
-  const acks = await ackDelivers(up.url, OPERATOR, AGENT);
   const proxy = await Proxy.start(up.port);
-  const agent = new Agent(proxy.url, AGENT, cursorFile(), acks);
+  const agent = new Agent(proxy.url, AGENT, cursorFile(), true);
   const sender = await connect(up.url, OPERATOR);
   const counter = await connect(up.url, OPERATOR);
   try {
@@ -70,7 +67,7 @@ test('a proxy cutting the agent\'s connection: every packet handled exactly once
     await sending;
     assert.equal(proxy.cuts, 3, 'the connection was cut three times mid-stream');
     await tally.advance();
-    assertExactlyOnce(tally, PACKETS, acks);
+    assertExactlyOnce(tally, PACKETS);
   } finally {
     await agent.kill();
     await proxy.close();
@@ -82,9 +79,8 @@ test('a proxy cutting the agent\'s connection: every packet handled exactly once
 
 test('the agent process killed and restarted with its cursor file: every packet handled exactly once', async () => {
   const up = await Up.start();
-  const acks = await ackDelivers(up.url, OPERATOR, AGENT);
   const cursor = cursorFile();
-  let agent = new Agent(up.url, AGENT, cursor, acks);
+  let agent = new Agent(up.url, AGENT, cursor, true);
   const sender = await connect(up.url, OPERATOR);
   const counter = await connect(up.url, OPERATOR);
   try {
@@ -95,13 +91,13 @@ test('the agent process killed and restarted with its cursor file: every packet 
       if (kills < 2 && answered >= ((kills + 1) * PACKETS) / 3) {
         kills += 1;
         await agent.kill();
-        agent = new Agent(up.url, AGENT, cursor, acks);
+        agent = new Agent(up.url, AGENT, cursor, true);
       }
     });
     await sending;
     assert.equal(kills, 2, 'the agent was killed twice mid-stream');
     await tally.advance();
-    assertExactlyOnce(tally, PACKETS, acks);
+    assertExactlyOnce(tally, PACKETS);
     const stopped = await agent.stop();
     assert.equal(stopped.code, 0, `the agent drains and exits cleanly on SIGTERM (${agent.errors.join('\n')})`);
   } finally {

@@ -149,29 +149,6 @@ export async function untilAnswered(tally, n, at = async () => {}, limitMs = 600
   }
 }
 
-/**
- * Whether this gateway's `cxp.ack` delivers a still-queued packet to its recipient
- * (an external agent receives through its subscription; a gateway without that change
- * answers `invalid_transition`, asserted here, and the agents then do not acknowledge).
- */
-export async function ackDelivers(url, operatorToken, agentToken) {
-  const op = await Gateway.connect(url, { token: operatorToken });
-  const agent = await Gateway.connect(url, { token: agentToken });
-  try {
-    const sent = await op.cxp.send({ target: 'U:Vz', subject: 'probe', payload: {} });
-    try {
-      await agent.cxp.ack({ message_id: sent.message_id });
-      return true;
-    } catch (e) {
-      if (e.reason !== 'invalid_transition') throw e;
-      return false;
-    }
-  } finally {
-    op.close();
-    agent.close();
-  }
-}
-
 /** Connects with a long call deadline (calls ride out a server restart). */
 export function connect(url, token) {
   return Gateway.connect(url, { token, callTimeoutMs: 300_000, reconnect: { minDelayMs: 50, maxDelayMs: 1000 } });
