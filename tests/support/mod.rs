@@ -20,11 +20,8 @@ pub use kafka::{
     create_topic, kafka_brokers, spawn_kafka_cluster, spawn_private_kafka, Brokers, Kafka,
 };
 
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command};
-use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::net::TcpListener;
+use std::time::Duration;
 
 fn signal(pid: i32, sig: i32) {
     // SAFETY: kill(2) with a pid of a child we own; no memory is touched.

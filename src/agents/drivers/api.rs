@@ -224,7 +224,7 @@ impl ApiDriver {
                     .and_then(|v| v.trim().parse::<f64>().ok())
                     .filter(|s| s.is_finite() && *s >= 0.0)
                     .map_or(1_000, |s| (s * 1000.0).min(u64::MAX as f64) as u64);
-                let text = body(resp, self.max_body).await.unwrap_or_default();
+                let text = read_body(resp, self.max_body).await.unwrap_or_default();
                 if text.contains("insufficient_quota") {
                     let e = DriverError::QuotaExhausted {
                         provider: p.name.clone(),
@@ -250,7 +250,7 @@ impl ApiDriver {
                     .await;
                 continue;
             }
-            let text = match body(resp, self.max_body).await {
+            let text = match read_body(resp, self.max_body).await {
                 Ok(t) => t,
                 Err(Body::TooLarge) => {
                     let e = DriverError::OutputTooLarge {
@@ -313,7 +313,7 @@ enum Body {
 
 /// The body of `resp` as text, read chunk by chunk up to `cap` bytes (a provider
 /// cannot make the server buffer more); invalid UTF-8 is replaced.
-async fn body(mut resp: reqwest::Response, cap: u64) -> Result<String, Body> {
+async fn read_body(mut resp: reqwest::Response, cap: u64) -> Result<String, Body> {
     if resp.content_length().is_some_and(|n| n > cap) {
         return Err(Body::TooLarge);
     }
