@@ -358,7 +358,7 @@ async fn every_method_answers_as_its_result_schema_says() {
     }
     c.ok("workflow.get", json!({"workflow_id": id})).await;
     c.ok("agents.escalations", json!({})).await;
-    // An entry of the human queue (the root escalates), resolved by the client.
+    // An entry of the human queue (the root escalates), resolved by an admin.
     let escalated = stack
         .kernel
         .execute(orchestrata::kernel::cmd::command(
@@ -375,7 +375,8 @@ async fn every_method_answers_as_its_result_schema_says() {
         .await
         .expect("escalated to the human queue");
     let entry = escalated.command_id.to_string();
-    c.ok(
+    // The human queue is the operator's: an admin resolves here (docs/security.md).
+    admin.ok(
         "agents.resolve_escalation",
         json!({"escalation_id": entry, "decision": "accepted"}),
     )

@@ -260,7 +260,8 @@ async fn session_close_of_an_unknown_or_closed_session_is_refused() {
     for bad in [
         json!({}),
         json!({"session_id": ""}),
-        json!({"session_id": id, "status": "completed"}),
+        json!({"session_id": id, "status": 5}),
+        json!({"session_id": id, "status": "x".repeat(65)}),
         json!({"session_id": id, "carryover_tasks": "x"}),
     ] {
         let e = c.err("session.close", bad.clone()).await;

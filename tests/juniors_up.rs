@@ -245,7 +245,9 @@ async fn a_terminated_junior_stops_its_work_and_refusals_are_typed() {
             json!({ "parent": "U:Vz", "driver": "sleeper", "task": "x", "timeout_s": 100000 }),
         )
         .await;
-    assert_eq!(too_long["data"]["field"], "timeout_s", "{too_long}");
+    // The params schema bounds it (maximum: one day) before the handler runs.
+    assert_eq!(too_long["data"]["field"], "params.timeout_s", "{too_long}");
+    assert_eq!(too_long["data"]["reason"], "invalid_params", "{too_long}");
 
     let unknown = vz
         .err(

@@ -85,7 +85,7 @@ async fn view_ids(ws: &mut Ws, label: &str) -> Vec<String> {
     let r = ws
         .ok(
             "knowledge.nodes",
-            json!({"node_type": label, "limit": 10000}),
+            json!({"node_type": label, "limit": 1000}),
         )
         .await;
     let nodes = r["nodes"].as_array().expect("nodes");
