@@ -223,7 +223,7 @@ class Methods:
         """`session.assert_fact` (params/session.assert_fact.schema.json)."""
         return await self.call("session.assert_fact", _drop_none({"session_id": session_id, "fact_type": fact_type, "data": data, "idempotency_key": idempotency_key}))  # type: ignore[return-value]
 
-    async def session_close(self, *, session_id: str, status: Literal["closed"] | None = None, summary: str | None = None, carryover_tasks: list[Any] | None = None, idempotency_key: str | None = None) -> SessionCloseResult:
+    async def session_close(self, *, session_id: str, status: str | None = None, summary: str | None = None, carryover_tasks: list[Any] | None = None, idempotency_key: str | None = None) -> SessionCloseResult:
         """`session.close` (params/session.close.schema.json)."""
         return await self.call("session.close", _drop_none({"session_id": session_id, "status": status, "summary": summary, "carryover_tasks": carryover_tasks, "idempotency_key": idempotency_key}))  # type: ignore[return-value]
 

@@ -116,6 +116,7 @@ export type AgentsSpawnParams = {
     task?: string;
     /** How the junior's life is bounded: `"task"` (default; it is terminated when its first task ends), `{"deadline_ms": N}` or `{"session_id": S}` (it lives on for more tasks through `agents.assign` until then). */
     lifespan?: "task" | {
+        /** Milliseconds from the spawn until the junior is terminated; at most 365 days. */
         deadline_ms: number;
     } | {
         session_id: string;
@@ -657,8 +658,8 @@ export type SessionAssertFactResult = {
 /** SessionCloseParams */
 export type SessionCloseParams = {
     session_id: string;
-    /** The status the session ends in; the log knows only `closed` (completion is derived: a closed session with nothing carried over is completed). */
-    status?: "closed";
+    /** The status the caller closes the session with (free text, e.g. `completed`); recorded in the session's context as `close_status`. The session's own status is `closed` (completion is derived: a closed session with nothing carried over is completed). */
+    status?: string;
     /** What was done (default: empty). */
     summary?: string;
     /** Tasks to carry over; the kernel adds the session's unresolved packets and active threads. */
