@@ -376,11 +376,12 @@ async fn every_method_answers_as_its_result_schema_says() {
         .expect("escalated to the human queue");
     let entry = escalated.command_id.to_string();
     // The human queue is the operator's: an admin resolves here (docs/security.md).
-    admin.ok(
-        "agents.resolve_escalation",
-        json!({"escalation_id": entry, "decision": "accepted"}),
-    )
-    .await;
+    admin
+        .ok(
+            "agents.resolve_escalation",
+            json!({"escalation_id": entry, "decision": "accepted"}),
+        )
+        .await;
     c.ok("agents.escalations", json!({"status": "all"})).await;
 
     let mut seen = c.seen.clone();
